@@ -1,0 +1,410 @@
+// Package ctrd implements engine.Engine on containerd's Go client. It is the
+// only package that imports the containerd client.
+package ctrd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/platforms"
+	"github.com/containerd/containerd/reference/docker"
+	"github.com/containerd/containerd/snapshots"
+	"github.com/containerd/containerd/containers"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/spec"
+)
+
+const (
+	snapshotter = containerd.DefaultSnapshotter
+	runtimeName = "io.containerd.runc.v2"
+	// logKey is the one query key of the binary logger URI: the shim turns
+	// query pairs into argv, so the logger runs as `podrun cri-log PATH`.
+	logKey = "cri-log"
+)
+
+// Engine is engine.Engine on a containerd client.
+type Engine struct {
+	client    *containerd.Client
+	namespace string
+	logger    string // absolute path of the binary the shim runs as the log driver
+}
+
+// Options configure Connect.
+type Options struct {
+	Address   string
+	Namespace string
+	// Logger is the absolute path of podrun's own binary, run by the shim as
+	// `Logger cri-log PATH` to write CRI-format logs.
+	Logger  string
+	Timeout time.Duration // dial and health-check timeout
+}
+
+// Connect dials containerd and checks that it answers. Errors wrap
+// engine.ErrUnavailable.
+func Connect(ctx context.Context, o Options) (*Engine, error) {
+	client, err := containerd.New(o.Address,
+		containerd.WithDefaultNamespace(o.Namespace),
+		containerd.WithTimeout(o.Timeout))
+	if err != nil {
+		return nil, fmt.Errorf("%w: connecting to containerd at %q: %w", engine.ErrUnavailable, o.Address, err)
+	}
+	vctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	if _, err := client.Version(vctx); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("%w: containerd at %q does not answer: %w", engine.ErrUnavailable, o.Address, err)
+	}
+	return &Engine{client: client, namespace: o.Namespace, logger: o.Logger}, nil
+}
+
+// Close releases the client connection.
+func (e *Engine) Close() error { return e.client.Close() }
+
+func (e *Engine) ns(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, e.namespace)
+}
+
+// mapErr turns containerd's not-found errors into engine.ErrNotFound.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errdefs.IsNotFound(err) {
+		return fmt.Errorf("%w: %w", engine.ErrNotFound, err)
+	}
+	return err
+}
+
+// Image returns a local image, unpacking it first if needed.
+func (e *Engine) Image(ctx context.Context, ref string) (engine.Image, error) {
+	ctx = e.ns(ctx)
+	ref, err := Normalize(ref)
+	if err != nil {
+		return engine.Image{}, err
+	}
+	img, err := e.client.GetImage(ctx, ref)
+	if err != nil {
+		return engine.Image{}, mapErr(err)
+	}
+	return e.describe(ctx, img)
+}
+
+func (e *Engine) describe(ctx context.Context, img containerd.Image) (engine.Image, error) {
+	unpacked, err := img.IsUnpacked(ctx, snapshotter)
+	if err != nil {
+		return engine.Image{}, fmt.Errorf("checking unpacked layers of %q: %w", img.Name(), err)
+	}
+	if !unpacked {
+		if err := img.Unpack(ctx, snapshotter); err != nil {
+			return engine.Image{}, fmt.Errorf("unpacking %q: %w", img.Name(), err)
+		}
+	}
+	oci, err := img.Spec(ctx)
+	if err != nil {
+		return engine.Image{}, fmt.Errorf("reading config of %q: %w", img.Name(), err)
+	}
+	size, err := img.Size(ctx)
+	if err != nil {
+		return engine.Image{}, fmt.Errorf("sizing %q: %w", img.Name(), err)
+	}
+	c := oci.Config
+	return engine.Image{
+		Ref:    img.Name(),
+		Digest: img.Target().Digest.String(),
+		Size:   size,
+		Config: spec.Image{
+			Ref:        img.Name(),
+			Entrypoint: c.Entrypoint,
+			Cmd:        c.Cmd,
+			Env:        c.Env,
+			WorkingDir: c.WorkingDir,
+			User:       c.User,
+			StopSignal: c.StopSignal,
+		},
+	}, nil
+}
+
+// Pull fetches an image and unpacks it.
+func (e *Engine) Pull(ctx context.Context, ref string) (engine.Image, error) {
+	ctx = e.ns(ctx)
+	ref, err := Normalize(ref)
+	if err != nil {
+		return engine.Image{}, err
+	}
+	img, err := e.client.Pull(ctx, ref, containerd.WithPullUnpack, containerd.WithPullSnapshotter(snapshotter))
+	if err != nil {
+		return engine.Image{}, mapErr(err)
+	}
+	return e.describe(ctx, img)
+}
+
+// Import loads an OCI or docker archive.
+func (e *Engine) Import(ctx context.Context, r io.Reader) ([]engine.Image, error) {
+	ctx = e.ns(ctx)
+	imgs, err := e.client.Import(ctx, r,
+		containerd.WithImportPlatform(platforms.Default()),
+		containerd.WithSkipDigestRef(func(name string) bool { return name != "" }))
+	if err != nil {
+		return nil, err
+	}
+	var out []engine.Image
+	for _, i := range imgs {
+		d, err := e.describe(ctx, containerd.NewImageWithPlatform(e.client, i, platforms.Default()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Images lists the local images.
+func (e *Engine) Images(ctx context.Context) ([]engine.Image, error) {
+	ctx = e.ns(ctx)
+	imgs, err := e.client.ImageService().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []engine.Image
+	for _, i := range imgs {
+		img := containerd.NewImageWithPlatform(e.client, i, platforms.Default())
+		size, err := img.Size(ctx)
+		if err != nil {
+			size = -1 // content missing for this platform: still list it
+		}
+		out = append(out, engine.Image{Ref: i.Name, Digest: i.Target.Digest.String(), Size: size})
+	}
+	return out, nil
+}
+
+// Create creates a container, with a snapshot of its image as the root
+// filesystem when c.Image is set.
+func (e *Engine) Create(ctx context.Context, c engine.ContainerSpec) error {
+	ctx = e.ns(ctx)
+	opts := []containerd.NewContainerOpts{
+		containerd.WithContainerLabels(c.Labels),
+		containerd.WithRuntime(runtimeName, nil),
+	}
+	if c.Image != "" {
+		ref, err := Normalize(c.Image)
+		if err != nil {
+			return err
+		}
+		img, err := e.client.GetImage(ctx, ref)
+		if err != nil {
+			return mapErr(err)
+		}
+		opts = append(opts,
+			containerd.WithImageName(img.Name()),
+			containerd.WithSnapshotter(snapshotter),
+			containerd.WithNewSnapshot(c.ID, img, snapshots.WithLabels(map[string]string{})))
+	}
+	opts = append(opts, withSpec(c))
+	_, err := e.client.NewContainer(ctx, c.ID, opts...)
+	if err != nil {
+		return fmt.Errorf("creating container %q: %w", c.ID, err)
+	}
+	return nil
+}
+
+// Normalize turns a reference into its full Docker form
+// (busybox -> docker.io/library/busybox:latest).
+func Normalize(ref string) (string, error) {
+	n, err := docker.ParseDockerRef(ref)
+	if err != nil {
+		return "", fmt.Errorf("invalid image reference %q: %w", ref, err)
+	}
+	return n.String(), nil
+}
+
+// withSpec stores the prebuilt OCI spec.
+func withSpec(c engine.ContainerSpec) containerd.NewContainerOpts {
+	return func(ctx context.Context, _ *containerd.Client, ctr *containers.Container) error {
+		return containerd.WithSpec(c.Spec)(ctx, nil, ctr)
+	}
+}
+
+// Start creates and starts the task.
+func (e *Engine) Start(ctx context.Context, id, logPath string) (uint32, error) {
+	ctx = e.ns(ctx)
+	ctr, err := e.client.LoadContainer(ctx, id)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	creator := cio.NullIO
+	if logPath != "" {
+		creator = cio.BinaryIO(e.logger, map[string]string{logKey: logPath})
+	}
+	task, err := ctr.NewTask(ctx, creator)
+	if err != nil {
+		return 0, fmt.Errorf("creating task: %w", err)
+	}
+	if err := task.Start(ctx); err != nil {
+		if _, derr := task.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill); derr != nil && !errdefs.IsNotFound(derr) {
+			err = errors.Join(err, fmt.Errorf("deleting failed task: %w", derr))
+		}
+		return 0, fmt.Errorf("starting task: %w", err)
+	}
+	return task.Pid(), nil
+}
+
+// Wait blocks until the task exits or ctx is done.
+func (e *Engine) Wait(ctx context.Context, id string) (engine.Exit, error) {
+	ctx = e.ns(ctx)
+	task, err := e.task(ctx, id)
+	if err != nil {
+		return engine.Exit{}, err
+	}
+	ch, err := task.Wait(ctx)
+	if err != nil {
+		return engine.Exit{}, mapErr(err)
+	}
+	select {
+	case st := <-ch:
+		code, at, err := st.Result()
+		if err != nil {
+			return engine.Exit{}, mapErr(err)
+		}
+		return engine.Exit{Code: code, ExitedAt: at}, nil
+	case <-ctx.Done():
+		return engine.Exit{}, ctx.Err()
+	}
+}
+
+func (e *Engine) task(ctx context.Context, id string) (containerd.Task, error) {
+	ctr, err := e.client.LoadContainer(ctx, id)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	task, err := ctr.Task(ctx, nil)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return task, nil
+}
+
+// Kill signals the task; a missing or finished task is not an error.
+func (e *Engine) Kill(ctx context.Context, id string, sig syscall.Signal) error {
+	ctx = e.ns(ctx)
+	task, err := e.task(ctx, id)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := task.Kill(ctx, sig); err != nil && !errdefs.IsNotFound(err) && !isFinished(err) {
+		return fmt.Errorf("signalling %q: %w", id, err)
+	}
+	return nil
+}
+
+func isFinished(err error) bool {
+	return errdefs.IsFailedPrecondition(err) || strings.Contains(err.Error(), "process already finished")
+}
+
+// Delete removes the task, the container and its snapshot.
+func (e *Engine) Delete(ctx context.Context, id string) error {
+	ctx = e.ns(ctx)
+	ctr, err := e.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if task, err := ctr.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("deleting task of %q: %w", id, err)
+		}
+	} else if !errdefs.IsNotFound(err) {
+		return fmt.Errorf("loading task of %q: %w", id, err)
+	}
+	if err := ctr.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("deleting container %q: %w", id, err)
+	}
+	return nil
+}
+
+// DeleteTask removes the task and returns its exit; a missing task returns
+// an error wrapping engine.ErrNotFound.
+func (e *Engine) DeleteTask(ctx context.Context, id string) (engine.Exit, error) {
+	ctx = e.ns(ctx)
+	task, err := e.task(ctx, id)
+	if err != nil {
+		return engine.Exit{}, err
+	}
+	st, err := task.Delete(ctx, containerd.WithProcessKill)
+	if err != nil {
+		return engine.Exit{}, mapErr(err)
+	}
+	return engine.Exit{Code: st.ExitCode(), ExitedAt: st.ExitTime()}, nil
+}
+
+// SetLabels adds or replaces labels.
+func (e *Engine) SetLabels(ctx context.Context, id string, l map[string]string) error {
+	ctx = e.ns(ctx)
+	ctr, err := e.client.LoadContainer(ctx, id)
+	if err != nil {
+		return mapErr(err)
+	}
+	_, err = ctr.SetLabels(ctx, l)
+	return err
+}
+
+// List returns the containers carrying all the labels in match.
+func (e *Engine) List(ctx context.Context, match map[string]string) ([]engine.Container, error) {
+	ctx = e.ns(ctx)
+	var filters []string
+	for k, v := range match {
+		filters = append(filters, fmt.Sprintf("labels.%q==%q", k, v))
+	}
+	ctrs, err := e.client.Containers(ctx, strings.Join(filters, ","))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Container, 0, len(ctrs))
+	for _, c := range ctrs {
+		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
+		if errdefs.IsNotFound(err) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, engine.Container{
+			ID: info.ID, Image: info.Image, Labels: info.Labels, CreatedAt: info.CreatedAt,
+			Task: e.taskOf(ctx, c),
+		})
+	}
+	return out, nil
+}
+
+func (e *Engine) taskOf(ctx context.Context, c containerd.Container) engine.Task {
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return engine.Task{}
+	}
+	st, err := task.Status(ctx)
+	if err != nil {
+		return engine.Task{State: engine.TaskUnknown, PID: task.Pid()}
+	}
+	return engine.Task{
+		State:    engine.TaskState(st.Status),
+		PID:      task.Pid(),
+		ExitCode: st.ExitStatus,
+		ExitedAt: st.ExitTime,
+	}
+}
+
+var _ engine.Engine = (*Engine)(nil)

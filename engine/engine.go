@@ -1,0 +1,107 @@
+// Package engine is podrun's one seam over the container runtime. It speaks
+// podrun's own plain types so that the in-memory fake (engine/fake) imports
+// nothing from containerd; engine/containerd is the only code that knows the
+// containerd client.
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/podrun/podrun/spec"
+)
+
+// ErrNotFound is returned (wrapped) when an image, container or task does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrUnavailable is returned (wrapped) when the runtime cannot be reached.
+var ErrUnavailable = errors.New("container runtime unavailable")
+
+// Image is an image present in the runtime's store.
+type Image struct {
+	Ref    string     // normalized reference, e.g. docker.io/library/busybox:latest
+	Digest string     // digest of the image's manifest or index ("imageID")
+	Size   int64      // bytes of content in the store
+	Config spec.Image // what podrun needs from the image's config
+}
+
+// ContainerSpec is everything needed to create a container.
+type ContainerSpec struct {
+	ID     string
+	Image  string // reference of an image to snapshot as the root; "" when Spec.Root.Path is a host directory
+	Labels map[string]string
+	Spec   *specs.Spec
+}
+
+// TaskState is the state of a container's task.
+type TaskState string
+
+// Task states. TaskNone means the container has no task.
+const (
+	TaskNone    TaskState = ""
+	TaskCreated TaskState = "created"
+	TaskRunning TaskState = "running"
+	TaskStopped TaskState = "stopped"
+	TaskPaused  TaskState = "paused"
+	TaskUnknown TaskState = "unknown"
+)
+
+// Task is what is known of a container's task.
+type Task struct {
+	State    TaskState
+	PID      uint32
+	ExitCode uint32
+	ExitedAt time.Time
+}
+
+// Container is a container as the runtime reports it.
+type Container struct {
+	ID        string
+	Image     string
+	Labels    map[string]string
+	CreatedAt time.Time
+	Task      Task
+}
+
+// Exit is how a task ended.
+type Exit struct {
+	Code     uint32
+	ExitedAt time.Time
+}
+
+// Engine is the container runtime as podrun uses it. Every method that
+// removes something treats "already gone" as success.
+type Engine interface {
+	// Image returns a local image, or an error wrapping ErrNotFound.
+	Image(ctx context.Context, ref string) (Image, error)
+	// Pull fetches an image from its registry and unpacks it.
+	Pull(ctx context.Context, ref string) (Image, error)
+	// Import loads the images of an OCI or docker archive and unpacks them.
+	Import(ctx context.Context, r io.Reader) ([]Image, error)
+	// Images lists the local images.
+	Images(ctx context.Context) ([]Image, error)
+
+	// Create creates a container (and its root snapshot when Image is set).
+	Create(ctx context.Context, c ContainerSpec) error
+	// Start creates and starts the container's task; its stdout and stderr go
+	// to a CRI-format log file at logPath ("" discards them). Returns the pid.
+	Start(ctx context.Context, id, logPath string) (uint32, error)
+	// Wait blocks until the container's task has exited or ctx is done.
+	Wait(ctx context.Context, id string) (Exit, error)
+	// DeleteTask removes the container's task (killing it if needed) and
+	// returns how it ended; the container stays.
+	DeleteTask(ctx context.Context, id string) (Exit, error)
+	// Kill sends a signal to the container's task.
+	Kill(ctx context.Context, id string, sig syscall.Signal) error
+	// Delete removes the task (killing it if needed), the container and its snapshot.
+	Delete(ctx context.Context, id string) error
+	// SetLabels adds or replaces labels on a container.
+	SetLabels(ctx context.Context, id string, labels map[string]string) error
+	// List returns the containers whose labels include all of match.
+	List(ctx context.Context, match map[string]string) ([]Container, error)
+}

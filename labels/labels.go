@@ -1,0 +1,47 @@
+// Package labels holds the containerd label and annotation keys podrun puts on
+// the objects it creates. Labels are podrun's source of truth: any later podrun
+// process (or a restarted daemon) finds and adopts pods through them.
+package labels
+
+const (
+	prefix = "io.podrun."
+
+	// PodUID is the pod's deterministic UID (see manifest.Identity).
+	PodUID = prefix + "pod.uid"
+	// PodName and PodNamespace are the pod's metadata.name and metadata.namespace.
+	PodName      = prefix + "pod.name"
+	PodNamespace = prefix + "pod.namespace"
+	// PodHash is the hash of the defaulted pod; equal hashes mean an unchanged pod.
+	PodHash = prefix + "pod.hash"
+	// Source says where the pod came from: a file path, "stdin" or "cli".
+	Source = prefix + "source"
+	// Container is the container's name in the pod spec; "POD" for the sandbox.
+	Container = prefix + "container.name"
+	// Kind is "sandbox", "init" or "app".
+	Kind = prefix + "container.kind"
+	// RestartCount counts the restarts of this container in the pod.
+	RestartCount = prefix + "container.restart-count"
+	// StartedAt is the RFC 3339 time the container's task was started.
+	StartedAt = prefix + "container.started-at"
+
+	// ExitCode and FinishedAt record how a container's task ended, so that
+	// the task can be deleted (and its shim exit) without losing its status.
+	ExitCode   = prefix + "container.exit-code"
+	FinishedAt = prefix + "container.finished-at"
+	// StopSignal is the image's STOPSIGNAL ("" means SIGTERM).
+	StopSignal = prefix + "container.stop-signal"
+	// PodIPs is the comma-separated list of the pod's IPs, on the sandbox.
+	PodIPs = prefix + "pod.ips"
+
+	// KindSandbox, KindInit and KindApp are the values of Kind.
+	KindSandbox = "sandbox"
+	KindInit    = "init"
+	KindApp     = "app"
+	// SandboxName is the Container label value of the pause container, as the
+	// kubelet names it.
+	SandboxName = "POD"
+
+	// ShimGroup is the annotation the runc v2 shim groups containers by: every
+	// container of a pod carrying the same value shares one shim process.
+	ShimGroup = "io.kubernetes.cri.sandbox-id"
+)

@@ -1,0 +1,114 @@
+// Package logs writes and reads container logs in the CRI format the kubelet
+// uses: one line per record, `<RFC3339Nano time> <stdout|stderr> <F|P> <text>`,
+// where P marks a partial line (split because it was longer than MaxLine).
+package logs
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd/runtime/v2/logging"
+)
+
+// MaxLine is the longest line written as one record, as in containerd's CRI.
+const MaxLine = 16 * 1024
+
+// Path is where a container's log lives: <dir>/<ns>_<pod>_<uid>/<container>/<restarts>.log.
+func Path(dir, namespace, pod, uid, container string, restarts int) string {
+	return filepath.Join(PodDir(dir, namespace, pod, uid), container, fmt.Sprintf("%d.log", restarts))
+}
+
+// PodDir is the pod's directory under the log dir.
+func PodDir(dir, namespace, pod, uid string) string {
+	return filepath.Join(dir, namespace+"_"+pod+"_"+uid)
+}
+
+// Writer serializes records from several streams into one CRI log.
+type Writer struct {
+	mu  sync.Mutex
+	w   io.Writer
+	now func() time.Time
+}
+
+// NewWriter returns a Writer on w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w, now: time.Now} }
+
+// Copy reads stream (named "stdout" or "stderr") until EOF and writes its lines.
+func (w *Writer) Copy(stream string, r io.Reader) error {
+	br := bufio.NewReaderSize(r, MaxLine)
+	for {
+		line, isPrefix, err := br.ReadLine()
+		if len(line) > 0 || (err == nil && !isPrefix) {
+			tag := "F"
+			if isPrefix {
+				tag = "P"
+			}
+			if werr := w.record(stream, tag, line); werr != nil {
+				return werr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (w *Writer) record(stream, tag string, line []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	buf := make([]byte, 0, len(line)+48)
+	buf = w.now().UTC().AppendFormat(buf, time.RFC3339Nano)
+	buf = append(buf, ' ')
+	buf = append(buf, stream...)
+	buf = append(buf, ' ')
+	buf = append(buf, tag...)
+	buf = append(buf, ' ')
+	buf = append(buf, line...)
+	buf = append(buf, '\n')
+	_, err := w.w.Write(buf)
+	return err
+}
+
+// RunDriver is the containerd shim's binary log driver: the shim runs
+// `podrun cri-log PATH` with the container's stdout and stderr as fds 3 and 4.
+// It never returns.
+func RunDriver(path string) {
+	logging.Run(func(_ context.Context, cfg *logging.Config, ready func() error) error {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := ready(); err != nil {
+			return err
+		}
+		w := NewWriter(f)
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, s := range []struct {
+			name string
+			r    io.Reader
+		}{{"stdout", cfg.Stdout}, {"stderr", cfg.Stderr}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = w.Copy(s.name, s.r)
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
+}

@@ -1,0 +1,53 @@
+package logs
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func fixed() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC) }
+
+func TestCopyWritesCRIRecords(t *testing.T) {
+	var out bytes.Buffer
+	w := &Writer{w: &out, now: fixed}
+	long := strings.Repeat("x", MaxLine+10)
+	in := "hello\n\nworld\n" + long + "\nno-newline"
+	if err := w.Copy("stderr", strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	ts := "2026-01-02T03:04:05.000000006Z"
+	want := []string{
+		ts + " stderr F hello",
+		ts + " stderr F ",
+		ts + " stderr F world",
+		ts + " stderr P " + long[:MaxLine],
+		ts + " stderr F " + long[MaxLine:],
+		ts + " stderr F no-newline",
+	}
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("got %d records, want %d:\n%s", len(got), len(want), out.String())
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("record %d:\n got %.80q\nwant %.80q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestTailJoinsPartialsAndKeepsLastN(t *testing.T) {
+	log := "t stdout F one\nt stdout P tw\nt stdout F o\nt stderr F three\nbad\n"
+	got := Tail(strings.NewReader(log), 2)
+	if strings.Join(got, "|") != "two|three" {
+		t.Fatalf("Tail = %q", got)
+	}
+}
+
+func TestPathLayout(t *testing.T) {
+	got := Path("/var/log/pods", "default", "web", "u-1", "nginx", 2)
+	if got != "/var/log/pods/default_web_u-1/nginx/2.log" {
+		t.Fatal(got)
+	}
+}

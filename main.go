@@ -1,0 +1,556 @@
+// Command podrun runs Kubernetes Pod manifests on one machine, straight on
+// containerd, with no API server. This file is the only code that knows the
+// command line: it turns flags into run.Config and calls into the packages.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/yaml"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/pause"
+	"github.com/podrun/podrun/run"
+	"github.com/podrun/podrun/sandbox"
+	"github.com/podrun/podrun/status"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes, documented in the README.
+const (
+	exitOK          = 0
+	exitPodFailed   = 1 // a pod failed, or the timeout passed before it was up
+	exitInvalid     = 2 // invalid input or usage
+	exitUnavailable = 3 // the runtime (containerd, CNI) is unavailable
+)
+
+const defaultAddress = "/run/containerd/containerd.sock"
+
+func main() {
+	app := newApp()
+	err := app.Run(os.Args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "podrun: %v\n", err)
+	}
+	os.Exit(exitCode(err))
+}
+
+// usageError marks bad command-line usage (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func exitCode(err error) int {
+	var problems manifest.Problems
+	var usage usageError
+	var coded cli.ExitCoder
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &problems), errors.As(err, &usage):
+		return exitInvalid
+	case errors.Is(err, engine.ErrUnavailable):
+		return exitUnavailable
+	case errors.As(err, &coded):
+		return coded.ExitCode()
+	case strings.Contains(err.Error(), "flag provided but not defined"), strings.Contains(err.Error(), "Required flag"):
+		return exitInvalid
+	}
+	return exitPodFailed
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:                 "podrun",
+		Usage:                "run Kubernetes Pod manifests on one machine, straight on containerd",
+		Version:              version,
+		HideVersion:          true,
+		EnableBashCompletion: true,
+		Flags:                globalFlags(),
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageError{err.Error()}
+		},
+		Before: func(c *cli.Context) error {
+			level := slog.LevelInfo
+			if c.Bool("debug") {
+				level = slog.LevelDebug
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+			return nil
+		},
+		Commands: []*cli.Command{
+			upCommand(), downCommand(), psCommand(), validateCommand(), imageCommand(), versionCommand(),
+			// Run by the runtime, not by users: the sandbox's PID 1 and the shim's log driver.
+			{Name: "pause", Hidden: true, Action: func(*cli.Context) error { os.Exit(pause.Run()); return nil }},
+			{Name: "cri-log", Hidden: true, Action: func(c *cli.Context) error {
+				logs.RunDriver(c.Args().First())
+				return nil
+			}},
+		},
+	}
+}
+
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "address", Value: defaultAddress, EnvVars: []string{"PODRUN_ADDRESS"},
+			Usage: "containerd socket; when the default answers nothing, podrun starts its own private containerd"},
+		&cli.StringFlag{Name: "namespace", Value: "podrun", EnvVars: []string{"PODRUN_NAMESPACE"}, Usage: "containerd namespace"},
+		&cli.StringFlag{Name: "root", Value: "/var/lib/podrun", EnvVars: []string{"PODRUN_ROOT"}, Usage: "state directory"},
+		&cli.StringFlag{Name: "log-dir", Value: "/var/log/pods", EnvVars: []string{"PODRUN_LOG_DIR"}, Usage: "container log directory"},
+		&cli.StringFlag{Name: "cni-conf-dir", Value: "/etc/cni/net.d", EnvVars: []string{"PODRUN_CNI_CONF_DIR"},
+			Usage: "CNI configuration directory; when empty, podrun's own bridge network is used"},
+		&cli.StringSliceFlag{Name: "cni-bin-dir", Value: cli.NewStringSlice(sandbox.DefaultBinDirs...), EnvVars: []string{"PODRUN_CNI_BIN_DIR"},
+			Usage: "CNI plugin directories, searched in order"},
+		&cli.StringFlag{Name: "pause-image", EnvVars: []string{"PODRUN_PAUSE_IMAGE"}, Usage: "sandbox image (default: podrun's built-in pause)"},
+		&cli.BoolFlag{Name: "debug", EnvVars: []string{"PODRUN_DEBUG"}, Usage: "verbose logs on stderr"},
+	}
+}
+
+func config(c *cli.Context) (run.Config, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return run.Config{}, fmt.Errorf("finding podrun's own binary: %w", err)
+	}
+	return run.Config{
+		Address:    c.String("address"),
+		AutoStart:  !c.IsSet("address"),
+		Namespace:  c.String("namespace"),
+		Root:       c.String("root"),
+		RunDir:     "/run/podrun",
+		LogDir:     c.String("log-dir"),
+		CNIConfDir: c.String("cni-conf-dir"),
+		CNIBinDirs: c.StringSlice("cni-bin-dir"),
+		PauseImage: c.String("pause-image"),
+		Exe:        exe,
+	}, nil
+}
+
+// progress prints pipeline events on stderr, one line each.
+func progress() run.Reporter {
+	var mu sync.Mutex
+	return func(e run.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		var b strings.Builder
+		if e.Pod != "" {
+			fmt.Fprintf(&b, "%s ", e.Pod)
+		}
+		if e.Index > 0 {
+			fmt.Fprintf(&b, "[%d/%d] ", e.Index, e.Total)
+		}
+		if e.Step != "" {
+			fmt.Fprintf(&b, "%s ", e.Step)
+		}
+		if e.Msg != "" {
+			b.WriteString(e.Msg + " ")
+		}
+		if e.Elapsed > 0 {
+			fmt.Fprintf(&b, "(%s) ", e.Elapsed.Round(time.Millisecond))
+		}
+		if e.Err != nil {
+			fmt.Fprintf(&b, "FAILED: %v", e.Err)
+		}
+		fmt.Fprintln(os.Stderr, strings.TrimSpace(b.String()))
+	}
+}
+
+// signalContext is cancelled on SIGINT or SIGTERM.
+func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+}
+
+func openHost(ctx context.Context, c *cli.Context) (*run.Host, error) {
+	cfg, err := config(c)
+	if err != nil {
+		return nil, err
+	}
+	return run.Open(ctx, cfg, progress())
+}
+
+func load(c *cli.Context) (*manifest.Set, error) {
+	if c.NArg() == 0 {
+		return nil, usageError{fmt.Sprintf("%s: name at least one FILE, DIR or -", c.Command.Name)}
+	}
+	return manifest.Load(c.Args().Slice(), os.Stdin)
+}
+
+func upCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "up",
+		Usage:     "run the pods of manifest files (a changed manifest replaces its pod, an unchanged one is left alone)",
+		ArgsUsage: "FILE|DIR|- ...",
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on a pod that is not up (or done) after this long"},
+			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "return as soon as the containers are started"},
+			&cli.BoolFlag{Name: "keep-on-failure", Usage: "leave a failed pod's parts in place for inspection"},
+		},
+		Action: func(c *cli.Context) error {
+			set, err := load(c)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(c)
+			defer stop()
+			h, err := openHost(ctx, c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			results := h.Up(ctx, set, run.UpOptions{Timeout: c.Duration("timeout"), Detach: c.Bool("detach"), KeepOnFailure: c.Bool("keep-on-failure")})
+			var errs []error
+			for _, r := range results {
+				if r.Err != nil {
+					errs = append(errs, r.Err)
+					continue
+				}
+				fmt.Printf("pod/%s %s (%s)\n", r.Pod, r.Action, r.Phase)
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
+
+func downCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "down",
+		Usage:     "stop pods gracefully and remove them (logs are kept)",
+		ArgsUsage: "FILE|DIR|-|POD ...  (POD is NAME or NAMESPACE/NAME)",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "grace-period", Value: -1, Usage: "seconds to wait after the stop signal, overriding the pods' terminationGracePeriodSeconds (-1: the pods' own)"},
+		},
+		Action: func(c *cli.Context) error {
+			targets, err := downTargets(c)
+			if err != nil {
+				return err
+			}
+			var o run.DownOptions
+			if g := c.Int("grace-period"); g >= 0 {
+				d := time.Duration(g) * time.Second
+				o.GracePeriod = &d
+			}
+			h, err := openHost(c.Context, c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			var errs []error
+			for _, r := range h.Down(c.Context, targets, o) {
+				switch {
+				case r.Err != nil:
+					errs = append(errs, fmt.Errorf("pod %s: %w", r.Pod, r.Err))
+				case r.Found:
+					fmt.Printf("pod/%s deleted\n", r.Pod)
+				default:
+					fmt.Printf("pod/%s not found (nothing to do)\n", r.Pod)
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
+
+// downTargets reads pod names from manifests ("-", files, directories) and
+// from NAME or NAMESPACE/NAME arguments.
+func downTargets(c *cli.Context) ([]run.Target, error) {
+	if c.NArg() == 0 {
+		return nil, usageError{"down: name at least one FILE, DIR, - or POD"}
+	}
+	var targets []run.Target
+	var paths []string
+	for _, a := range c.Args().Slice() {
+		if _, err := os.Stat(a); a == "-" || err == nil {
+			paths = append(paths, a)
+			continue
+		}
+		ns, name, ok := strings.Cut(a, "/")
+		if !ok {
+			ns, name = "default", a
+		}
+		targets = append(targets, run.Target{Namespace: ns, Name: name})
+	}
+	if len(paths) > 0 {
+		set, err := manifest.Load(paths, os.Stdin)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range set.Pods {
+			targets = append(targets, run.Target{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+	return targets, nil
+}
+
+func outputFlag(values ...string) *cli.StringFlag {
+	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: " + strings.Join(values, "|")}
+}
+
+func psCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ps",
+		Usage: "list pods, like kubectl get pods",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "include pods that have completed (Succeeded or Failed)"},
+			outputFlag("wide", "json", "yaml", "name"),
+		},
+		Action: func(c *cli.Context) error {
+			h, err := openHost(c.Context, c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			pods, err := h.Pods(c.Context)
+			if err != nil {
+				return err
+			}
+			var shown []*run.PodInfo
+			for _, p := range pods {
+				if c.Bool("all") || !finished(p) {
+					shown = append(shown, p)
+				}
+			}
+			return printPods(os.Stdout, shown, c.String("output"))
+		},
+	}
+}
+
+func finished(p *run.PodInfo) bool {
+	return p.Pod != nil && (p.Pod.Status.Phase == corev1.PodSucceeded || p.Pod.Status.Phase == corev1.PodFailed)
+}
+
+func printPods(w io.Writer, pods []*run.PodInfo, format string) error {
+	switch format {
+	case "json", "yaml":
+		list := corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "List", APIVersion: "v1"}}
+		for _, p := range pods {
+			if p.Pod != nil {
+				pod := p.Pod.DeepCopy()
+				pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
+				list.Items = append(list.Items, *pod)
+			}
+		}
+		return printObject(w, list, format)
+	case "name":
+		for _, p := range pods {
+			fmt.Fprintf(w, "pod/%s\n", p.Name)
+		}
+		return nil
+	case "", "wide":
+		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+		header := "NAMESPACE\tNAME\tREADY\tSTATUS\tRESTARTS\tAGE\tIP"
+		if format == "wide" {
+			header += "\tUID\tSOURCE"
+		}
+		fmt.Fprintln(tw, header)
+		for _, p := range pods {
+			fmt.Fprintln(tw, podRow(p, format == "wide"))
+		}
+		return tw.Flush()
+	}
+	return usageError{fmt.Sprintf("unknown output format %q", format)}
+}
+
+func printObject(w io.Writer, obj any, format string) error {
+	data, err := json.MarshalIndent(obj, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == "yaml" {
+		if data, err = yaml.JSONToYAML(data); err != nil {
+			return err
+		}
+	} else {
+		data = append(data, '\n')
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+func podRow(p *run.PodInfo, wide bool) string {
+	ready, reason, restarts, age, ip := "-", "Unknown", int32(0), "-", ""
+	if p.Pod != nil {
+		st := p.Pod.Status
+		n := 0
+		for _, cs := range st.ContainerStatuses {
+			if cs.Ready {
+				n++
+			}
+			restarts += cs.RestartCount
+		}
+		for _, cs := range st.InitContainerStatuses {
+			restarts += cs.RestartCount
+		}
+		ready = fmt.Sprintf("%d/%d", n, len(p.Pod.Spec.Containers))
+		reason = status.Reason(p.Pod, st)
+		if st.StartTime != nil {
+			age = duration.HumanDuration(time.Since(st.StartTime.Time))
+		}
+		ip = st.PodIP
+	}
+	if ip == "" {
+		ip = "<none>"
+	}
+	name := p.Name
+	if name == "" {
+		name = p.UID
+	}
+	row := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", p.Namespace, name, ready, reason, restarts, age, ip)
+	if wide {
+		row += fmt.Sprintf("\t%s\t%s", p.UID, p.Source)
+	}
+	return row
+}
+
+func validateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "validate",
+		Usage:     "load, default and validate manifests; print every problem",
+		ArgsUsage: "FILE|DIR|- ...",
+		Action: func(c *cli.Context) error {
+			set, err := load(c)
+			if err != nil {
+				return err
+			}
+			for _, p := range set.Pods {
+				fmt.Printf("pod/%s/%s valid (%s)\n", p.Namespace, p.Name, p.Source)
+			}
+			return nil
+		},
+	}
+}
+
+func imageCommand() *cli.Command {
+	withEngine := func(fn func(ctx context.Context, e engine.Engine, c *cli.Context) error) cli.ActionFunc {
+		return func(c *cli.Context) error {
+			h, err := openHost(c.Context, c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			return fn(c.Context, h.Engine(), c)
+		}
+	}
+	return &cli.Command{
+		Name:  "image",
+		Usage: "manage images",
+		Subcommands: []*cli.Command{
+			{
+				Name: "import", Usage: "import an OCI or docker image archive", ArgsUsage: "FILE.tar|-",
+				Action: withEngine(func(ctx context.Context, e engine.Engine, c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usageError{"image import: name one FILE.tar (or - for stdin)"}
+					}
+					r, err := openInput(c.Args().First())
+					if err != nil {
+						return err
+					}
+					defer r.Close()
+					imgs, err := e.Import(ctx, r)
+					if err != nil {
+						return err
+					}
+					for _, i := range imgs {
+						fmt.Printf("%s\t%s\n", i.Ref, i.Digest)
+					}
+					return nil
+				}),
+			},
+			{
+				Name: "ls", Usage: "list images", Flags: []cli.Flag{outputFlag("json", "yaml")},
+				Action: withEngine(func(ctx context.Context, e engine.Engine, c *cli.Context) error {
+					imgs, err := e.Images(ctx)
+					if err != nil {
+						return err
+					}
+					if f := c.String("output"); f != "" {
+						return printObject(os.Stdout, imgs, f)
+					}
+					tw := tabwriter.NewWriter(os.Stdout, 0, 8, 3, ' ', 0)
+					fmt.Fprintln(tw, "REF\tDIGEST\tSIZE")
+					for _, i := range imgs {
+						fmt.Fprintf(tw, "%s\t%s\t%s\n", i.Ref, i.Digest, humanSize(i.Size))
+					}
+					return tw.Flush()
+				}),
+			},
+			{
+				Name: "pull", Usage: "pull an image from its registry (anonymous)", ArgsUsage: "REF",
+				Action: withEngine(func(ctx context.Context, e engine.Engine, c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usageError{"image pull: name one REF"}
+					}
+					img, err := e.Pull(ctx, c.Args().First())
+					if err != nil {
+						return err
+					}
+					fmt.Printf("%s\t%s\n", img.Ref, img.Digest)
+					return nil
+				}),
+			},
+		},
+	}
+}
+
+func openInput(path string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), nil
+	}
+	return os.Open(path)
+}
+
+func humanSize(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	units := []string{"B", "KiB", "MiB", "GiB"}
+	f, i := float64(n), 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", f, units[i])
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print podrun's version",
+		Action: func(*cli.Context) error {
+			client := "unknown"
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				for _, d := range bi.Deps {
+					if d.Path == "github.com/containerd/containerd" {
+						client = d.Version
+					}
+				}
+			}
+			fmt.Printf("podrun %s (%s, %s/%s, containerd client %s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, client)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,251 @@
+package manifest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// notSupported is the problem of a field podrun does not implement yet.
+const notSupported = "field not supported by podrun yet"
+
+// supportedPodFields lists the fields of a Pod document that podrun
+// implements, as dotted paths in which "[]" stands for the elements of a list.
+// A listed field is supported together with everything below it. Setting any
+// other field is a problem, so that a manifest never means less on podrun than
+// on Kubernetes without the user being told. To support a field, add its path.
+var supportedPodFields = join(
+	[]string{
+		"apiVersion",
+		"kind",
+		"status", // accepted and dropped, as kubectl apply drops it
+
+		"metadata.name",
+		"metadata.namespace",
+		"metadata.labels",
+		"metadata.annotations",
+		// Set by the API server; accepted and ignored, as kubectl apply ignores them.
+		"metadata.uid",
+		"metadata.resourceVersion",
+		"metadata.generation",
+		"metadata.creationTimestamp",
+		"metadata.selfLink",
+		"metadata.managedFields",
+
+		"spec.volumes[].name",
+		"spec.volumes[].hostPath.path",
+		"spec.volumes[].hostPath.type",
+		"spec.volumes[].emptyDir.medium",
+		"spec.volumes[].emptyDir.sizeLimit",
+
+		"spec.restartPolicy",
+		"spec.terminationGracePeriodSeconds",
+		"spec.hostNetwork",
+		"spec.hostname",
+		"spec.subdomain",
+		"spec.dnsPolicy", // "None" is refused by Validate: it needs dnsConfig
+		"spec.enableServiceLinks",
+		// podrun runs no API server: the service account names are accepted,
+		// but no token is mounted whatever automountServiceAccountToken says.
+		"spec.serviceAccountName",
+		"spec.serviceAccount",
+		"spec.automountServiceAccountToken",
+		// Scheduling means nothing on one machine: accepted and ignored.
+		"spec.nodeName",
+		"spec.schedulerName",
+		"spec.priority",
+		"spec.priorityClassName",
+		"spec.preemptionPolicy",
+		"spec.tolerations",
+		"spec.nodeSelector",
+		"spec.affinity",
+	},
+	prefixed("spec.initContainers[].", supportedContainerFields),
+	prefixed("spec.containers[].", supportedContainerFields),
+)
+
+// supportedContainerFields are the supported fields of init and app containers.
+var supportedContainerFields = []string{
+	"name",
+	"image",
+	"command",
+	"args",
+	"workingDir",
+	"ports[].name",
+	"ports[].containerPort",
+	"ports[].protocol",
+	"ports[].hostPort",
+	"ports[].hostIP",
+	"env[].name",
+	"env[].value",
+	"volumeMounts[].name",
+	"volumeMounts[].mountPath",
+	"volumeMounts[].readOnly",
+	"volumeMounts[].subPath",
+	"imagePullPolicy",
+	"terminationMessagePath",
+	"terminationMessagePolicy",
+}
+
+// zeroMatters lists the fields whose zero value means something else than
+// leaving them unset (runAsUser: 0 is root, not the image's user), so that
+// setting them to zero still counts as setting them.
+var zeroMatters = setOf(join(
+	[]string{
+		"spec.hostUsers",
+		"spec.securityContext.runAsUser",
+		"spec.securityContext.runAsGroup",
+		"spec.securityContext.fsGroup",
+		"spec.securityContext.supplementalGroups[]",
+	},
+	prefixed("spec.initContainers[].", zeroMattersInContainers),
+	prefixed("spec.containers[].", zeroMattersInContainers),
+	prefixed("spec.ephemeralContainers[].", zeroMattersInContainers),
+))
+
+var zeroMattersInContainers = []string{
+	"securityContext.runAsUser",
+	"securityContext.runAsGroup",
+	"securityContext.allowPrivilegeEscalation",
+}
+
+// fieldTree is supportedPodFields as a tree: each key maps to the tree below
+// it, "[]" to the tree of list elements; a nil tree supports everything below.
+type fieldTree map[string]fieldTree
+
+var supportedPodTree = buildTree(supportedPodFields)
+
+func buildTree(paths []string) fieldTree {
+	root := fieldTree{}
+	for _, path := range paths {
+		node := root
+		segs := strings.Split(strings.ReplaceAll(path, "[]", ".[]"), ".")
+		for i, seg := range segs {
+			if sub, ok := node[seg]; ok && sub == nil {
+				break // already supported with everything below
+			}
+			if i == len(segs)-1 {
+				node[seg] = nil
+				break
+			}
+			if node[seg] == nil {
+				node[seg] = fieldTree{}
+			}
+			node = node[seg]
+		}
+	}
+	return root
+}
+
+// unsupportedFields returns the paths of the fields set in a raw Pod document
+// that podrun does not support, outermost first: a whole readinessProbe is
+// one path. Zero values (null, {}, [], "", false, 0) count as unset, so that
+// `resources: {}` and `kubectl get -o yaml` output pass.
+func unsupportedFields(raw map[string]any) []string {
+	var paths []string
+	walkUnsupported(raw, supportedPodTree, "", "", &paths)
+	return paths
+}
+
+// walkUnsupported appends to paths the unsupported fields set below v. path is
+// v's path with list indices, generic the same with "[]" instead.
+func walkUnsupported(v any, tree fieldTree, path, generic string, paths *[]string) {
+	if tree == nil {
+		return
+	}
+	switch n := v.(type) {
+	case map[string]any:
+		if _, wantsList := tree["[]"]; wantsList {
+			return // a type error, which decoding reports
+		}
+		for _, key := range sortedKeys(n) {
+			sub, ok := tree[key]
+			switch {
+			case ok:
+				walkUnsupported(n[key], sub, joinPath(path, key), joinPath(generic, key), paths)
+			case isSet(n[key], joinPath(generic, key)):
+				*paths = append(*paths, joinPath(path, key))
+			}
+		}
+	case []any:
+		for i, el := range n {
+			walkUnsupported(el, tree["[]"], fmt.Sprintf("%s[%d]", path, i), generic+"[]", paths)
+		}
+	}
+}
+
+// isSet reports whether v, found at the generic path, sets anything.
+func isSet(v any, generic string) bool {
+	switch n := v.(type) {
+	case nil:
+		return false
+	case map[string]any:
+		for key, child := range n {
+			if isSet(child, joinPath(generic, key)) {
+				return true
+			}
+		}
+		return false
+	case []any:
+		for _, child := range n {
+			if isSet(child, generic+"[]") {
+				return true
+			}
+		}
+		return false
+	default:
+		return !isZero(v) || zeroMatters[generic]
+	}
+}
+
+// isZero reports whether a raw JSON value is null, "", false, 0, {} or [].
+func isZero(v any) bool {
+	switch n := v.(type) {
+	case nil:
+		return true
+	case string:
+		return n == ""
+	case bool:
+		return !n
+	case float64:
+		return n == 0
+	case map[string]any:
+		return len(n) == 0
+	case []any:
+		return len(n) == 0
+	}
+	return false
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func join(lists ...[]string) []string {
+	var all []string
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	return all
+}
+
+func prefixed(prefix string, paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = prefix + p
+	}
+	return out
+}
+
+func setOf(items []string) map[string]bool {
+	set := make(map[string]bool, len(items))
+	for _, item := range items {
+		set[item] = true
+	}
+	return set
+}

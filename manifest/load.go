@@ -1,0 +1,122 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Load reads every path: a file; a directory, meaning its *.yaml, *.yml and
+// *.json files sorted by name (not recursive, dotfiles skipped); or "-",
+// meaning stdin. It splits multi-document YAML (---) and JSON streams, decodes
+// strictly, defaults and validates, and returns either the whole Set or
+// Problems listing every problem of every path (never a partial Set).
+func Load(paths []string, stdin io.Reader) (*Set, error) {
+	var r reader
+	if len(paths) == 0 {
+		r.problem(Source{}, "", "no manifest given")
+	}
+	for _, p := range paths {
+		r.load(p, stdin)
+	}
+	return r.result()
+}
+
+// load reads one path given by the user.
+func (r *reader) load(path string, stdin io.Reader) {
+	if path == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			r.problem(Source{File: path}, "", fmt.Sprintf("reading: %v", err))
+			return
+		}
+		r.parse(path, data)
+		return
+	}
+	info, err := os.Stat(path)
+	switch {
+	case err != nil:
+		r.problem(Source{File: path}, "", pathError(err))
+	case info.IsDir():
+		r.loadDir(path)
+	default:
+		r.loadFile(path)
+	}
+}
+
+// manifestExts are the extensions of the files read from a directory.
+var manifestExts = []string{".yaml", ".yml", ".json"}
+
+// loadDir reads a directory's manifest files in name order, as the kubelet
+// reads a static pod directory: no recursion, dotfiles ignored.
+func (r *reader) loadDir(dir string) {
+	entries, err := os.ReadDir(dir) // sorted by name
+	if err != nil {
+		r.problem(Source{File: dir}, "", pathError(err))
+		return
+	}
+	found := false
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || e.IsDir() || !hasManifestExt(name) {
+			continue
+		}
+		found = true
+		r.loadFile(filepath.Join(dir, name))
+	}
+	if !found {
+		r.problem(Source{File: dir}, "", noObjects+": the directory has no .yaml, .yml or .json file")
+	}
+}
+
+func hasManifestExt(name string) bool {
+	for _, ext := range manifestExts {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *reader) loadFile(path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		r.problem(Source{File: path}, "", pathError(err))
+		return
+	}
+	r.parse(path, data)
+}
+
+// pathError drops the operation and the path from a file system error, since
+// the problem names the path already.
+func pathError(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// named is the namespace/name of an object and where it was read.
+type named struct {
+	kind, key string
+	src       Source
+}
+
+// checkDuplicates records a problem for each object of a kind whose
+// namespace/name was already read, naming where it was read first.
+func (r *reader) checkDuplicates() {
+	first := map[string]Source{}
+	for _, n := range r.names {
+		id := n.kind + " " + n.key
+		if src, ok := first[id]; ok {
+			r.problem(n.src, "", fmt.Sprintf("duplicate %s %q: also defined in %s", n.kind, n.key, src))
+			continue
+		}
+		first[id] = n.src
+	}
+}

@@ -1,0 +1,136 @@
+// Package manifest turns Kubernetes manifests (YAML or JSON, files, directories
+// or stdin) into defaulted, validated corev1 objects for podrun.
+//
+// The package is pure: bytes in, typed objects and field-path problems out. It
+// never changes the host and never prints. Every problem names the file, the
+// document and the field path, and all problems of an input come at once.
+package manifest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Source says where a document came from.
+type Source struct {
+	File string // path as given by the user, or "-" for stdin
+	Doc  int    // 1-based index of the document within the file; 0 when the whole file is concerned
+}
+
+// String renders the source as "pod.yaml (document 2)"; stdin is shown as
+// "stdin", and a source without a document number as the file alone.
+func (s Source) String() string {
+	name := s.File
+	if name == "-" {
+		name = "stdin"
+	}
+	if s.Doc == 0 {
+		return name
+	}
+	return fmt.Sprintf("%s (document %d)", name, s.Doc)
+}
+
+// Pod is a defaulted, validated pod together with where it came from and its
+// identity.
+type Pod struct {
+	*corev1.Pod // defaulted; metadata.uid is UID
+
+	Source Source
+	// Hash is the hex sha256 of the canonical JSON of the defaulted pod's
+	// metadata (name, namespace, labels, annotations) and spec; see Identity.
+	Hash string
+	// UID is a deterministic UUID derived from namespace, name and Hash.
+	UID string
+}
+
+// Set is everything one Load or Parse call read.
+type Set struct {
+	Pods []*Pod
+	// ConfigMaps and Secrets are loaded and kept for a later issue; only their
+	// names are validated.
+	ConfigMaps []*corev1.ConfigMap
+	Secrets    []*corev1.Secret
+}
+
+// Problem is one thing wrong with the input.
+type Problem struct {
+	Source Source
+	Field  string // field path, e.g. "spec.containers[1].volumeMounts[0].name"; "" when the whole document is concerned
+	Msg    string
+}
+
+// String renders the problem as "pod.yaml (document 2): spec.containers[1].image: Required value".
+func (p Problem) String() string {
+	if p.Source == (Source{}) {
+		return p.Msg
+	}
+	if p.Field == "" {
+		return fmt.Sprintf("%s: %s", p.Source, p.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", p.Source, p.Field, p.Msg)
+}
+
+// Problems is every problem found in an input.
+type Problems []Problem
+
+// Error renders one line per problem.
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Parse reads one stream of bytes already read (a file's content, stdin) named
+// file in problems. It splits multi-document YAML and JSON streams, decodes
+// strictly, defaults and validates, and returns either the whole Set or
+// Problems listing every problem (never a partial Set).
+func Parse(file string, data []byte) (*Set, error) {
+	var r reader
+	r.parse(file, data)
+	return r.result()
+}
+
+// reader accumulates the objects and problems of one Load or Parse call.
+type reader struct {
+	set      Set
+	problems Problems
+	names    []named // of every object read, for checkDuplicates
+}
+
+// result checks the set as a whole and returns it, or the problems.
+func (r *reader) result() (*Set, error) {
+	r.checkDuplicates()
+	if len(r.problems) > 0 {
+		return nil, r.problems
+	}
+	return &r.set, nil
+}
+
+func (r *reader) problem(src Source, field, msg string) {
+	r.problems = append(r.problems, Problem{Source: src, Field: field, Msg: msg})
+}
+
+// parse splits data into documents and reads each one.
+func (r *reader) parse(file string, data []byte) {
+	objects, first := len(r.names), len(r.problems)
+	docs, problems := splitDocuments(file, data)
+	r.problems = append(r.problems, problems...)
+	for _, d := range docs {
+		r.readDocument(d)
+	}
+	if len(r.names) == objects && len(r.problems) == first {
+		r.problem(Source{File: file}, "", noObjects)
+	}
+	// Syntax errors are found while splitting: put the file's problems in
+	// document order.
+	own := r.problems[first:]
+	sort.SliceStable(own, func(i, j int) bool { return own[i].Source.Doc < own[j].Source.Doc })
+}
+
+// noObjects is the problem of an input that holds no object at all.
+const noObjects = "no Kubernetes objects found"

@@ -1,0 +1,164 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// document is one object's worth of input, converted to JSON.
+type document struct {
+	src  Source
+	json []byte
+}
+
+// splitDocuments splits a file's content into documents: a JSON stream when
+// the first significant byte is '{' or '[' (as kubectl decides), multi-document
+// YAML otherwise. Documents holding nothing (blank, comments only, null) are
+// skipped.
+func splitDocuments(file string, data []byte) ([]document, Problems) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 byte order mark
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		return splitJSON(file, data)
+	}
+	return splitYAML(file, data)
+}
+
+// splitJSON reads a stream of JSON values.
+func splitJSON(file string, data []byte) ([]document, Problems) {
+	var docs []document
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		src := Source{File: file, Doc: n}
+		if err != nil {
+			return docs, Problems{{Source: src, Msg: jsonSyntaxMessage(data, err)}}
+		}
+		if !isNull(raw) {
+			docs = append(docs, document{src: src, json: raw})
+		}
+	}
+}
+
+// jsonSyntaxMessage prefixes a JSON syntax error with its line in the file.
+func jsonSyntaxMessage(data []byte, err error) string {
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) && syntax.Offset <= int64(len(data)) {
+		line := 1 + bytes.Count(data[:syntax.Offset], []byte("\n"))
+		return fmt.Sprintf("line %d: json: %s", line, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "json: unexpected end of input"
+	}
+	return err.Error()
+}
+
+func isNull(raw []byte) bool {
+	return bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// yamlChunk is the text of one YAML document and the file line it starts on.
+type yamlChunk struct {
+	text      []byte
+	firstLine int
+}
+
+// splitYAML splits multi-document YAML on "---" lines and converts each
+// document to JSON. Syntax errors carry their line in the file.
+func splitYAML(file string, data []byte) ([]document, Problems) {
+	chunks, problems := yamlChunks(file, data)
+	var docs []document
+	for i, c := range chunks {
+		src := Source{File: file, Doc: i + 1}
+		j, err := yaml.YAMLToJSONStrict(c.text)
+		if err != nil {
+			problems = append(problems, yamlProblems(src, c.firstLine, err)...)
+			continue
+		}
+		if !isNull(j) {
+			docs = append(docs, document{src: src, json: j})
+		}
+	}
+	return docs, problems
+}
+
+// yamlChunks splits YAML text into documents at separator lines ("---",
+// optionally followed by a comment), dropping documents that hold only blank
+// lines and comments. Like kubectl, it refuses content after a separator.
+func yamlChunks(file string, data []byte) ([]yamlChunk, Problems) {
+	var (
+		chunks   []yamlChunk
+		problems Problems
+		cur      = yamlChunk{firstLine: 1}
+	)
+	flush := func() {
+		if !blankYAML(cur.text) {
+			chunks = append(chunks, cur)
+		}
+	}
+	for i, text := range strings.Split(string(data), "\n") {
+		rest, isSeparator := strings.CutPrefix(strings.TrimRight(text, "\r"), "---")
+		if !isSeparator || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
+			cur.text = append(append(cur.text, text...), '\n')
+			continue
+		}
+		flush()
+		line := i + 1
+		cur = yamlChunk{firstLine: line + 1}
+		if rest = strings.TrimSpace(rest); rest != "" && rest[0] != '#' {
+			problems = append(problems, Problem{
+				Source: Source{File: file, Doc: len(chunks) + 1},
+				Msg:    fmt.Sprintf("line %d: yaml: content after the document separator is not supported: %q", line, rest),
+			})
+		}
+	}
+	flush()
+	return chunks, problems
+}
+
+// blankYAML reports whether text holds only blank lines and comments.
+func blankYAML(text []byte) bool {
+	for _, line := range bytes.Split(text, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 && line[0] != '#' {
+			return false
+		}
+	}
+	return true
+}
+
+// yamlLine matches the line numbers the YAML parser puts in its messages:
+// "yaml: line 3: mapping values are not allowed in this context" and, for
+// strict errors, "yaml: unmarshal errors:\n  line 4: key \"a\" already set in map".
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// yamlProblems turns a YAML parser error into problems whose line numbers
+// count from the start of the file rather than of the document.
+func yamlProblems(src Source, firstLine int, err error) Problems {
+	var problems Problems
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line == "yaml: unmarshal errors:" {
+			continue
+		}
+		msg := line
+		if m := yamlLine.FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			msg = fmt.Sprintf("line %d: yaml: %s", n+firstLine-1, m[2])
+		}
+		problems = append(problems, Problem{Source: src, Msg: msg})
+	}
+	return problems
+}

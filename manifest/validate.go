@@ -1,0 +1,381 @@
+package manifest
+
+import (
+	"fmt"
+	"net"
+	"path"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/distribution/reference"
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validate checks a defaulted pod the way the API server would, restricted to
+// the fields podrun supports, and returns every error found. It checks values,
+// not which fields are set: fields podrun does not support are found by Parse
+// in the document the user wrote.
+func Validate(pod *corev1.Pod) field.ErrorList {
+	meta := field.NewPath("metadata")
+	errs := validateName(&pod.ObjectMeta, meta)
+	errs = append(errs, validateLabels(pod.Labels, meta.Child("labels"))...)
+	errs = append(errs, validateAnnotations(pod.Annotations, meta.Child("annotations"))...)
+	return append(errs, validateSpec(&pod.Spec, field.NewPath("spec"))...)
+}
+
+// validateName checks an object's name (a DNS-1123 subdomain) and namespace
+// (a DNS-1123 label).
+func validateName(meta *metav1.ObjectMeta, fld *field.Path) field.ErrorList {
+	errs := validateDNS(meta.Name, fld.Child("name"), validation.IsDNS1123Subdomain)
+	return append(errs, validateDNS(meta.Namespace, fld.Child("namespace"), validation.IsDNS1123Label)...)
+}
+
+// validateDNS checks a required name with one of the validation.IsDNS* functions.
+func validateDNS(name string, fld *field.Path, check func(string) []string) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(fld, "")}
+	}
+	return invalid(fld, name, check(name))
+}
+
+// invalid turns the messages of a validation.Is* function into errors.
+func invalid(fld *field.Path, value any, msgs []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range msgs {
+		errs = append(errs, field.Invalid(fld, value, msg))
+	}
+	return errs
+}
+
+// validateLabels checks labels key by key, in key order so that errors come in
+// a stable order.
+func validateLabels(labels map[string]string, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range sortedStringKeys(labels) {
+		errs = append(errs, metav1validation.ValidateLabels(map[string]string{k: labels[k]}, fld)...)
+	}
+	return errs
+}
+
+// validateAnnotations checks annotation keys in key order, then their total size.
+func validateAnnotations(annotations map[string]string, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range sortedStringKeys(annotations) {
+		errs = append(errs, apivalidation.ValidateAnnotations(map[string]string{k: ""}, fld)...)
+	}
+	if err := apivalidation.ValidateAnnotationsSize(annotations); err != nil {
+		errs = append(errs, field.TooLong(fld, "", apivalidation.TotalAnnotationSizeLimitB))
+	}
+	return errs
+}
+
+func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
+	volumes, errs := validateVolumes(spec.Volumes, fld.Child("volumes"))
+	if len(spec.Containers) == 0 {
+		errs = append(errs, field.Required(fld.Child("containers"), ""))
+	}
+	errs = append(errs, validateContainerNames(spec, fld)...)
+	ctx := containerContext{volumes: volumes, hostNetwork: spec.HostNetwork}
+	for i := range spec.InitContainers {
+		errs = append(errs, validateContainer(&spec.InitContainers[i], fld.Child("initContainers").Index(i), ctx)...)
+	}
+	for i := range spec.Containers {
+		errs = append(errs, validateContainer(&spec.Containers[i], fld.Child("containers").Index(i), ctx)...)
+	}
+	errs = append(errs, validateHostPorts(spec.InitContainers, fld.Child("initContainers"))...)
+	errs = append(errs, validateHostPorts(spec.Containers, fld.Child("containers"))...)
+	errs = append(errs, validateEnum(spec.RestartPolicy, fld.Child("restartPolicy"),
+		corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
+	if g := spec.TerminationGracePeriodSeconds; g != nil {
+		errs = append(errs, apivalidation.ValidateNonnegativeField(*g, fld.Child("terminationGracePeriodSeconds"))...)
+	}
+	errs = append(errs, validateDNSPolicy(spec.DNSPolicy, fld.Child("dnsPolicy"))...)
+	if spec.Hostname != "" {
+		errs = append(errs, invalid(fld.Child("hostname"), spec.Hostname, validation.IsDNS1123Label(spec.Hostname))...)
+	}
+	if spec.Subdomain != "" {
+		errs = append(errs, invalid(fld.Child("subdomain"), spec.Subdomain, validation.IsDNS1123Label(spec.Subdomain))...)
+	}
+	return errs
+}
+
+// validateEnum checks a required value against its allowed values.
+func validateEnum[T ~string](value T, fld *field.Path, allowed ...T) field.ErrorList {
+	if value == "" {
+		return field.ErrorList{field.Required(fld, "")}
+	}
+	for _, a := range allowed {
+		if value == a {
+			return nil
+		}
+	}
+	return field.ErrorList{field.NotSupported(fld, value, allowed)}
+}
+
+func validateDNSPolicy(policy corev1.DNSPolicy, fld *field.Path) field.ErrorList {
+	if policy == corev1.DNSNone {
+		return field.ErrorList{field.Invalid(fld, policy, "not supported by podrun yet: it needs dnsConfig")}
+	}
+	return validateEnum(policy, fld, corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault)
+}
+
+// validateVolumes checks the volumes and returns the set of their names.
+func validateVolumes(volumes []corev1.Volume, fld *field.Path) (map[string]bool, field.ErrorList) {
+	var errs field.ErrorList
+	names := map[string]bool{}
+	for i := range volumes {
+		v, vfld := &volumes[i], fld.Index(i)
+		errs = append(errs, validateDNS(v.Name, vfld.Child("name"), validation.IsDNS1123Label)...)
+		if names[v.Name] {
+			errs = append(errs, field.Duplicate(vfld.Child("name"), v.Name))
+		}
+		names[v.Name] = true
+		errs = append(errs, validateVolumeSource(&v.VolumeSource, vfld)...)
+	}
+	return names, errs
+}
+
+// validateVolumeSource checks that exactly one volume source is set, and the
+// source if it is one podrun supports.
+func validateVolumeSource(src *corev1.VolumeSource, fld *field.Path) field.ErrorList {
+	switch n := countSources(src); {
+	case n == 0:
+		return field.ErrorList{field.Required(fld, "must specify a volume type")}
+	case n > 1:
+		return field.ErrorList{field.Forbidden(fld, "may not specify more than 1 volume type")}
+	case src.HostPath != nil:
+		return validateHostPath(src.HostPath, fld.Child("hostPath"))
+	case src.EmptyDir != nil:
+		return validateEmptyDir(src.EmptyDir, fld.Child("emptyDir"))
+	}
+	return nil
+}
+
+// countSources counts the volume sources set (every field of VolumeSource is
+// a pointer to one kind of source).
+func countSources(src *corev1.VolumeSource) int {
+	n := 0
+	v := reflect.ValueOf(src).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			n++
+		}
+	}
+	return n
+}
+
+func validateHostPath(hp *corev1.HostPathVolumeSource, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case hp.Path == "":
+		errs = append(errs, field.Required(fld.Child("path"), ""))
+	case !path.IsAbs(hp.Path):
+		errs = append(errs, field.Invalid(fld.Child("path"), hp.Path, "must be an absolute path"))
+	case hasBacksteps(hp.Path):
+		errs = append(errs, field.Invalid(fld.Child("path"), hp.Path, "must not contain '..'"))
+	}
+	if hp.Type != nil && *hp.Type != corev1.HostPathUnset {
+		errs = append(errs, validateEnum(*hp.Type, fld.Child("type"),
+			corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory,
+			corev1.HostPathFileOrCreate, corev1.HostPathFile, corev1.HostPathSocket,
+			corev1.HostPathCharDev, corev1.HostPathBlockDev)...)
+	}
+	return errs
+}
+
+func validateEmptyDir(ed *corev1.EmptyDirVolumeSource, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if ed.Medium != corev1.StorageMediumDefault && ed.Medium != corev1.StorageMediumMemory {
+		errs = append(errs, field.NotSupported(fld.Child("medium"), ed.Medium,
+			[]corev1.StorageMedium{corev1.StorageMediumDefault, corev1.StorageMediumMemory}))
+	}
+	if ed.SizeLimit != nil && ed.SizeLimit.Sign() <= 0 {
+		errs = append(errs, field.Invalid(fld.Child("sizeLimit"), ed.SizeLimit.String(), "must be greater than 0"))
+	}
+	return errs
+}
+
+// hasBacksteps reports whether a slash-separated path has a ".." element.
+func hasBacksteps(p string) bool {
+	for _, elem := range strings.Split(p, "/") {
+		if elem == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// validateContainerNames checks that container names are valid and unique
+// across init and app containers.
+func validateContainerNames(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	check := func(c *corev1.Container, cfld *field.Path) {
+		errs = append(errs, validateDNS(c.Name, cfld.Child("name"), validation.IsDNS1123Label)...)
+		if c.Name != "" && seen[c.Name] {
+			errs = append(errs, field.Duplicate(cfld.Child("name"), c.Name))
+		}
+		seen[c.Name] = true
+	}
+	for i := range spec.InitContainers {
+		check(&spec.InitContainers[i], fld.Child("initContainers").Index(i))
+	}
+	for i := range spec.Containers {
+		check(&spec.Containers[i], fld.Child("containers").Index(i))
+	}
+	return errs
+}
+
+// containerContext is what validating a container needs to know of its pod.
+type containerContext struct {
+	volumes     map[string]bool
+	hostNetwork bool
+}
+
+// validateContainer checks one init or app container; its name is checked by
+// validateContainerNames.
+func validateContainer(c *corev1.Container, fld *field.Path, ctx containerContext) field.ErrorList {
+	errs := validateImage(c.Image, fld.Child("image"))
+	errs = append(errs, validatePorts(c.Ports, fld.Child("ports"), ctx.hostNetwork)...)
+	errs = append(errs, validateEnv(c.Env, fld.Child("env"))...)
+	errs = append(errs, validateMounts(c.VolumeMounts, fld.Child("volumeMounts"), ctx.volumes)...)
+	errs = append(errs, validateEnum(c.ImagePullPolicy, fld.Child("imagePullPolicy"),
+		corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
+	return append(errs, validateEnum(c.TerminationMessagePolicy, fld.Child("terminationMessagePolicy"),
+		corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError)...)
+}
+
+// validateImage checks that an image is a docker reference ("nginx",
+// "registry:5000/team/app:1.2", "busybox@sha256:...").
+func validateImage(image string, fld *field.Path) field.ErrorList {
+	switch {
+	case image == "":
+		return field.ErrorList{field.Required(fld, "")}
+	case strings.TrimSpace(image) != image:
+		return field.ErrorList{field.Invalid(fld, image, "must not have leading or trailing whitespace")}
+	}
+	if _, err := reference.ParseNormalizedNamed(image); err != nil {
+		return field.ErrorList{field.Invalid(fld, image, err.Error())}
+	}
+	return nil
+}
+
+func validatePorts(ports []corev1.ContainerPort, fld *field.Path, hostNetwork bool) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]bool{}
+	for i := range ports {
+		p, pfld := &ports[i], fld.Index(i)
+		if p.Name != "" {
+			errs = append(errs, invalid(pfld.Child("name"), p.Name, validation.IsValidPortName(p.Name))...)
+			if names[p.Name] {
+				errs = append(errs, field.Duplicate(pfld.Child("name"), p.Name))
+			}
+			names[p.Name] = true
+		}
+		if p.ContainerPort == 0 {
+			errs = append(errs, field.Required(pfld.Child("containerPort"), ""))
+		} else {
+			errs = append(errs, invalid(pfld.Child("containerPort"), p.ContainerPort, validation.IsValidPortNum(int(p.ContainerPort)))...)
+		}
+		if p.HostPort != 0 {
+			errs = append(errs, invalid(pfld.Child("hostPort"), p.HostPort, validation.IsValidPortNum(int(p.HostPort)))...)
+		}
+		if hostNetwork && p.HostPort != p.ContainerPort {
+			errs = append(errs, field.Invalid(pfld.Child("hostPort"), p.HostPort, "must match `containerPort` when `hostNetwork` is true"))
+		}
+		if p.HostIP != "" && net.ParseIP(p.HostIP) == nil {
+			errs = append(errs, field.Invalid(pfld.Child("hostIP"), p.HostIP, "must be a valid IP address"))
+		}
+		errs = append(errs, validateEnum(p.Protocol, pfld.Child("protocol"),
+			corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP)...)
+	}
+	return errs
+}
+
+// validateHostPorts checks that no two containers of a list (init containers,
+// which run one at a time, or app containers) claim the same host port.
+func validateHostPorts(containers []corev1.Container, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i := range containers {
+		for j, p := range containers[i].Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			key := fmt.Sprintf("%s/%s/%d", p.Protocol, p.HostIP, p.HostPort)
+			if seen[key] {
+				errs = append(errs, field.Duplicate(fld.Index(i).Child("ports").Index(j).Child("hostPort"), key))
+			}
+			seen[key] = true
+		}
+	}
+	return errs
+}
+
+// validateEnv checks variable names the way Kubernetes does since 1.34
+// (RelaxedEnvironmentVariableValidation, GA): any printable ASCII but '='.
+func validateEnv(env []corev1.EnvVar, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, e := range env {
+		nfld := fld.Index(i).Child("name")
+		if e.Name == "" {
+			errs = append(errs, field.Required(nfld, ""))
+			continue
+		}
+		errs = append(errs, invalid(nfld, e.Name, validation.IsRelaxedEnvVarName(e.Name))...)
+	}
+	return errs
+}
+
+func validateMounts(mounts []corev1.VolumeMount, fld *field.Path, volumes map[string]bool) field.ErrorList {
+	var errs field.ErrorList
+	paths := map[string]bool{}
+	for i := range mounts {
+		m, mfld := &mounts[i], fld.Index(i)
+		switch {
+		case m.Name == "":
+			errs = append(errs, field.Required(mfld.Child("name"), ""))
+		case !volumes[m.Name]:
+			errs = append(errs, field.NotFound(mfld.Child("name"), m.Name))
+		}
+		switch {
+		case m.MountPath == "":
+			errs = append(errs, field.Required(mfld.Child("mountPath"), ""))
+		case !path.IsAbs(m.MountPath):
+			errs = append(errs, field.Invalid(mfld.Child("mountPath"), m.MountPath, "must be an absolute path"))
+		case paths[m.MountPath]:
+			errs = append(errs, field.Invalid(mfld.Child("mountPath"), m.MountPath, "must be unique"))
+		}
+		paths[m.MountPath] = true
+		errs = append(errs, validateSubPath(m.SubPath, mfld.Child("subPath"))...)
+	}
+	return errs
+}
+
+// validateSubPath checks that a subPath stays below its volume.
+func validateSubPath(sub string, fld *field.Path) field.ErrorList {
+	switch {
+	case sub == "":
+		return nil
+	case path.IsAbs(sub):
+		return field.ErrorList{field.Invalid(fld, sub, "must be a relative path")}
+	case hasBacksteps(sub):
+		return field.ErrorList{field.Invalid(fld, sub, "must not contain '..'")}
+	}
+	return nil
+}
+
+func sortedStringKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,46 @@
+// Package run executes pods: it decides what must happen to each pod (pure)
+// and runs the pipeline of named steps, each with its undo.
+package run
+
+import (
+	"time"
+)
+
+// Config is everything podrun's commands need to know about the host. main
+// fills it from flags and environment variables.
+type Config struct {
+	// Address is containerd's socket. When nothing answers there and
+	// AutoStart is set, podrun starts (or reuses) its own private containerd.
+	Address   string
+	AutoStart bool
+	// Namespace is the containerd namespace podrun's containers live in.
+	Namespace string
+	// Root is podrun's state directory (pods/<uid>, cni/, containerd/).
+	Root string
+	// RunDir holds runtime files: the private containerd's socket and state.
+	RunDir string
+	// LogDir is where container logs go, as <ns>_<pod>_<uid>/<container>/<n>.log.
+	LogDir string
+	// CNIConfDir is read for a network configuration; when it has none,
+	// podrun's default bridge network is used.
+	CNIConfDir string
+	// CNIBinDirs are searched for CNI plugins, in order.
+	CNIBinDirs []string
+	// PauseImage is the sandbox image; "" means podrun's built-in pause.
+	PauseImage string
+	// Exe is podrun's own (static) binary: the built-in pause and the log driver.
+	Exe string
+}
+
+// UpOptions tune Up.
+type UpOptions struct {
+	Timeout       time.Duration // for each pod, from start to up (or done)
+	Detach        bool          // return once the containers are started
+	KeepOnFailure bool          // do not undo the steps of a failed pod
+}
+
+// DownOptions tune Down.
+type DownOptions struct {
+	// GracePeriod overrides the pods' terminationGracePeriodSeconds when set.
+	GracePeriod *time.Duration
+}

@@ -1,0 +1,237 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/sandbox"
+)
+
+// Target names a pod to take down.
+type Target struct {
+	Namespace, Name string
+}
+
+func (t Target) String() string { return t.Namespace + "/" + t.Name }
+
+// DownResult is one target's outcome.
+type DownResult struct {
+	Pod   string
+	Found bool
+	Err   error
+}
+
+// Down stops and removes the pods named by targets, concurrently. A pod
+// that is not there is success (Found false).
+func (h *Host) Down(ctx context.Context, targets []Target, o DownOptions) []DownResult {
+	results := make([]DownResult, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = DownResult{Pod: t.String()}
+			existing, err := h.findPod(ctx, t.Namespace, t.Name)
+			if err != nil {
+				results[i].Err = err
+				return
+			}
+			results[i].Found = len(existing) > 0
+			var errs []error
+			for _, e := range existing {
+				errs = append(errs, h.downUID(ctx, e.UID, o.GracePeriod))
+			}
+			results[i].Err = errors.Join(errs...)
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// minGrace is the kubelet's minimum shutdown window for a container.
+const minGrace = 2 * time.Second
+
+// defaultGrace is terminationGracePeriodSeconds' default.
+const defaultGrace = 30 * time.Second
+
+// downUID terminates a pod the kubelet's way (app containers in parallel,
+// then init containers, then the sandbox), then detaches its network and
+// removes its namespace, containers and directory. Logs are kept. Every
+// part tolerates "already gone", so a half-made pod is cleaned up too.
+func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration) error {
+	key := uid
+	st, err := h.loadState(uid)
+	if err != nil {
+		return err
+	}
+	grace := defaultGrace
+	var pod *corev1.Pod
+	if st != nil && st.Pod != nil {
+		pod = st.Pod
+		key = pod.Namespace + "/" + pod.Name
+		if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+			grace = time.Duration(*g) * time.Second
+		}
+	}
+	if override != nil {
+		grace = *override
+	}
+	start := time.Now()
+	ctrs, err := h.engine.List(ctx, map[string]string{labels.PodUID: uid})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, kind := range []string{labels.KindApp, labels.KindInit} {
+		errs = append(errs, h.stopAll(ctx, ofKind(ctrs, kind), grace))
+	}
+	for _, c := range ctrs {
+		errs = append(errs, h.engine.Delete(ctx, c.ID))
+	}
+	a := sandbox.Attachment{ContainerID: SandboxID(uid), NetNS: sandbox.NetNSPath(sandbox.NetNSName(uid)), PodUID: uid}
+	if pod != nil {
+		a.PodNamespace, a.PodName = pod.Namespace, pod.Name
+	}
+	errs = append(errs,
+		h.delNetwork(ctx, uid, a),
+		sandbox.RemoveNetNS(sandbox.NetNSName(uid)),
+		h.layout(uid).Remove())
+	err = errors.Join(errs...)
+	h.report(Event{Pod: key, Step: "down", Elapsed: time.Since(start), Err: err})
+	return err
+}
+
+func ofKind(ctrs []engine.Container, kind string) []engine.Container {
+	var out []engine.Container
+	for _, c := range ctrs {
+		if c.Labels[labels.Kind] == kind {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// stopAll stops containers in parallel, each with the grace period.
+func (h *Host) stopAll(ctx context.Context, ctrs []engine.Container, grace time.Duration) error {
+	errs := make([]error, len(ctrs))
+	var wg sync.WaitGroup
+	for i, c := range ctrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = h.stop(ctx, c, grace)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// killWait bounds the wait for a task after SIGKILL.
+const killWait = 10 * time.Second
+
+// stop sends the container's stop signal, waits up to the grace period (at
+// least minGrace), then SIGKILLs it. A container that is not running is done.
+func (h *Host) stop(ctx context.Context, c engine.Container, grace time.Duration) error {
+	if c.Task.State != engine.TaskRunning && c.Task.State != engine.TaskPaused {
+		return nil
+	}
+	sig, err := StopSignal(c.Labels[labels.StopSignal])
+	if err != nil {
+		return err
+	}
+	if err := h.engine.Kill(ctx, c.ID, sig); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, max(grace, minGrace))
+	_, err = h.engine.Wait(wctx, c.ID)
+	cancel()
+	if err == nil || errors.Is(err, engine.ErrNotFound) {
+		return nil
+	}
+	if err := h.engine.Kill(ctx, c.ID, unix.SIGKILL); err != nil {
+		return err
+	}
+	kctx, cancel := context.WithTimeout(ctx, killWait)
+	defer cancel()
+	if _, err := h.engine.Wait(kctx, c.ID); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return fmt.Errorf("container %s did not exit after SIGKILL: %w", c.ID, err)
+	}
+	return nil
+}
+
+// StopSignal parses an image's STOPSIGNAL ("SIGQUIT", "QUIT", "3"); "" is SIGTERM.
+func StopSignal(s string) (syscall.Signal, error) {
+	if s == "" {
+		return unix.SIGTERM, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		return syscall.Signal(n), nil
+	}
+	name := strings.ToUpper(s)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	if sig := unix.SignalNum(name); sig != 0 {
+		return sig, nil
+	}
+	return 0, fmt.Errorf("unknown stop signal %q", s)
+}
+
+// stopContainers is the undo of an app container step: stop gracefully and remove.
+func (r *podRun) stopContainers(name string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctrs, err := r.h.engine.List(ctx, map[string]string{labels.PodUID: r.pod.UID, labels.Container: name})
+		if err != nil {
+			return err
+		}
+		grace := defaultGrace
+		if g := r.pod.Spec.TerminationGracePeriodSeconds; g != nil {
+			grace = time.Duration(*g) * time.Second
+		}
+		errs := []error{r.h.stopAll(ctx, ctrs, grace)}
+		for _, c := range ctrs {
+			errs = append(errs, r.h.engine.Delete(ctx, c.ID))
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// removeContainers is the undo of the pause and init steps: remove every
+// attempt of the named container.
+func (r *podRun) removeContainers(name string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctrs, err := r.h.engine.List(ctx, map[string]string{labels.PodUID: r.pod.UID, labels.Container: name})
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, c := range ctrs {
+			errs = append(errs, r.h.engine.Delete(ctx, c.ID))
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// stopSandbox ends a finished pod's sandbox: the pause task, the network and
+// the namespace. Containers and the pod directory stay until `down`.
+func (h *Host) stopSandbox(ctx context.Context, uid string, a sandbox.Attachment) error {
+	id := SandboxID(uid)
+	if err := h.engine.Kill(ctx, id, unix.SIGKILL); err != nil {
+		return err
+	}
+	if _, err := h.engine.DeleteTask(ctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return err
+	}
+	return errors.Join(h.delNetwork(ctx, uid, a), sandbox.RemoveNetNS(sandbox.NetNSName(uid)))
+}

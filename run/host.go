@@ -1,0 +1,68 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/engine/ctrd"
+	"github.com/podrun/podrun/sandbox"
+)
+
+// Host is podrun on this machine: the runtime, the network and the state dir.
+type Host struct {
+	cfg     Config
+	engine  engine.Engine
+	network *sandbox.Network
+	report  Reporter
+	closer  func() error
+}
+
+// dialTimeout bounds connecting to containerd.
+const dialTimeout = 3 * time.Second
+
+// Open connects to containerd (starting podrun's private one when allowed
+// and nothing answers at cfg.Address). Errors wrap engine.ErrUnavailable.
+func Open(ctx context.Context, cfg Config, report Reporter) (*Host, error) {
+	addr := cfg.Address
+	if cfg.AutoStart && !ctrd.Answers(ctx, addr, time.Second) {
+		p := ctrd.Private{Root: filepath.Join(cfg.Root, "containerd"), RunDir: cfg.RunDir}
+		var err error
+		if addr, err = p.Ensure(ctx); err != nil {
+			return nil, err
+		}
+		report(Event{Msg: fmt.Sprintf("using podrun's private containerd at %s", addr)})
+	}
+	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Logger: cfg.Exe, Timeout: dialTimeout})
+	if err != nil {
+		return nil, err
+	}
+	return NewHost(cfg, e, report, e.Close), nil
+}
+
+// NewHost builds a Host on an existing engine (tests use a fake one).
+func NewHost(cfg Config, e engine.Engine, report Reporter, closer func() error) *Host {
+	if report == nil {
+		report = func(Event) {}
+	}
+	return &Host{
+		cfg:     cfg,
+		engine:  e,
+		network: sandbox.NewNetwork(cfg.CNIConfDir, cfg.CNIBinDirs, filepath.Join(cfg.Root, "cni")),
+		report:  report,
+		closer:  closer,
+	}
+}
+
+// Engine exposes the runtime for image commands.
+func (h *Host) Engine() engine.Engine { return h.engine }
+
+// Close releases the runtime connection.
+func (h *Host) Close() error {
+	if h.closer == nil {
+		return nil
+	}
+	return h.closer()
+}

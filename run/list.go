@@ -1,0 +1,120 @@
+package run
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/status"
+)
+
+// PodInfo is a pod found on the node: its containers (from containerd's
+// labels, the source of truth) and its state file, when either exists.
+type PodInfo struct {
+	UID        string
+	Namespace  string
+	Name       string
+	Source     string
+	State      *State // nil when the state dir is gone
+	Containers []engine.Container
+	Pod        *corev1.Pod // the applied manifest with its computed status; nil without state
+}
+
+// Pods lists every pod podrun knows in its namespace, sorted by namespace/name.
+func (h *Host) Pods(ctx context.Context) ([]*PodInfo, error) {
+	ctrs, err := h.engine.List(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	byUID := map[string]*PodInfo{}
+	get := func(uid string) *PodInfo {
+		if byUID[uid] == nil {
+			byUID[uid] = &PodInfo{UID: uid}
+		}
+		return byUID[uid]
+	}
+	for _, c := range ctrs {
+		uid := c.Labels[labels.PodUID]
+		if uid == "" {
+			continue // not podrun's
+		}
+		p := get(uid)
+		p.Containers = append(p.Containers, c)
+		p.Namespace, p.Name, p.Source = c.Labels[labels.PodNamespace], c.Labels[labels.PodName], c.Labels[labels.Source]
+	}
+	uids, err := h.stateUIDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, uid := range uids {
+		st, err := h.loadState(uid)
+		if err != nil || st == nil {
+			if byUID[uid] == nil {
+				byUID[uid] = &PodInfo{UID: uid} // a crash left a directory without state
+			}
+			continue
+		}
+		p := get(uid)
+		p.State = st
+		p.Namespace, p.Name, p.Source = st.Pod.Namespace, st.Pod.Name, st.Source
+	}
+	var out []*PodInfo
+	for _, p := range byUID {
+		p.Pod = p.withStatus()
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Namespace+"/"+out[i].Name, out[j].Namespace+"/"+out[j].Name
+		if a != b {
+			return a < b
+		}
+		return out[i].UID < out[j].UID
+	})
+	return out, nil
+}
+
+// withStatus returns the applied pod with its status computed from the node.
+func (p *PodInfo) withStatus() *corev1.Pod {
+	if p.State == nil || p.State.Pod == nil {
+		return nil
+	}
+	o := status.Observed{Containers: map[string][]engine.Container{}, PodIPs: p.State.PodIPs}
+	for i, c := range p.Containers {
+		name := c.Labels[labels.Container]
+		if name == labels.SandboxName {
+			o.Sandbox = &p.Containers[i]
+			if ips := c.Labels[labels.PodIPs]; ips != "" {
+				o.PodIPs = strings.Split(ips, ",")
+			}
+			continue
+		}
+		o.Containers[name] = append(o.Containers[name], c)
+	}
+	pod := p.State.Pod.DeepCopy()
+	pod.Status = status.Compute(pod, o)
+	return pod
+}
+
+// findPod returns the pods on the node named namespace/name.
+func (h *Host) findPod(ctx context.Context, namespace, name string) ([]Existing, error) {
+	pods, err := h.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Existing
+	for _, p := range pods {
+		if p.Namespace != namespace || p.Name != name {
+			continue
+		}
+		e := Existing{UID: p.UID, Complete: p.State != nil && p.State.Complete}
+		if p.Pod != nil {
+			e.Phase = p.Pod.Status.Phase
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,77 @@
+package run
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/renameio/v2"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/volumes"
+)
+
+// State is what podrun keeps about a pod that containerd cannot hold: the
+// applied manifest and how far its pipeline got. It lives in the pod
+// directory as pod.json, written atomically.
+type State struct {
+	UID    string      `json:"uid"`
+	Hash   string      `json:"hash"`
+	Source string      `json:"source"`
+	Pod    *corev1.Pod `json:"pod"`
+	// Complete is set once every step of up has succeeded.
+	Complete bool `json:"complete"`
+	// PodIPs are the addresses CNI gave the pod.
+	PodIPs []string `json:"podIPs,omitempty"`
+}
+
+const (
+	stateFile = "pod.json"
+	cniFile   = "cni.conflist" // the network configuration the pod was attached with
+)
+
+func (h *Host) layout(uid string) volumes.Layout { return volumes.Layout{Root: h.cfg.Root, UID: uid} }
+
+func (h *Host) saveState(s *State) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return renameio.WriteFile(h.layout(s.UID).File(stateFile), data, 0o640)
+}
+
+// loadState reads a pod's state; a missing file returns (nil, nil).
+func (h *Host) loadState(uid string) (*State, error) {
+	data, err := os.ReadFile(h.layout(uid).File(stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("reading state of pod %s: %w", uid, err)
+	}
+	return &s, nil
+}
+
+// stateUIDs lists the pod UIDs that have a directory under the state dir.
+func (h *Host) stateUIDs() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(h.cfg.Root, "pods"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var uids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			uids = append(uids, e.Name())
+		}
+	}
+	return uids, nil
+}

@@ -1,0 +1,102 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Step is one named stage of a pod's pipeline.
+type Step struct {
+	Name string
+	Do   func(ctx context.Context) error
+	// Undo reverts Do. It must be idempotent ("already gone" is success)
+	// and may be nil. When UndoFirst is set, Undo is registered before Do
+	// runs, for steps that can half-succeed (CNI ADD).
+	Undo      func(ctx context.Context) error
+	UndoFirst bool
+}
+
+// Event is progress reported while a pipeline runs.
+type Event struct {
+	Pod     string // namespace/name
+	Step    string
+	Index   int // 1-based; 0 for messages outside the pipeline
+	Total   int
+	Elapsed time.Duration
+	Err     error
+	Msg     string
+}
+
+// Reporter receives progress. It must be safe for concurrent use.
+type Reporter func(Event)
+
+// StepError is a failed step, after its pipeline has been undone.
+type StepError struct {
+	Pod  string
+	Step string
+	Err  error
+	// UndoErr is what went wrong while undoing, if anything.
+	UndoErr error
+}
+
+func (e *StepError) Error() string {
+	s := fmt.Sprintf("pod %s: step %s: %v", e.Pod, e.Step, e.Err)
+	if e.UndoErr != nil {
+		s += fmt.Sprintf(" (undo: %v)", e.UndoErr)
+	}
+	return s
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// undoTimeout bounds the whole undo of a failed pipeline.
+const undoTimeout = 2 * time.Minute
+
+// Execute runs steps in order. At the first failure it runs the Undo of
+// every completed step in reverse, on a fresh context (a cancelled request
+// must not abort cleanup), unless keep is set.
+func Execute(ctx context.Context, pod string, steps []Step, keep bool, report Reporter) error {
+	var done []Step
+	for i, s := range steps {
+		start := time.Now()
+		if s.UndoFirst {
+			done = append(done, s)
+		}
+		err := s.Do(ctx)
+		report(Event{Pod: pod, Step: s.Name, Index: i + 1, Total: len(steps), Elapsed: time.Since(start), Err: err})
+		if err != nil {
+			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+				err = fmt.Errorf("%w (%w)", err, ctx.Err())
+			}
+			serr := &StepError{Pod: pod, Step: s.Name, Err: err}
+			if !keep {
+				serr.UndoErr = undo(done, pod, report)
+			}
+			return serr
+		}
+		if !s.UndoFirst {
+			done = append(done, s)
+		}
+	}
+	return nil
+}
+
+func undo(done []Step, pod string, report Reporter) error {
+	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	defer cancel()
+	var errs []error
+	for i := len(done) - 1; i >= 0; i-- {
+		if done[i].Undo == nil {
+			continue
+		}
+		start := time.Now()
+		err := done[i].Undo(ctx)
+		report(Event{Pod: pod, Step: "undo " + done[i].Name, Elapsed: time.Since(start), Err: err})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", done[i].Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

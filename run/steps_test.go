@@ -1,0 +1,90 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+)
+
+type trace struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+func (t *trace) add(s string) { t.mu.Lock(); t.ops = append(t.ops, s); t.mu.Unlock() }
+
+func step(t *trace, name string, fail, undoFirst bool) Step {
+	return Step{
+		Name: name,
+		Do: func(context.Context) error {
+			t.add("do " + name)
+			if fail {
+				return errors.New("boom")
+			}
+			return nil
+		},
+		Undo:      func(context.Context) error { t.add("undo " + name); return nil },
+		UndoFirst: undoFirst,
+	}
+}
+
+func TestExecuteUndoesCompletedStepsInReverse(t *testing.T) {
+	for k := 0; k < 4; k++ {
+		tr := &trace{}
+		var steps []Step
+		for i, n := range []string{"a", "b", "c", "d"} {
+			steps = append(steps, step(tr, n, i == k, false))
+		}
+		err := Execute(context.Background(), "ns/p", steps, false, func(Event) {})
+		var serr *StepError
+		if !errors.As(err, &serr) || serr.Step != steps[k].Name {
+			t.Fatalf("k=%d: err = %v", k, err)
+		}
+		var want []string
+		for i := 0; i <= k; i++ {
+			want = append(want, "do "+steps[i].Name)
+		}
+		for i := k - 1; i >= 0; i-- {
+			want = append(want, "undo "+steps[i].Name)
+		}
+		if !reflect.DeepEqual(tr.ops, want) {
+			t.Errorf("k=%d: ops = %v, want %v", k, tr.ops, want)
+		}
+	}
+}
+
+func TestExecuteUndoFirstStepIsUndoneEvenWhenItFails(t *testing.T) {
+	tr := &trace{}
+	steps := []Step{step(tr, "dirs", false, false), step(tr, "cni", true, true)}
+	if err := Execute(context.Background(), "ns/p", steps, false, func(Event) {}); err == nil {
+		t.Fatal("want error")
+	}
+	want := []string{"do dirs", "do cni", "undo cni", "undo dirs"}
+	if !reflect.DeepEqual(tr.ops, want) {
+		t.Fatalf("ops = %v, want %v", tr.ops, want)
+	}
+}
+
+func TestExecuteKeepOnFailureSkipsUndo(t *testing.T) {
+	tr := &trace{}
+	steps := []Step{step(tr, "a", false, false), step(tr, "b", true, false)}
+	_ = Execute(context.Background(), "ns/p", steps, true, func(Event) {})
+	if want := []string{"do a", "do b"}; !reflect.DeepEqual(tr.ops, want) {
+		t.Fatalf("ops = %v, want %v", tr.ops, want)
+	}
+}
+
+func TestUndoRunsOnFreshContextAfterCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var undoCtxErr error
+	steps := []Step{
+		{Name: "a", Do: func(context.Context) error { return nil }, Undo: func(c context.Context) error { undoCtxErr = c.Err(); return nil }},
+		{Name: "b", Do: func(context.Context) error { cancel(); return context.Canceled }},
+	}
+	_ = Execute(ctx, "ns/p", steps, false, func(Event) {})
+	if undoCtxErr != nil {
+		t.Fatalf("undo ran on a cancelled context: %v", undoCtxErr)
+	}
+}

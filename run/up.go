@@ -1,0 +1,639 @@
+package run
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/sandbox"
+	"github.com/podrun/podrun/spec"
+	"github.com/podrun/podrun/volumes"
+)
+
+// Action is what Up did with a pod.
+type Action string
+
+// Actions.
+const (
+	Created   Action = "created"
+	Unchanged Action = "unchanged"
+	Replaced  Action = "replaced"
+)
+
+// Result is one pod's outcome of Up.
+type Result struct {
+	Pod    string // namespace/name
+	UID    string
+	Action Action
+	Phase  corev1.PodPhase
+	Err    error
+}
+
+// Up runs every pod of set, concurrently, and returns one Result per pod.
+func (h *Host) Up(ctx context.Context, set *manifest.Set, o UpOptions) []Result {
+	results := make([]Result, len(set.Pods))
+	var wg sync.WaitGroup
+	for i, p := range set.Pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = h.upOne(ctx, p, o)
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions) Result {
+	key := p.Namespace + "/" + p.Name
+	res := Result{Pod: key, UID: p.UID, Action: Created}
+	existing, err := h.findPod(ctx, p.Namespace, p.Name)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	switch d := Decide(p.UID, existing); d.Action {
+	case Unchanged:
+		res.Action = Unchanged
+		res.Phase = d.Phase
+		return res
+	case Replaced:
+		res.Action = Replaced
+		for _, uid := range d.Remove {
+			h.report(Event{Pod: key, Msg: fmt.Sprintf("replacing pod %s (manifest changed)", uid)})
+			if err := h.downUID(ctx, uid, nil); err != nil {
+				res.Err = fmt.Errorf("pod %s: removing the previous pod: %w", key, err)
+				return res
+			}
+		}
+	}
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), detach: o.Detach}
+	if err := Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report); err != nil {
+		res.Err = err
+		res.Phase = corev1.PodFailed
+		return res
+	}
+	res.Phase = r.phase
+	if r.phase == corev1.PodFailed {
+		res.Err = &PodFailedError{Pod: key, Reason: r.failure}
+	}
+	return res
+}
+
+// PodFailedError is a pod that ran to completion and failed.
+type PodFailedError struct {
+	Pod    string
+	Reason string
+}
+
+func (e *PodFailedError) Error() string { return fmt.Sprintf("pod %s failed: %s", e.Pod, e.Reason) }
+
+// Existing is a pod found on the node.
+type Existing struct {
+	UID      string
+	Complete bool
+	Phase    corev1.PodPhase
+}
+
+// Decision is what Up must do with a pod.
+type Decision struct {
+	Action Action
+	Phase  corev1.PodPhase // for Unchanged
+	Remove []string        // UIDs to take down first
+}
+
+// Decide compares the desired pod with what exists on the node under the
+// same namespace/name: the same UID (same content) fully applied is
+// unchanged; anything else there is removed before the pod is created.
+func Decide(uid string, existing []Existing) Decision {
+	d := Decision{Action: Created}
+	for _, e := range existing {
+		if e.UID == uid && e.Complete {
+			return Decision{Action: Unchanged, Phase: e.Phase}
+		}
+		d.Remove = append(d.Remove, e.UID)
+	}
+	if len(d.Remove) > 0 {
+		d.Action = Replaced
+	}
+	return d
+}
+
+// podRun is one pod's pipeline and what its steps learn along the way.
+type podRun struct {
+	h      *Host
+	pod    *manifest.Pod
+	key    string
+	layout volumes.Layout
+	detach bool
+
+	state     *State
+	vols      *volumes.Prepared
+	images    map[string]engine.Image // by image reference as written
+	netns     string
+	pausePID  uint32
+	netConf   []byte
+	ips       []net.IP
+	hostname  string
+	phase     corev1.PodPhase
+	failure   string
+	sandboxID string
+}
+
+func (r *podRun) hostNetwork() bool { return r.pod.Spec.HostNetwork }
+
+// plan lists the pod's steps; which steps appear depends only on the spec.
+func (r *podRun) plan() []Step {
+	r.sandboxID = SandboxID(r.pod.UID)
+	steps := []Step{
+		{Name: "pod directory", Do: r.createDirs, Undo: r.removeDirs, UndoFirst: true},
+		{Name: "volumes", Do: r.setupVolumes, Undo: r.undoVolumes},
+		{Name: "images", Do: r.ensureImages},
+	}
+	if !r.hostNetwork() {
+		steps = append(steps, Step{Name: "sandbox: netns", Do: r.createNetNS, Undo: r.removeNetNS, UndoFirst: true})
+	}
+	steps = append(steps, Step{Name: "sandbox: pause", Do: r.startPause, Undo: r.removeContainers(labels.SandboxName), UndoFirst: true})
+	if !r.hostNetwork() {
+		steps = append(steps, Step{Name: "sandbox: network", Do: r.addNetwork, Undo: r.delNetwork, UndoFirst: true})
+	}
+	steps = append(steps, Step{Name: "sandbox: files", Do: r.writeFiles})
+	for i := range r.pod.Spec.InitContainers {
+		c := &r.pod.Spec.InitContainers[i]
+		steps = append(steps, Step{Name: "init/" + c.Name, Do: r.runInit(c), Undo: r.removeContainers(c.Name), UndoFirst: true})
+	}
+	for i := range r.pod.Spec.Containers {
+		c := &r.pod.Spec.Containers[i]
+		steps = append(steps, Step{Name: "container/" + c.Name, Do: r.startApp(c), Undo: r.stopContainers(c.Name), UndoFirst: true})
+	}
+	if r.detach || r.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways {
+		steps = append(steps, Step{Name: "record", Do: r.recordRunning})
+	} else {
+		steps = append(steps, Step{Name: "wait", Do: r.waitCompletion})
+	}
+	return steps
+}
+
+func (r *podRun) createDirs(context.Context) error {
+	if err := r.layout.Create(); err != nil {
+		return err
+	}
+	r.state = &State{UID: r.pod.UID, Hash: r.pod.Hash, Source: r.pod.Source.File, Pod: r.pod.Pod}
+	return r.h.saveState(r.state)
+}
+
+func (r *podRun) removeDirs(context.Context) error { return r.layout.Remove() }
+
+func (r *podRun) setupVolumes(context.Context) error {
+	var err error
+	r.vols, err = volumes.Setup(r.layout, r.pod.Pod)
+	return err
+}
+
+func (r *podRun) undoVolumes(context.Context) error {
+	if r.vols == nil {
+		return nil
+	}
+	return r.vols.Undo()
+}
+
+func (r *podRun) ensureImages(ctx context.Context) error {
+	r.images = map[string]engine.Image{}
+	for _, c := range allContainers(r.pod.Pod) {
+		if _, ok := r.images[c.Image]; ok {
+			continue
+		}
+		img, err := r.h.ensureImage(ctx, c.Image, c.ImagePullPolicy)
+		if err != nil {
+			return fmt.Errorf("container %q: %w", c.Name, err)
+		}
+		r.images[c.Image] = img
+	}
+	if r.h.cfg.PauseImage != "" {
+		img, err := r.h.ensureImage(ctx, r.h.cfg.PauseImage, corev1.PullIfNotPresent)
+		if err != nil {
+			return fmt.Errorf("pause image: %w", err)
+		}
+		r.images[r.h.cfg.PauseImage] = img
+	}
+	return nil
+}
+
+// allContainers lists init containers then app containers.
+func allContainers(p *corev1.Pod) []*corev1.Container {
+	var out []*corev1.Container
+	for i := range p.Spec.InitContainers {
+		out = append(out, &p.Spec.InitContainers[i])
+	}
+	for i := range p.Spec.Containers {
+		out = append(out, &p.Spec.Containers[i])
+	}
+	return out
+}
+
+// ImagePullError carries the Kubernetes reason for an image failure.
+type ImagePullError struct {
+	Reason string // ErrImageNeverPull, ErrImagePull
+	Image  string
+	Err    error
+}
+
+func (e *ImagePullError) Error() string {
+	return fmt.Sprintf("%s: image %q: %v", e.Reason, e.Image, e.Err)
+}
+
+func (e *ImagePullError) Unwrap() error { return e.Err }
+
+func (h *Host) ensureImage(ctx context.Context, ref string, policy corev1.PullPolicy) (engine.Image, error) {
+	local, lerr := h.engine.Image(ctx, ref)
+	if lerr != nil && !errors.Is(lerr, engine.ErrNotFound) {
+		return engine.Image{}, lerr
+	}
+	present := lerr == nil
+	switch {
+	case policy == corev1.PullNever && !present:
+		return engine.Image{}, &ImagePullError{Reason: "ErrImageNeverPull", Image: ref,
+			Err: errors.New("not present and imagePullPolicy is Never; load it with `podrun image import FILE.tar`")}
+	case present && policy != corev1.PullAlways:
+		return local, nil
+	}
+	img, err := h.engine.Pull(ctx, ref)
+	if err != nil {
+		hint := err
+		if present {
+			hint = fmt.Errorf("%w (the image is present locally: set imagePullPolicy: IfNotPresent to use it)", err)
+		}
+		return engine.Image{}, &ImagePullError{Reason: "ErrImagePull", Image: ref, Err: hint}
+	}
+	return img, nil
+}
+
+func (r *podRun) createNetNS(context.Context) error {
+	var err error
+	r.netns, err = sandbox.CreateNetNS(sandbox.NetNSName(r.pod.UID))
+	return err
+}
+
+func (r *podRun) removeNetNS(context.Context) error {
+	return sandbox.RemoveNetNS(sandbox.NetNSName(r.pod.UID))
+}
+
+func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[string]string {
+	l := podLabels(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.pod.Source.File)
+	l[labels.Container] = name
+	l[labels.Kind] = kind
+	l[labels.RestartCount] = strconv.Itoa(restart)
+	if stopSignal != "" {
+		l[labels.StopSignal] = stopSignal
+	}
+	return l
+}
+
+func (r *podRun) startPause(ctx context.Context) error {
+	var err error
+	if r.hostname, err = sandbox.Hostname(r.pod.Pod); err != nil {
+		return err
+	}
+	in := spec.PauseInput{ID: r.sandboxID, Pod: r.pod.Pod, NetNSPath: r.netns, Hostname: r.hostname}
+	image := r.h.cfg.PauseImage
+	if image == "" {
+		if in.Rootfs, err = r.h.pauseRootfs(); err != nil {
+			return err
+		}
+		in.Args = []string{"/pause", "pause"}
+		in.ExtraMounts = []spec.Mount{{Source: r.h.cfg.Exe, Destination: "/pause", ReadOnly: true}}
+	} else {
+		cfg := r.images[image].Config
+		in.Args = append(append([]string{}, cfg.Entrypoint...), cfg.Cmd...)
+	}
+	s, err := spec.Pause(ctx, in)
+	if err != nil {
+		return err
+	}
+	l := r.labels(labels.SandboxName, labels.KindSandbox, 0, "")
+	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: r.sandboxID, Image: image, Labels: l, Spec: s}); err != nil {
+		return err
+	}
+	r.pausePID, err = r.h.engine.Start(ctx, r.sandboxID, "")
+	return err
+}
+
+// pauseRootfs is the empty directory the built-in pause runs in; podrun's
+// own binary is bind-mounted into it, so it must be statically linked.
+func (h *Host) pauseRootfs() (string, error) {
+	if err := checkStatic(h.cfg.Exe); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(h.cfg.Root, "pause", "rootfs")
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+func checkStatic(exe string) error {
+	f, err := elf.Open(exe)
+	if err != nil {
+		return fmt.Errorf("built-in pause: reading %s: %w", exe, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("built-in pause: %s is dynamically linked; build podrun with CGO_ENABLED=0 or pass --pause-image", exe)
+		}
+	}
+	return nil
+}
+
+func (r *podRun) attachment() sandbox.Attachment {
+	a := sandbox.Attachment{
+		ContainerID: r.sandboxID, NetNS: sandbox.NetNSPath(sandbox.NetNSName(r.pod.UID)),
+		PodNamespace: r.pod.Namespace, PodName: r.pod.Name, PodUID: r.pod.UID,
+	}
+	for _, c := range allContainers(r.pod.Pod) {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				a.Ports = append(a.Ports, sandbox.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: strings.ToLower(string(p.Protocol)), HostIP: p.HostIP})
+			}
+		}
+	}
+	return a
+}
+
+func (r *podRun) addNetwork(ctx context.Context) error {
+	conf, err := r.h.network.Config()
+	if err != nil {
+		return err
+	}
+	// Saved before ADD so that DEL (now or after a crash) uses the same config.
+	if err := os.WriteFile(r.layout.File(cniFile), conf, 0o640); err != nil {
+		return err
+	}
+	r.netConf = conf
+	if r.ips, err = r.h.network.Add(ctx, conf, r.attachment()); err != nil {
+		return err
+	}
+	var ips []string
+	for _, ip := range r.ips {
+		ips = append(ips, ip.String())
+	}
+	r.state.PodIPs = ips
+	if err := r.h.saveState(r.state); err != nil {
+		return err
+	}
+	return r.h.engine.SetLabels(ctx, r.sandboxID, map[string]string{labels.PodIPs: strings.Join(ips, ",")})
+}
+
+func (r *podRun) delNetwork(ctx context.Context) error {
+	return r.h.delNetwork(ctx, r.pod.UID, r.attachment())
+}
+
+// delNetwork detaches a pod with the configuration it was attached with;
+// when none was saved, ADD never ran and there is nothing to do.
+func (h *Host) delNetwork(ctx context.Context, uid string, a sandbox.Attachment) error {
+	conf, err := os.ReadFile(h.layout(uid).File(cniFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return h.network.Del(ctx, conf, a)
+}
+
+func (r *podRun) writeFiles(context.Context) error {
+	var hosts []byte
+	if r.hostNetwork() {
+		host, err := os.ReadFile("/etc/hosts")
+		if err != nil {
+			return err
+		}
+		hosts = sandbox.HostEtcHosts(host)
+	} else {
+		hosts = sandbox.EtcHosts(r.hostname, r.ips)
+	}
+	resolv, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		return fmt.Errorf("reading the host's resolv.conf: %w", err)
+	}
+	for name, data := range map[string][]byte{
+		"etc-hosts":   hosts,
+		"resolv.conf": sandbox.ResolvConf(resolv),
+		"hostname":    []byte(r.hostname + "\n"),
+	} {
+		if err := os.WriteFile(r.layout.File(name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startContainer creates and starts attempt `restart` of container c.
+func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind string, restart int) (string, error) {
+	id := ContainerID(r.pod.UID, c.Name, restart)
+	img := r.images[c.Image]
+	mounts, err := volumes.Mounts(c, r.vols)
+	if err != nil {
+		return "", err
+	}
+	termLog := r.layout.TerminationLog(c.Name, id)
+	if err := os.MkdirAll(filepath.Dir(termLog), 0o750); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(termLog, nil, 0o666); err != nil {
+		return "", err
+	}
+	s, err := spec.Container(ctx, spec.ContainerInput{
+		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Mounts: mounts, TerminationLog: termLog,
+		Sandbox: spec.Sandbox{
+			ID: r.sandboxID, PID: int(r.pausePID), NetNSPath: r.netns, HostNetwork: r.hostNetwork(), Hostname: r.hostname,
+			EtcHosts: r.layout.File("etc-hosts"), ResolvConf: r.layout.File("resolv.conf"),
+			HostnameFile: r.layout.File("hostname"), Shm: r.layout.Shm(),
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	l := r.labels(c.Name, kind, restart, img.Config.StopSignal)
+	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s}); err != nil {
+		return "", err
+	}
+	logPath := logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, c.Name, restart)
+	if _, err := r.h.engine.Start(ctx, id, logPath); err != nil {
+		return "", withLogTail(err, logPath)
+	}
+	started := map[string]string{labels.StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	return id, r.h.engine.SetLabels(ctx, id, started)
+}
+
+// logTailLines is how many log lines an error message quotes.
+const logTailLines = 10
+
+func withLogTail(err error, logPath string) error {
+	tail := readTail(logPath)
+	if tail == "" {
+		return err
+	}
+	return fmt.Errorf("%w; last log lines:\n%s", err, tail)
+}
+
+func readTail(logPath string) string {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	lines := logs.Tail(f, logTailLines)
+	for i := range lines {
+		lines[i] = "  | " + lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// finish records how attempt id ended on its labels and deletes its task,
+// so that the shim can go once nothing runs.
+func (h *Host) finish(ctx context.Context, id string, exit engine.Exit) error {
+	l := map[string]string{
+		labels.ExitCode:   strconv.Itoa(int(exit.Code)),
+		labels.FinishedAt: exit.ExitedAt.UTC().Format(time.RFC3339Nano),
+	}
+	if err := h.engine.SetLabels(ctx, id, l); err != nil {
+		return err
+	}
+	if _, err := h.engine.DeleteTask(ctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// ExitError is a container that exited with a non-zero code where that fails the pod.
+type ExitError struct {
+	Container string
+	Code      uint32
+	Tail      string
+}
+
+func (e *ExitError) Error() string {
+	s := fmt.Sprintf("container %q exited with code %d", e.Container, e.Code)
+	if e.Tail != "" {
+		s += "; last log lines:\n" + e.Tail
+	}
+	return s
+}
+
+// runToCompletion runs container c until it exits 0 or, per policy, fails:
+// with restartPolicy Never the first non-zero exit is returned as an
+// *ExitError; otherwise it is restarted with the kubelet's back-off until it
+// succeeds or ctx ends. When running is set, the first attempt is already
+// started under that id.
+func (r *podRun) runToCompletion(ctx context.Context, c *corev1.Container, kind, running string) error {
+	for restart := 0; ; restart++ {
+		id := running
+		running = ""
+		if id == "" {
+			var err error
+			if id, err = r.startContainer(ctx, c, kind, restart); err != nil {
+				return err
+			}
+		}
+		exit, err := r.h.engine.Wait(ctx, id)
+		if err != nil {
+			return fmt.Errorf("waiting for container %q: %w", c.Name, err)
+		}
+		if err := r.h.finish(ctx, id, exit); err != nil {
+			return err
+		}
+		if exit.Code == 0 {
+			return nil
+		}
+		logPath := logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, c.Name, restart)
+		xerr := &ExitError{Container: c.Name, Code: exit.Code, Tail: readTail(logPath)}
+		if r.pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+			return xerr
+		}
+		delay := Backoff(restart)
+		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q exited with code %d; restarting in %s (back-off)", c.Name, exit.Code, delay)})
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return fmt.Errorf("%w; gave up: %w", xerr, ctx.Err())
+		}
+	}
+}
+
+func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := r.runToCompletion(ctx, c, labels.KindInit, "")
+		if xerr := (*ExitError)(nil); errors.As(err, &xerr) {
+			return fmt.Errorf("init %w", err)
+		}
+		return err
+	}
+}
+
+func (r *podRun) startApp(c *corev1.Container) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := r.startContainer(ctx, c, labels.KindApp, 0)
+		return err
+	}
+}
+
+func (r *podRun) recordRunning(context.Context) error {
+	r.phase = corev1.PodRunning
+	r.state.Complete = true
+	return r.h.saveState(r.state)
+}
+
+// waitCompletion waits for a Never/OnFailure pod's app containers to finish
+// (restarting failures under OnFailure), then stops the sandbox and its
+// network: a finished pod keeps its containers and directory for status and
+// logs until `down`, and nothing of it keeps running.
+func (r *podRun) waitCompletion(ctx context.Context) error {
+	errs := make([]error, len(r.pod.Spec.Containers))
+	var wg sync.WaitGroup
+	for i := range r.pod.Spec.Containers {
+		c := &r.pod.Spec.Containers[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.runToCompletion(ctx, c, labels.KindApp, ContainerID(r.pod.UID, c.Name, 0))
+		}()
+	}
+	wg.Wait()
+	var failures []string
+	for _, err := range errs {
+		var xerr *ExitError
+		switch {
+		case errors.As(err, &xerr):
+			failures = append(failures, xerr.Error())
+		case err != nil:
+			return err
+		}
+	}
+	r.phase = corev1.PodSucceeded
+	if len(failures) > 0 {
+		r.phase = corev1.PodFailed
+		r.failure = strings.Join(failures, "; ")
+	}
+	if err := r.h.stopSandbox(ctx, r.pod.UID, r.attachment()); err != nil {
+		return err
+	}
+	r.state.Complete = true
+	return r.h.saveState(r.state)
+}

@@ -1,0 +1,85 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// netnsDir is where named network namespaces live, so `ip netns` lists them.
+const netnsDir = "/run/netns"
+
+// NetNSName is the deterministic name of a pod's network namespace, so that
+// a later podrun can remove it even when the process that made it died.
+func NetNSName(podUID string) string { return "podrun-" + podUID }
+
+// NetNSPath is the bind-mount path of the named namespace.
+func NetNSPath(name string) string { return filepath.Join(netnsDir, name) }
+
+// CreateNetNS makes (or finds, after a crash) the named network namespace and
+// returns its path. The calling goroutine's thread never stays in the new
+// namespace: it is locked and, if switching back fails, discarded.
+func CreateNetNS(name string) (string, error) {
+	path := NetNSPath(name)
+	if isNetNS(path) {
+		return path, nil
+	}
+	// A file left by a crash between create and mount: remove and retry.
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("removing stale %s: %w", path, err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- fmt.Errorf("getting current network namespace: %w", err)
+			return // thread discarded: LockOSThread without Unlock
+		}
+		defer orig.Close()
+		ns, err := netns.NewNamed(name)
+		if err != nil {
+			_ = netns.Set(orig)
+			_ = os.Remove(path)
+			errc <- fmt.Errorf("creating network namespace %q: %w", name, err)
+			return
+		}
+		ns.Close()
+		if err := netns.Set(orig); err != nil {
+			errc <- fmt.Errorf("returning to the host network namespace: %w", err)
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- nil
+	}()
+	if err := <-errc; err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// isNetNS reports whether path is a mounted network namespace.
+func isNetNS(path string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return false
+	}
+	return st.Type == unix.NSFS_MAGIC
+}
+
+// RemoveNetNS unmounts and removes the named namespace; gone is success.
+func RemoveNetNS(name string) error {
+	path := NetNSPath(name)
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmounting %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", path, err)
+	}
+	return nil
+}

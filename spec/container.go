@@ -1,0 +1,305 @@
+package spec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Image is what podrun needs from an image's config (the ocispec.ImageConfig
+// fields, already resolved by the caller).
+type Image struct {
+	Ref        string
+	Entrypoint []string
+	Cmd        []string
+	Env        []string // "K=V"
+	WorkingDir string
+	// User is "", "uid" or "uid:gid"; user and group names are not supported
+	// yet. "" means root.
+	User string
+	// StopSignal is the image's STOPSIGNAL, e.g. "SIGQUIT"; "" means SIGTERM.
+	// It is not part of the spec: the caller uses it when stopping.
+	StopSignal string
+}
+
+// Mount is one resolved bind mount into a container.
+type Mount struct {
+	Source      string // host path
+	Destination string // absolute path in the container
+	ReadOnly    bool
+}
+
+// Sandbox describes the pod-level things a container joins.
+type Sandbox struct {
+	// ID is the pause container's id, set as the labels.ShimGroup annotation
+	// on every container of the pod.
+	ID string
+	// PID is the pause task's pid: containers join /proc/<PID>/ns/ipc and
+	// /proc/<PID>/ns/uts.
+	PID int
+	// NetNSPath is the pod's network namespace (e.g. /run/netns/podrun-xxx);
+	// "" with HostNetwork.
+	NetNSPath   string
+	HostNetwork bool
+	// Hostname is the pod's hostname (the node's with HostNetwork); it becomes
+	// the HOSTNAME variable.
+	Hostname string
+	// Host files bind-mounted into every init and app container; "" means
+	// not mounted. Shm is a host tmpfs directory mounted at /dev/shm, shared
+	// within the pod.
+	EtcHosts, ResolvConf, HostnameFile, Shm string
+}
+
+// ContainerInput is everything Container needs to build an init or app
+// container's spec.
+type ContainerInput struct {
+	ID        string
+	Pod       *corev1.Pod
+	Container *corev1.Container
+	Image     Image
+	Sandbox   Sandbox
+	// Mounts are the container's resolved volume mounts, in volumeMounts order.
+	Mounts []Mount
+	// TerminationLog is the host file mounted read-write at the container's
+	// terminationMessagePath; "" means not mounted.
+	TerminationLog string
+}
+
+// Paths of the files the kubelet and the CRI plugin mount into containers.
+const (
+	etcHosts      = "/etc/hosts"
+	etcResolvConf = "/etc/resolv.conf"
+	etcHostname   = "/etc/hostname"
+	devShm        = "/dev/shm"
+)
+
+// Container builds the OCI spec of an init or app container of a pod: it
+// joins the sandbox's IPC and UTS namespaces and its network namespace (the
+// host's with HostNetwork), gets its own mount and PID namespaces, and runs
+// with the process, user and mounts the kubelet and the CRI plugin would give
+// it. Default capabilities, masked and read-only paths stay containerd's.
+func Container(ctx context.Context, in ContainerInput) (*specs.Spec, error) {
+	if err := checkContainerInput(in); err != nil {
+		return nil, err
+	}
+	c := in.Container
+	env, vars := Env(c, in.Image, in.Sandbox.Hostname)
+	args, err := Args(c, in.Image, vars)
+	if err != nil {
+		return nil, err
+	}
+	uid, gid, err := parseUser(in.Image.User)
+	if err != nil {
+		return nil, err
+	}
+	cgroups, err := cgroupsPath(in.Pod, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	readOnlyRoot := readOnlyRootFilesystem(c)
+	annotations := podAnnotations(in.Pod, in.Sandbox.ID, containerTypeContainer)
+	annotations[annContainerName] = c.Name
+	annotations[annImageName] = in.Image.Ref
+
+	opts := []oci.SpecOpts{
+		oci.WithoutRunMount,
+		withoutRlimits,
+		oci.WithProcessArgs(args...),
+		withProcessEnv(env),
+		oci.WithProcessCwd(workingDir(c, in.Image)),
+		oci.WithUIDGID(uid, gid),
+		withNoNewPrivileges(noNewPrivileges(c)),
+		withPodMounts(containerMounts(in, readOnlyRoot)),
+		withSandboxNamespaces(in.Sandbox),
+		oci.WithCgroup(cgroups),
+		oci.WithAnnotations(annotations),
+	}
+	if readOnlyRoot {
+		opts = append(opts, oci.WithRootFSReadonly())
+	}
+	return generate(ctx, in.ID, opts...)
+}
+
+// checkContainerInput rejects inputs Container cannot build a spec from.
+func checkContainerInput(in ContainerInput) error {
+	switch {
+	case in.Pod == nil:
+		return errors.New("no pod")
+	case in.Container == nil:
+		return errors.New("no container")
+	case in.Sandbox.ID == "":
+		return errors.New("sandbox id is empty")
+	case in.Sandbox.PID <= 0:
+		return fmt.Errorf("sandbox pid %d is not a process id", in.Sandbox.PID)
+	case !in.Sandbox.HostNetwork && in.Sandbox.NetNSPath == "":
+		return errors.New("sandbox network namespace path is empty")
+	case in.Sandbox.Hostname == "":
+		return errors.New("sandbox hostname is empty")
+	}
+	if len(in.Container.EnvFrom) > 0 {
+		return errors.New("envFrom is not supported yet")
+	}
+	for _, e := range in.Container.Env {
+		if e.ValueFrom != nil {
+			return fmt.Errorf("env %q: valueFrom is not supported yet", e.Name)
+		}
+	}
+	for _, m := range in.Mounts {
+		if !path.IsAbs(m.Destination) {
+			return fmt.Errorf("mount destination %q is not absolute", m.Destination)
+		}
+	}
+	return nil
+}
+
+// workingDir returns the container's workingDir, else the image's, else "/".
+func workingDir(c *corev1.Container, img Image) string {
+	switch {
+	case c.WorkingDir != "":
+		return c.WorkingDir
+	case img.WorkingDir != "":
+		return img.WorkingDir
+	}
+	return "/"
+}
+
+// parseUser parses an image's numeric user: "" (root), "uid" (gid 0) or
+// "uid:gid".
+func parseUser(user string) (uid, gid uint32, err error) {
+	if user == "" {
+		return 0, 0, nil
+	}
+	u, g, hasGroup := strings.Cut(user, ":")
+	uid, err = parseID(u)
+	if err == nil && hasGroup {
+		gid, err = parseID(g)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("image user %q: only numeric users are supported", user)
+	}
+	return uid, gid, nil
+}
+
+func parseID(s string) (uint32, error) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	return uint32(n), err
+}
+
+// noNewPrivileges reports whether the process gets no_new_privs: as on
+// Kubernetes, only when allowPrivilegeEscalation is false.
+func noNewPrivileges(c *corev1.Container) bool {
+	sc := c.SecurityContext
+	return sc != nil && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation
+}
+
+func readOnlyRootFilesystem(c *corev1.Container) bool {
+	sc := c.SecurityContext
+	return sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
+}
+
+func withNoNewPrivileges(on bool) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+		s.Process.NoNewPrivileges = on
+		return nil
+	}
+}
+
+// withSandboxNamespaces joins the sandbox's IPC, UTS and network namespaces
+// (no network namespace entry with HostNetwork) and keeps new PID and mount
+// namespaces. Hostname stays empty: the joined UTS namespace already has it.
+func withSandboxNamespaces(sb Sandbox) oci.SpecOpts {
+	opts := []oci.SpecOpts{
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: procNS(sb.PID, "ipc")}),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: procNS(sb.PID, "uts")}),
+		oci.WithHostname(""),
+	}
+	if sb.HostNetwork {
+		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace))
+	} else {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sb.NetNSPath}))
+	}
+	return oci.Compose(opts...)
+}
+
+func procNS(pid int, ns string) string {
+	return "/proc/" + strconv.Itoa(pid) + "/ns/" + ns
+}
+
+// containerMounts returns the bind mounts of a container in the order the
+// kubelet and the CRI plugin produce them: the volume mounts, the kubelet's
+// /etc/hosts and termination log, then the CRI plugin's /etc/hostname,
+// /etc/resolv.conf and /dev/shm, each default left out when an earlier mount
+// has its destination; finally stably sorted by path depth so that no mount
+// shadows a deeper one.
+func containerMounts(in ContainerInput, readOnlyRoot bool) []Mount {
+	mounts := append([]Mount(nil), in.Mounts...)
+	add := func(src, dst string, ro bool) {
+		if src == "" || dst == "" || hasDestination(mounts, dst) {
+			return
+		}
+		mounts = append(mounts, Mount{Source: src, Destination: dst, ReadOnly: ro})
+	}
+	// kubelet (makeMounts, kuberuntime makeMounts)
+	add(in.Sandbox.EtcHosts, etcHosts, false)
+	add(in.TerminationLog, in.Container.TerminationMessagePath, false)
+	// CRI plugin (containerMounts)
+	add(in.Sandbox.HostnameFile, etcHostname, readOnlyRoot)
+	add(in.Sandbox.ResolvConf, etcResolvConf, readOnlyRoot)
+	add(in.Sandbox.Shm, devShm, false)
+	sort.SliceStable(mounts, func(i, j int) bool {
+		return depth(mounts[i].Destination) < depth(mounts[j].Destination)
+	})
+	return mounts
+}
+
+func hasDestination(mounts []Mount, dst string) bool {
+	dst = filepath.Clean(dst)
+	for _, m := range mounts {
+		if filepath.Clean(m.Destination) == dst {
+			return true
+		}
+	}
+	return false
+}
+
+func depth(p string) int {
+	return strings.Count(filepath.Clean(p), "/")
+}
+
+// withPodMounts adds mounts as the CRI plugin does (customopts.WithMounts):
+// a read-only cgroup mount at /sys/fs/cgroup joins the default mounts, the
+// defaults a mount replaces (same destination, or anything under /dev when
+// /dev is mounted) are dropped, and the bind mounts follow.
+func withPodMounts(mounts []Mount) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+		defaults := append(s.Mounts, specs.Mount{
+			Destination: "/sys/fs/cgroup",
+			Type:        "cgroup",
+			Source:      "cgroup",
+			Options:     []string{"nosuid", "noexec", "nodev", "relatime", "ro"},
+		})
+		devMounted := hasDestination(mounts, "/dev")
+		s.Mounts = nil
+		for _, m := range defaults {
+			dst := filepath.Clean(m.Destination)
+			if hasDestination(mounts, dst) || devMounted && strings.HasPrefix(dst, "/dev/") {
+				continue
+			}
+			s.Mounts = append(s.Mounts, m)
+		}
+		for _, m := range mounts {
+			s.Mounts = append(s.Mounts, bindMount(m))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,114 @@
+package spec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// PauseInput is everything Pause needs to build a sandbox container's spec.
+type PauseInput struct {
+	ID  string
+	Pod *corev1.Pod
+	// NetNSPath is the pod's network namespace; "" means the host's network
+	// (hostNetwork), and then also the host's UTS namespace.
+	NetNSPath string
+	// Hostname is set in the sandbox's new UTS namespace; ignored with the
+	// host network.
+	Hostname string
+	// Rootfs is an absolute host directory used as the read-only root, or ""
+	// when an image snapshot provides the root.
+	Rootfs string
+	// Args are the process arguments, e.g. ["/pause"] (podrun's built-in
+	// pause, whose binary the caller bind-mounts through ExtraMounts) or the
+	// image's entrypoint.
+	Args        []string
+	ExtraMounts []Mount
+}
+
+// Pause builds the spec of a pod's sandbox (pause) container: new IPC, UTS and
+// PID namespaces, the given network namespace (or, with NetNSPath "", the
+// host's network and UTS namespaces, as the CRI plugin does for hostNetwork
+// pods), the hostname, a read-only root, no capabilities, and the ShimGroup
+// annotation set to its own ID.
+func Pause(ctx context.Context, in PauseInput) (*specs.Spec, error) {
+	if err := checkPauseInput(in); err != nil {
+		return nil, err
+	}
+	cgroups, err := cgroupsPath(in.Pod, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	opts := []oci.SpecOpts{
+		oci.WithoutRunMount,
+		withoutRlimits,
+		oci.WithProcessArgs(in.Args...),
+		oci.WithRootFSReadonly(),
+		withNoCapabilities,
+		withPauseNetwork(in.NetNSPath, in.Hostname),
+		oci.WithCgroup(cgroups),
+		oci.WithAnnotations(podAnnotations(in.Pod, in.ID, containerTypeSandbox)),
+	}
+	if in.Rootfs != "" {
+		opts = append(opts, oci.WithRootFSPath(in.Rootfs))
+	}
+	for _, m := range in.ExtraMounts {
+		opts = append(opts, oci.WithMounts([]specs.Mount{bindMount(m)}))
+	}
+	return generate(ctx, in.ID, opts...)
+}
+
+// checkPauseInput rejects inputs Pause cannot build a spec from.
+func checkPauseInput(in PauseInput) error {
+	switch {
+	case in.Pod == nil:
+		return errors.New("no pod")
+	case len(in.Args) == 0:
+		return errors.New("pause: no process args")
+	case in.Rootfs != "" && !path.IsAbs(in.Rootfs):
+		return fmt.Errorf("pause rootfs %q is not absolute", in.Rootfs)
+	case in.NetNSPath != "" && in.Hostname == "":
+		return errors.New("pause: hostname is empty")
+	}
+	for _, m := range in.ExtraMounts {
+		if !path.IsAbs(m.Destination) {
+			return fmt.Errorf("mount destination %q is not absolute", m.Destination)
+		}
+	}
+	return nil
+}
+
+// withNoCapabilities gives the process an empty capability set.
+func withNoCapabilities(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+	s.Process.Capabilities = &specs.LinuxCapabilities{
+		Bounding:    []string{},
+		Effective:   []string{},
+		Permitted:   []string{},
+		Inheritable: []string{},
+		Ambient:     []string{},
+	}
+	return nil
+}
+
+// withPauseNetwork puts the sandbox into the network namespace at netnsPath
+// with its own UTS namespace and hostname, or with netnsPath "" into the
+// host's network and UTS namespaces (runc cannot set a hostname there).
+func withPauseNetwork(netnsPath, hostname string) oci.SpecOpts {
+	if netnsPath == "" {
+		return oci.Compose(
+			oci.WithHostNamespace(specs.NetworkNamespace),
+			oci.WithHostNamespace(specs.UTSNamespace),
+			oci.WithHostname(""),
+		)
+	}
+	return oci.Compose(
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netnsPath}),
+		oci.WithHostname(hostname),
+	)
+}

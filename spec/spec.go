@@ -1,0 +1,115 @@
+// Package spec builds the OCI runtime specs of a pod's containers: the pause
+// (sandbox) container and the init and app containers that join it.
+//
+// Everything here is pure: corev1 objects and resolved inputs in, an OCI spec
+// out. Nothing talks to containerd, needs root or touches the host. Specs start
+// from containerd's defaults (oci.GenerateSpecWithPlatform with a nil client)
+// and are shaped the way the kubelet and containerd's CRI plugin shape them.
+package spec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/oci"
+	"github.com/containerd/platforms"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/labels"
+)
+
+// Annotation keys and values containerd's CRI plugin puts on every spec
+// (pkg/cri/annotations). The sandbox id key is labels.ShimGroup.
+const (
+	annContainerType    = "io.kubernetes.cri.container-type"
+	annSandboxNamespace = "io.kubernetes.cri.sandbox-namespace"
+	annSandboxUID       = "io.kubernetes.cri.sandbox-uid"
+	annSandboxName      = "io.kubernetes.cri.sandbox-name"
+	annContainerName    = "io.kubernetes.cri.container-name"
+	annImageName        = "io.kubernetes.cri.image-name"
+
+	containerTypeSandbox   = "sandbox"
+	containerTypeContainer = "container"
+)
+
+// cgroupRoot is the cgroupfs parent of every podrun cgroup:
+// /podrun/<pod uid>/<container id>.
+const cgroupRoot = "/podrun"
+
+// defaultNamespace is the containerd namespace assumed when ctx has none; the
+// namespace only feeds the default cgroup path, which is always replaced.
+const defaultNamespace = "podrun"
+
+// generate builds a spec from containerd's default Unix spec plus opts.
+func generate(ctx context.Context, id string, opts ...oci.SpecOpts) (*specs.Spec, error) {
+	if id == "" {
+		return nil, errors.New("empty container id")
+	}
+	if _, ok := namespaces.Namespace(ctx); !ok {
+		ctx = namespaces.WithNamespace(ctx, defaultNamespace)
+	}
+	s, err := oci.GenerateSpecWithPlatform(ctx, nil, platforms.DefaultString(), &containers.Container{ID: id}, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("generating spec: %w", err)
+	}
+	return s, nil
+}
+
+// cgroupsPath returns the cgroupfs path of a container of pod.
+func cgroupsPath(pod *corev1.Pod, id string) (string, error) {
+	if pod.UID == "" {
+		return "", fmt.Errorf("pod %s/%s has no uid", pod.Namespace, pod.Name)
+	}
+	return path.Join(cgroupRoot, string(pod.UID), id), nil
+}
+
+// podAnnotations returns the annotations the CRI plugin sets on every
+// container of a pod, sandbox or not.
+func podAnnotations(pod *corev1.Pod, sandboxID, containerType string) map[string]string {
+	return map[string]string{
+		labels.ShimGroup:    sandboxID,
+		annContainerType:    containerType,
+		annSandboxNamespace: pod.Namespace,
+		annSandboxUID:       string(pod.UID),
+		annSandboxName:      pod.Name,
+	}
+}
+
+// withoutRlimits drops containerd's default RLIMIT_NOFILE of 1024, as the CRI
+// plugin does, so containers inherit the runtime's limits like on Kubernetes.
+func withoutRlimits(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+	if s.Process != nil {
+		s.Process.Rlimits = nil
+	}
+	return nil
+}
+
+// withProcessEnv sets the process environment to env exactly (oci.WithEnv
+// merges, and in containerd 1.7 keeps duplicate keys that first appear in its
+// overrides).
+func withProcessEnv(env []string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+		s.Process.Env = env
+		return nil
+	}
+}
+
+// bindMount returns the spec mount of one bind mount, with the options the CRI
+// plugin uses for private propagation.
+func bindMount(m Mount) specs.Mount {
+	mode := "rw"
+	if m.ReadOnly {
+		mode = "ro"
+	}
+	return specs.Mount{
+		Destination: m.Destination,
+		Type:        "bind",
+		Source:      m.Source,
+		Options:     []string{"rbind", "rprivate", mode},
+	}
+}
