@@ -33,6 +33,7 @@ import (
 
 	"github.com/containerd/containerd"
 	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/leases"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/snapshots"
@@ -290,14 +291,15 @@ type e2eSuite struct {
 }
 
 func (s *e2eSuite) setUp() error {
-	tmp, err := os.MkdirTemp("", "podrun-e2e-")
+	e2eRemoveStale()
+	tmp, err := os.MkdirTemp("", e2eTmpPrefix)
 	if err != nil {
 		return err
 	}
 	// A unix socket path must fit in 108 bytes.
 	if len(filepath.Join(tmp, "containerd.sock.ttrpc")) > 100 {
 		_ = os.Remove(tmp)
-		if tmp, err = os.MkdirTemp("/tmp", "podrun-e2e-"); err != nil {
+		if tmp, err = os.MkdirTemp("/tmp", e2eTmpPrefix); err != nil {
 			return err
 		}
 	}
@@ -305,6 +307,9 @@ func (s *e2eSuite) setUp() error {
 		return err
 	}
 	s.tmp = tmp
+	if err := os.WriteFile(filepath.Join(tmp, e2eOwnerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return err
+	}
 	s.before = e2eCapture(tmp)
 
 	H.TmpDir = tmp
@@ -338,6 +343,52 @@ func (s *e2eSuite) setUp() error {
 	}
 	fmt.Fprintf(os.Stderr, "e2e: imported %s into namespace %s\n", H.Image, H.Namespace)
 	return nil
+}
+
+const (
+	e2eTmpPrefix = "podrun-e2e-"
+	e2eOwnerFile = "owner.pid" // PID of the test binary that owns a suite temp dir
+)
+
+// e2eRemoveStale removes suite temp dirs left by earlier runs that died
+// without tearing down (a panicking test, a go test timeout): those whose
+// owner process is gone. Their containerd died with them (Pdeathsig).
+func e2eRemoveStale() {
+	seen := map[string]bool{}
+	for _, dir := range []string{os.TempDir(), "/tmp"} {
+		matches, _ := filepath.Glob(filepath.Join(dir, e2eTmpPrefix+"*"))
+		for _, m := range matches {
+			if seen[m] {
+				continue
+			}
+			seen[m] = true
+			st, err := os.Stat(m)
+			if err != nil || !st.IsDir() {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(m, e2eOwnerFile))
+			if err != nil {
+				if time.Since(st.ModTime()) < time.Minute {
+					continue // maybe a suite being set up right now
+				}
+			} else if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+					continue // its suite is still running
+				}
+			}
+			for _, mp := range e2eMountsUnder(m) {
+				_ = syscall.Unmount(mp, syscall.MNT_DETACH)
+			}
+			if err := os.RemoveAll(m); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: removing stale suite dir %s: %v\n", m, err)
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "e2e: removed stale suite dir %s left by an earlier run\n", m)
+			if pids := e2eShims(filepath.Join(m, "containerd.sock")); len(pids) > 0 {
+				fmt.Fprintf(os.Stderr, "e2e: warning: shims of that run are still running: pids %v\n", pids)
+			}
+		}
+	}
 }
 
 // e2eBuild builds the podrun binary from the repository root.
@@ -519,7 +570,16 @@ func e2eTail(path string, n int, only ...string) string {
 // e2eLeak is one thing left behind, and how to remove it.
 type e2eLeak struct {
 	what string
-	fix  func() error
+	fix  func() error // nil when there is nothing to do or the fix lies elsewhere; "already gone" is success
+	// host marks host-wide things (netns, links, iptables, /var/lib/cni) that a
+	// podrun run outside the suite could also have made: removed only in CI or
+	// with PODRUN_E2E_FORCE_CLEANUP=1, never on a shared developer machine by default.
+	host bool
+}
+
+// e2eForceHostCleanup tells whether leaked host-wide things may be removed.
+func e2eForceHostCleanup() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("PODRUN_E2E_FORCE_CLEANUP") == "1"
 }
 
 // checkLeaks lists what the suite left behind, then removes it; it returns how many there were.
@@ -535,13 +595,21 @@ func (s *e2eSuite) checkLeaks() int {
 	for _, l := range leaks {
 		fmt.Fprintf(os.Stderr, "  LEAK: %s\n", l.what)
 	}
+	skipped := 0
 	for _, l := range leaks {
-		if l.fix == nil {
-			continue
+		switch {
+		case l.fix == nil:
+		case l.host && !e2eForceHostCleanup():
+			skipped++
+		default:
+			if err := l.fix(); err != nil {
+				fmt.Fprintf(os.Stderr, "  cleanup of %s: %v\n", l.what, err)
+			}
 		}
-		if err := l.fix(); err != nil {
-			fmt.Fprintf(os.Stderr, "  cleanup of %s: %v\n", l.what, err)
-		}
+	}
+	if skipped > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: left %d host-wide leaks in place (another podrun on this machine may own them): "+
+			"set PODRUN_E2E_FORCE_CLEANUP=1 (implied by CI=true) to remove them\n", skipped)
 	}
 	return len(leaks)
 }
@@ -571,7 +639,7 @@ func (s *e2eSuite) containerdLeaks(ctx context.Context) []e2eLeak {
 			info, _ := ctr.Info(nctx)
 			out = append(out, e2eLeak{
 				what: fmt.Sprintf("containerd container %s/%s (image %s, labels %v)", ns, ctr.ID(), info.Image, info.Labels),
-				fix:  func() error { return e2eDeleteContainer(nctx, ctr) },
+				fix:  func() error { return e2eGone(e2eDeleteContainer(nctx, ctr)) },
 			})
 		}
 
@@ -591,7 +659,7 @@ func (s *e2eSuite) containerdLeaks(ctx context.Context) []e2eLeak {
 		for _, l := range ls {
 			out = append(out, e2eLeak{
 				what: fmt.Sprintf("containerd lease %s/%s (labels %v)", ns, l.ID, l.Labels),
-				fix:  func() error { return c.LeasesService().Delete(nctx, l, leases.SynchronousDelete) },
+				fix:  func() error { return e2eGone(c.LeasesService().Delete(nctx, l, leases.SynchronousDelete)) },
 			})
 		}
 
@@ -629,7 +697,7 @@ func (s *e2eSuite) containerdLeaks(ctx context.Context) []e2eLeak {
 			key := info.Name
 			out = append(out, e2eLeak{
 				what: fmt.Sprintf("containerd %s snapshot %s/%s (%v, parent %q, labels %v)", e2eSnapshotter, ns, key, info.Kind, info.Parent, info.Labels),
-				fix:  func() error { return sn.Remove(nctx, key) },
+				fix:  func() error { return e2eGone(sn.Remove(nctx, key)) },
 			})
 		}
 	}
@@ -764,25 +832,27 @@ func e2eHostLeaks(before, after e2eHost, tmp string) []e2eLeak {
 		fmt.Fprintf(os.Stderr, "e2e: leak check: cannot check: %s\n", e)
 	}
 	for _, name := range e2eNew(before.netns, after.netns) {
-		out = append(out, e2eLeak{what: "network namespace " + filepath.Join(e2eNetnsDir, name), fix: func() error {
+		out = append(out, e2eLeak{what: "network namespace " + filepath.Join(e2eNetnsDir, name), host: true, fix: func() error {
+			if _, err := os.Lstat(filepath.Join(e2eNetnsDir, name)); errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			return e2eRun("ip", "netns", "delete", name)
 		}})
 	}
 	for _, key := range e2eNew(before.links, after.links) {
 		name, _, _ := strings.Cut(key, "#")
-		out = append(out, e2eLeak{what: "veth interface " + name, fix: func() error {
-			return e2eRun("ip", "link", "delete", name)
-		}})
+		out = append(out, e2eLeak{what: "veth interface " + name, host: true, fix: func() error { return e2eDeleteLink(name) }})
 	}
 	for _, name := range e2eNew(before.bridges, after.bridges) {
-		out = append(out, e2eLeak{what: "bridge " + name, fix: func() error {
-			return e2eRun("ip", "link", "delete", name)
-		}})
+		out = append(out, e2eLeak{what: "bridge " + name, host: true, fix: func() error { return e2eDeleteLink(name) }})
 	}
 	for _, key := range e2eNew(before.mounts, after.mounts) {
 		point, root, _ := strings.Cut(key, " ")
-		out = append(out, e2eLeak{what: fmt.Sprintf("mount on %s (root %s)", point, root), fix: func() error {
-			return syscall.Unmount(point, syscall.MNT_DETACH)
+		out = append(out, e2eLeak{what: fmt.Sprintf("mount on %s (root %s)", point, root), host: !e2eUnder(point, tmp), fix: func() error {
+			if err := syscall.Unmount(point, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+				return err
+			}
+			return nil
 		}})
 	}
 	newRules := e2eNew(before.iptables, after.iptables)
@@ -791,35 +861,54 @@ func e2eHostLeaks(before, after e2eHost, tmp string) []e2eLeak {
 		if !e2eIptablesPlumbing(r) {
 			leakedRules = append(leakedRules, r)
 			table, line, _ := strings.Cut(r, "\t")
-			out = append(out, e2eLeak{what: fmt.Sprintf("iptables rule (%s) %s", table, line)})
+			out = append(out, e2eLeak{what: fmt.Sprintf("iptables rule (%s) %s", table, line), host: true})
 		}
 	}
 	if len(leakedRules) > 0 {
 		out[len(out)-1].fix = func() error { return e2eRemoveIptables(leakedRules) }
 	}
-	ipFiles := e2eNew(before.ipFiles, after.ipFiles)
+	removeFile := func(p string) func() error {
+		return func() error {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			return nil
+		}
+	}
+	ipFile := func(p string, host bool) {
+		data, _ := os.ReadFile(p)
+		out = append(out, e2eLeak{what: fmt.Sprintf("host-local IP reservation %s (%q)", p, strings.TrimSpace(string(data))),
+			host: host, fix: removeFile(p)})
+	}
+	for _, p := range e2eNew(before.ipFiles, after.ipFiles) {
+		ipFile(p, true)
+	}
+	// Reservations anywhere under the suite's dir (podrun keeps its IPAM data
+	// under --root), not descending into containerd's data or other mounts.
+	mounted := map[string]bool{}
+	for _, m := range e2eMountinfo() {
+		mounted[m.point] = true
+	}
 	_ = filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
-		if d.IsDir() && p == filepath.Join(tmp, "containerd") {
+		if d.IsDir() && p != tmp && (mounted[p] || p == filepath.Join(tmp, "containerd")) {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && net.ParseIP(d.Name()) != nil {
-			ipFiles = append(ipFiles, p)
+			ipFile(p, false)
 		}
 		return nil
 	})
-	for _, p := range ipFiles {
-		data, _ := os.ReadFile(p)
-		out = append(out, e2eLeak{what: fmt.Sprintf("host-local IP reservation %s (%q)", p, strings.TrimSpace(string(data))),
-			fix: func() error { return os.Remove(p) }})
-	}
 	for _, p := range e2eNew(before.cniCache, after.cniCache) {
-		out = append(out, e2eLeak{what: "CNI result cache file " + p, fix: func() error { return os.Remove(p) }})
+		out = append(out, e2eLeak{what: "CNI result cache file " + p, host: true, fix: removeFile(p)})
 	}
 	for _, id := range e2eNew(before.runc, after.runc) {
 		out = append(out, e2eLeak{what: "runc state " + filepath.Join(e2eRuncDir, id), fix: func() error {
+			if _, err := os.Stat(filepath.Join(e2eRuncDir, id)); errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			return e2eRun("runc", "--root", e2eRuncDir, "delete", "--force", id)
 		}})
 	}
@@ -827,6 +916,21 @@ func e2eHostLeaks(before, after e2eHost, tmp string) []e2eLeak {
 		out = append(out, e2eLeak{what: "stray file or dir outside the suite's temp dir: " + p})
 	}
 	return out
+}
+
+// e2eGone treats "not found" as done.
+func e2eGone(err error) error {
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func e2eDeleteLink(name string) error {
+	if _, err := os.Lstat(filepath.Join("/sys/class/net", name)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return e2eRun("ip", "link", "delete", name)
 }
 
 func e2eNew(before, after map[string]bool) []string {

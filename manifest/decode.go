@@ -56,8 +56,9 @@ func (r *reader) readObject(src Source, prefix string, data []byte) {
 // readPod decodes, checks, defaults and validates a pod.
 func (r *reader) readPod(src Source, prefix string, data []byte, raw map[string]any) {
 	pod := &corev1.Pod{}
+	unsupported := unsupportedFields(raw) // before decode may remove values from raw
 	unknown, ok := r.decode(src, prefix, data, raw, pod)
-	for _, path := range unsupportedFields(raw) {
+	for _, path := range unsupported {
 		if !unknown[path] {
 			r.problem(src, prefix+path, notSupported)
 		}
@@ -249,6 +250,12 @@ func findPath(node any, segs []string, kind, path string, remove func()) (string
 		if len(segs) > 0 {
 			if child, ok := n[segs[0]]; ok {
 				return findPath(child, segs[1:], kind, joinPath(path, segs[0]), func() { delete(n, segs[0]) })
+			}
+			break
+		}
+		for _, key := range sortedKeys(n) { // a map field: the value of one of its keys
+			if jsonKind(n[key]) == kind {
+				return joinPath(path, key), func() { delete(n, key) }
 			}
 		}
 	}

@@ -29,11 +29,14 @@ func Open(ctx context.Context, cfg Config, report Reporter) (*Host, error) {
 	addr := cfg.Address
 	if cfg.AutoStart && !ctrd.Answers(ctx, addr, time.Second) {
 		p := ctrd.Private{Root: filepath.Join(cfg.Root, "containerd"), RunDir: cfg.RunDir}
+		var started bool
 		var err error
-		if addr, err = p.Ensure(ctx); err != nil {
+		if addr, started, err = p.Ensure(ctx); err != nil {
 			return nil, err
 		}
-		report(Event{Msg: fmt.Sprintf("using podrun's private containerd at %s", addr)})
+		if started {
+			report(Event{Msg: fmt.Sprintf("started podrun's private containerd at %s", addr)})
+		}
 	}
 	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Logger: cfg.Exe, Timeout: dialTimeout})
 	if err != nil {

@@ -389,15 +389,20 @@ func (r *podRun) addNetwork(ctx context.Context) error {
 	if r.ips, err = r.h.network.Add(ctx, conf, r.attachment()); err != nil {
 		return err
 	}
-	var ips []string
-	for _, ip := range r.ips {
-		ips = append(ips, ip.String())
-	}
+	ips := ipStrings(r.ips)
 	r.state.PodIPs = ips
 	if err := r.h.saveState(r.state); err != nil {
 		return err
 	}
 	return r.h.engine.SetLabels(ctx, r.sandboxID, map[string]string{labels.PodIPs: strings.Join(ips, ",")})
+}
+
+func ipStrings(ips []net.IP) []string {
+	var out []string
+	for _, ip := range ips {
+		out = append(out, ip.String())
+	}
+	return out
 }
 
 func (r *podRun) delNetwork(ctx context.Context) error {
@@ -420,6 +425,11 @@ func (h *Host) delNetwork(ctx context.Context, uid string, a sandbox.Attachment)
 func (r *podRun) writeFiles(context.Context) error {
 	var hosts []byte
 	if r.hostNetwork() {
+		r.ips = sandbox.HostIPs()
+		r.state.PodIPs = ipStrings(r.ips)
+		if err := r.h.saveState(r.state); err != nil {
+			return err
+		}
 		host, err := os.ReadFile("/etc/hosts")
 		if err != nil {
 			return err

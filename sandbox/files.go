@@ -53,3 +53,35 @@ func HostEtcHosts(hostFile []byte) []byte {
 func ResolvConf(hostFile []byte) []byte {
 	return hostFile
 }
+
+// HostIPs are the node's addresses as the kubelet reports them: the global
+// unicast addresses of the interfaces that are up, IPv4 first. A
+// hostNetwork pod's IPs are these.
+func HostIPs() []net.IP {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	var v4, v6 []net.IP
+	for _, i := range ifaces {
+		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 || strings.HasPrefix(i.Name, "veth") {
+			continue
+		}
+		addrs, err := i.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || !ipn.IP.IsGlobalUnicast() {
+				continue
+			}
+			if ipn.IP.To4() != nil {
+				v4 = append(v4, ipn.IP)
+			} else {
+				v6 = append(v6, ipn.IP)
+			}
+		}
+	}
+	return append(v4, v6...)
+}

@@ -55,35 +55,35 @@ func Answers(ctx context.Context, address string, timeout time.Duration) bool {
 
 // Ensure returns the address of the private containerd, starting it
 // (detached, in its own session, so that pods outlive podrun) when it is not
-// running. Errors wrap engine.ErrUnavailable.
-func (p Private) Ensure(ctx context.Context) (string, error) {
-	addr := p.Address()
+// running; started tells whether it did. Errors wrap engine.ErrUnavailable.
+func (p Private) Ensure(ctx context.Context) (addr string, started bool, err error) {
+	addr = p.Address()
 	if Answers(ctx, addr, time.Second) {
-		return addr, nil
+		return addr, false, nil
 	}
 	bin, err := exec.LookPath("containerd")
 	if err != nil {
-		return "", fmt.Errorf("%w: no containerd answers and no containerd binary is installed (apt-get install containerd runc)", engine.ErrUnavailable)
+		return "", false, fmt.Errorf("%w: no containerd answers and no containerd binary is installed (apt-get install containerd runc)", engine.ErrUnavailable)
 	}
 	for _, d := range []string{p.Root, filepath.Dir(addr)} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
-			return "", fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
+			return "", false, fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
 		}
 	}
 	conf := filepath.Join(p.Root, "config.toml")
 	if err := renameio.WriteFile(conf, []byte(p.config()), 0o644); err != nil {
-		return "", fmt.Errorf("%w: writing %s: %w", engine.ErrUnavailable, conf, err)
+		return "", false, fmt.Errorf("%w: writing %s: %w", engine.ErrUnavailable, conf, err)
 	}
 	logf, err := os.OpenFile(filepath.Join(p.Root, "containerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
+		return "", false, fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(bin, "--config", conf)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("%w: starting %s: %w", engine.ErrUnavailable, bin, err)
+		return "", false, fmt.Errorf("%w: starting %s: %w", engine.ErrUnavailable, bin, err)
 	}
 	pid := cmd.Process.Pid
 	_ = os.WriteFile(filepath.Join(filepath.Dir(addr), "containerd.pid"), []byte(fmt.Sprint(pid)), 0o644)
@@ -93,13 +93,13 @@ func (p Private) Ensure(ctx context.Context) (string, error) {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
-			return "", fmt.Errorf("%w: private containerd exited at start (%v); see %s", engine.ErrUnavailable, err, logf.Name())
+			return "", false, fmt.Errorf("%w: private containerd exited at start (%v); see %s", engine.ErrUnavailable, err, logf.Name())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if Answers(ctx, addr, time.Second) {
-			return addr, nil
+			return addr, true, nil
 		}
 	}
-	return "", fmt.Errorf("%w: private containerd (pid %d) did not answer within 20s; see %s", engine.ErrUnavailable, pid, logf.Name())
+	return "", false, fmt.Errorf("%w: private containerd (pid %d) did not answer within 20s; see %s", engine.ErrUnavailable, pid, logf.Name())
 }
 

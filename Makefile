@@ -1,0 +1,55 @@
+# podrun: build, test and demo. `make test` is what CI runs (as root).
+
+GO        ?= go
+BIN       := bin
+PODRUN    := $(BIN)/podrun
+IMAGE_TAR := $(BIN)/busybox.tar
+IMAGE_REF := podrun.local/busybox:latest
+E2E_TIMEOUT ?= 40m
+
+.PHONY: all deps build test unit e2e vet fmt-check up bench clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build:
+	CGO_ENABLED=0 $(GO) build -o $(PODRUN) .
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@unformatted=$$(find . -name '*.go' -not -path './.git/*' -not -path './vendor/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l); \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt: these files are not formatted (run gofmt -w):" >&2; \
+		echo "$$unformatted" >&2; \
+		exit 1; \
+	fi
+
+# Unit tests: everything but the e2e package (no root, no daemon).
+unit:
+	$(GO) test $$($(GO) list ./... | grep -v /e2e)
+
+# End-to-end tests: a private containerd, runc, CNI; needs root (skips otherwise).
+e2e:
+	$(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/...
+
+test: deps vet fmt-check unit e2e
+
+$(IMAGE_TAR): internal/testimage/*.go tools/mkimage/*.go
+	@mkdir -p $(BIN)
+	$(GO) run ./tools/mkimage -o $@ -ref $(IMAGE_REF)
+
+up: deps build $(IMAGE_TAR)
+	$(PODRUN) image import $(IMAGE_TAR)
+	$(PODRUN) up examples/seed.yaml
+	$(PODRUN) ps
+
+# Benchmarks live in the e2e package (they need the same harness).
+bench:
+	$(GO) test -run XXX -bench . ./e2e/
+
+clean:
+	rm -rf $(BIN)

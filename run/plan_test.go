@@ -1,0 +1,125 @@
+package run
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podrun/podrun/manifest"
+)
+
+func basePod() *manifest.Pod {
+	return &manifest.Pod{
+		Pod: &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+			Spec: corev1.PodSpec{
+				RestartPolicy:  corev1.RestartPolicyAlways,
+				InitContainers: []corev1.Container{{Name: "setup", Image: "busybox:1"}},
+				Containers:     []corev1.Container{{Name: "app", Image: "busybox:1"}, {Name: "side", Image: "busybox:1"}},
+			},
+		},
+		UID: "6a5bba62-d53e-56bf-a46e-3ebbef6d4d76",
+	}
+}
+
+func stepNames(r *podRun) []string {
+	var names []string
+	for _, s := range r.plan() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+func TestPlan(t *testing.T) {
+	sandboxed := []string{"pod directory", "volumes", "images", "sandbox: netns", "sandbox: pause", "sandbox: network", "sandbox: files"}
+	tests := []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		detach bool
+		want   []string
+	}{
+		{"pod network, restartPolicy Always", func(*corev1.Pod) {},
+			false, append(append([]string{}, sandboxed...), "init/setup", "container/app", "container/side", "record")},
+		{"hostNetwork skips netns and CNI", func(p *corev1.Pod) { p.Spec.HostNetwork = true },
+			false, []string{"pod directory", "volumes", "images", "sandbox: pause", "sandbox: files", "init/setup", "container/app", "container/side", "record"}},
+		{"run to completion waits", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever; p.Spec.InitContainers = nil },
+			false, append(append([]string{}, sandboxed...), "container/app", "container/side", "wait")},
+		{"detach never waits", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
+			true, append(append([]string{}, sandboxed...), "init/setup", "container/app", "container/side", "record")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := basePod()
+			tt.mutate(p.Pod)
+			got := stepNames(&podRun{pod: p, detach: tt.detach})
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("steps:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlanRegistersUndoFirstForHalfSucceedingSteps(t *testing.T) {
+	for _, s := range (&podRun{pod: basePod()}).plan() {
+		switch s.Name {
+		case "sandbox: network", "sandbox: pause", "init/setup", "container/app":
+			if !s.UndoFirst || s.Undo == nil {
+				t.Errorf("step %q: undo must be registered before Do", s.Name)
+			}
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	tests := []struct {
+		name     string
+		existing []Existing
+		want     Decision
+	}{
+		{"nothing there", nil, Decision{Action: Created}},
+		{"same content, complete", []Existing{{UID: "u1", Complete: true, Phase: corev1.PodRunning}},
+			Decision{Action: Unchanged, Phase: corev1.PodRunning}},
+		{"same content, half made by a crash", []Existing{{UID: "u1"}}, Decision{Action: Replaced, Remove: []string{"u1"}}},
+		{"changed content", []Existing{{UID: "u0", Complete: true}}, Decision{Action: Replaced, Remove: []string{"u0"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Decide("u1", tt.existing); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Decide = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	want := []int{10, 20, 40, 80, 160, 300, 300}
+	for n, w := range want {
+		if got := Backoff(n); got.Seconds() != float64(w) {
+			t.Errorf("Backoff(%d) = %s, want %ds", n, got, w)
+		}
+	}
+}
+
+func TestIDs(t *testing.T) {
+	uid := "6a5bba62-d53e-56bf-a46e-3ebbef6d4d76"
+	if got := SandboxID(uid); got != "6a5bba62d53e-pause" {
+		t.Errorf("SandboxID = %q", got)
+	}
+	if got := ContainerID(uid, "pause", 0); got == SandboxID(uid) {
+		t.Errorf("a container named pause clashes with the sandbox: %q", got)
+	}
+}
+
+func TestStopSignal(t *testing.T) {
+	for in, want := range map[string]int{"": 15, "SIGQUIT": 3, "quit": 3, "9": 9, "SIGUSR1": 10} {
+		got, err := StopSignal(in)
+		if err != nil || int(got) != want {
+			t.Errorf("StopSignal(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	if _, err := StopSignal("SIGNOPE"); err == nil {
+		t.Error("unknown signal accepted")
+	}
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian packages podrun's build, tests and demo need, only those
+# that are missing (apt-get update runs once, and only then). Idempotent; quiet
+# when everything is already there.
+set -euo pipefail
+
+pkgs=(
+	containerd                  # the runtime podrun drives; the e2e suite starts a private one
+	runc                        # OCI runtime used by containerd's runc shim
+	containernetworking-plugins # CNI plugins in /usr/lib/cni (bridge, host-local, portmap, loopback, ...)
+	iproute2                    # ip: netns, links (tests and leak check)
+	iptables                    # CNI bridge/portmap rules; iptables-save for the leak check
+	busybox-static              # /bin/busybox: the offline test and demo images are built from it
+	docker-registry             # a local registry for pull tests
+	apache2-utils               # htpasswd for the registry's auth tests
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		exec sudo "$0" "$@"
+	fi
+	echo "deps: missing packages: ${missing[*]} (run as root to install them)" >&2
+	exit 1
+fi
+
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! { apt-get update -q && apt-get install -y -q --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+	cat "$log" >&2
+	echo "deps: apt-get failed" >&2
+	exit 1
+fi
