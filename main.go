@@ -52,7 +52,12 @@ const defaultAddress = "/run/containerd/containerd.sock"
 func main() {
 	app := newApp()
 	err := app.Run(os.Args)
-	if err != nil {
+	var problems manifest.Problems
+	switch {
+	case errors.As(err, &problems):
+		fmt.Fprintln(os.Stderr, problems.Error())
+		fmt.Fprintf(os.Stderr, "podrun: %d problem(s); nothing was changed\n", len(problems))
+	case err != nil:
 		fmt.Fprintf(os.Stderr, "podrun: %v\n", err)
 	}
 	os.Exit(exitCode(err))

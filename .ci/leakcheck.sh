@@ -6,22 +6,28 @@
 #                                     (without DIR, everything found counts)
 #
 # Checks what can be checked reliably from the host: network namespaces
-# podrun-*, bridges podrun*, veth interfaces, mounts mentioning /pods/ or
-# podrun, iptables rules mentioning CNI (minus the chains portmap/firewall
-# install once and keep), host-local IP reservations in /var/lib/cni/networks,
-# runc state of the e2e namespace, containerd shims whose containerd socket
-# is gone, private containerds and temp dirs of the e2e suite.
+# podrun-*, bridges podrun* with ports attached, veth interfaces, mounts
+# mentioning /pods/ or podrun, iptables rules mentioning CNI (minus the chains
+# portmap/firewall install once and keep), host-local IP reservations in
+# /var/lib/cni/networks, runc state of the e2e namespace, containerd shims
+# whose containerd socket is gone, private containerds and temp dirs of the
+# e2e suite.
 # Prints each leak and exits 1 when there is any; reports only, removes nothing.
 set -euo pipefail
 export LC_ALL=C
 
 netns() { ls -1 /run/netns 2>/dev/null | grep '^podrun-' || true; }
 
+# Bridges named podrun* with ports attached. CNI's bridge plugin never deletes
+# its bridge, so an empty podrun0 is the network's plumbing, not a leak.
+# (ip, not /sys/class/net: sysfs shows the netns it was mounted in.)
 bridges() {
-	local d
-	for d in /sys/class/net/podrun*; do
-		if [ -d "$d/bridge" ]; then basename "$d"; fi
-	done
+	ip -o -d link show 2>/dev/null | awk -F': ' '
+		{ name = $2; sub(/@.*/, "", name) }
+		name ~ /^podrun/ && $0 ~ /\\ +bridge / { bridge[name] = 1 }
+		match($0, / master [^ ]+ /) { m = substr($0, RSTART + 8, RLENGTH - 9); ports[m] = ports[m] " " name }
+		END { for (b in bridge) if (ports[b] != "") print b " (ports:" ports[b] ")" }
+	' || true
 }
 
 # veth interfaces as "name#ifindex" (kind veth, or named veth*).

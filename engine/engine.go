@@ -26,7 +26,7 @@ var ErrUnavailable = errors.New("container runtime unavailable")
 type Image struct {
 	Ref    string     // normalized reference, e.g. docker.io/library/busybox:latest
 	Digest string     // digest of the image's manifest or index ("imageID")
-	Size   int64      // bytes of content in the store
+	Size   int64      // bytes of content in the store (set by Images only)
 	Config spec.Image // what podrun needs from the image's config
 }
 

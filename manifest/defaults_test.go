@@ -70,7 +70,7 @@ func TestDefaultPodFields(t *testing.T) {
 
 	s := pod.Spec
 	checks := []struct {
-		field    string
+		field     string
 		got, want any
 	}{
 		{"metadata.namespace", pod.Namespace, "default"},

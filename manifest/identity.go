@@ -21,9 +21,10 @@ type identified struct {
 }
 
 // Identity returns the hash and the UID of a pod, which should be defaulted
-// first. hash is the hex sha256 of the canonical JSON (encoding/json, map keys
-// sorted) of the pod's name, namespace, labels, annotations and spec; equal
-// hashes mean an unchanged pod. uid is a name-based UUID (RFC 4122 version 5
+// first. hash is the hex sha256 of the canonical JSON (encoding/json: struct
+// fields in declaration order, map keys sorted, empty fields omitted) of the
+// pod's name, namespace, labels, annotations and spec; equal hashes mean an
+// unchanged pod. uid is a name-based UUID (RFC 4122 version 5
 // layout) from the sha1 of namespace + "/" + name + "/" + hash, so the same
 // manifest gets the same UID on every run and every machine, and a changed one
 // a new UID, as a static pod does under the kubelet.

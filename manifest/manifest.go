@@ -111,6 +111,26 @@ func (r *reader) result() (*Set, error) {
 	return &r.set, nil
 }
 
+// named is the namespace/name of an object and where it was read.
+type named struct {
+	kind, key string
+	src       Source
+}
+
+// checkDuplicates records a problem for each object of a kind whose
+// namespace/name was already read, naming where it was read first.
+func (r *reader) checkDuplicates() {
+	first := map[string]Source{}
+	for _, n := range r.names {
+		id := n.kind + " " + n.key
+		if src, ok := first[id]; ok {
+			r.problem(n.src, "", fmt.Sprintf("duplicate %s %q: also defined in %s", n.kind, n.key, src))
+			continue
+		}
+		first[id] = n.src
+	}
+}
+
 func (r *reader) problem(src Source, field, msg string) {
 	r.problems = append(r.problems, Problem{Source: src, Field: field, Msg: msg})
 }

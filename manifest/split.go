@@ -82,7 +82,9 @@ func splitYAML(file string, data []byte) ([]document, Problems) {
 	var docs []document
 	for i, c := range chunks {
 		src := Source{File: file, Doc: i + 1}
-		j, err := yaml.YAMLToJSONStrict(c.text)
+		// The leading newline makes the parser name the line of errors on
+		// the document's first line too (it omits line 1); see yamlProblems.
+		j, err := yaml.YAMLToJSONStrict(append([]byte("\n"), c.text...))
 		if err != nil {
 			problems = append(problems, yamlProblems(src, c.firstLine, err)...)
 			continue
@@ -144,8 +146,19 @@ func blankYAML(text []byte) bool {
 // strict errors, "yaml: unmarshal errors:\n  line 4: key \"a\" already set in map".
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
-// yamlProblems turns a YAML parser error into problems whose line numbers
-// count from the start of the file rather than of the document.
+// yamlParserProblems start the messages of the errors of go-yaml v2's parser,
+// which name a line counted from 0, where those of its scanner and its
+// decoder count from 1.
+var yamlParserProblems = []string{
+	"did not find expected ",
+	"found duplicate %",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// yamlProblems turns a YAML parser error on a document that starts on the
+// file's line firstLine, and that was parsed with one newline in front of it,
+// into problems that name the line in the file.
 func yamlProblems(src Source, firstLine int, err error) Problems {
 	var problems Problems
 	for _, line := range strings.Split(err.Error(), "\n") {
@@ -156,9 +169,20 @@ func yamlProblems(src Source, firstLine int, err error) Problems {
 		msg := line
 		if m := yamlLine.FindStringSubmatch(line); m != nil {
 			n, _ := strconv.Atoi(m[1])
-			msg = fmt.Sprintf("line %d: yaml: %s", n+firstLine-1, m[2])
+			msg = fmt.Sprintf("line %d: yaml: %s", fileLine(firstLine, n, m[2]), m[2])
 		}
 		problems = append(problems, Problem{Source: src, Msg: msg})
 	}
 	return problems
+}
+
+// fileLine converts the line the parser reports for a problem into a line of
+// the file.
+func fileLine(firstLine, reported int, problem string) int {
+	for _, p := range yamlParserProblems {
+		if strings.HasPrefix(problem, p) {
+			reported++ // counted from 0
+		}
+	}
+	return firstLine + reported - 2 // -1 for the newline in front, -1 as firstLine is line 1 of the document
 }

@@ -33,7 +33,7 @@ func stepNames(r *podRun) []string {
 }
 
 func TestPlan(t *testing.T) {
-	sandboxed := []string{"pod directory", "volumes", "images", "sandbox: netns", "sandbox: pause", "sandbox: network", "sandbox: files"}
+	sandboxed := []string{"pod directory", "volumes", "images", "sandbox: netns", "sandbox: pause + network", "sandbox: files"}
 	tests := []struct {
 		name   string
 		mutate func(*corev1.Pod)
@@ -64,7 +64,7 @@ func TestPlan(t *testing.T) {
 func TestPlanRegistersUndoFirstForHalfSucceedingSteps(t *testing.T) {
 	for _, s := range (&podRun{pod: basePod()}).plan() {
 		switch s.Name {
-		case "sandbox: network", "sandbox: pause", "init/setup", "container/app":
+		case "sandbox: pause + network", "init/setup", "container/app":
 			if !s.UndoFirst || s.Undo == nil {
 				t.Errorf("step %q: undo must be registered before Do", s.Name)
 			}

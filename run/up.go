@@ -172,9 +172,13 @@ func (r *podRun) plan() []Step {
 	if !r.hostNetwork() {
 		steps = append(steps, Step{Name: "sandbox: netns", Do: r.createNetNS, Undo: r.removeNetNS, UndoFirst: true})
 	}
-	steps = append(steps, Step{Name: "sandbox: pause", Do: r.startPause, Undo: r.removeContainers(labels.SandboxName), UndoFirst: true})
-	if !r.hostNetwork() {
-		steps = append(steps, Step{Name: "sandbox: network", Do: r.addNetwork, Undo: r.delNetwork, UndoFirst: true})
+	if r.hostNetwork() {
+		steps = append(steps, Step{Name: "sandbox: pause", Do: r.startPause, Undo: r.removeContainers(labels.SandboxName), UndoFirst: true})
+	} else {
+		// The namespace exists already, so the pause container and CNI ADD
+		// do not wait for each other.
+		steps = append(steps, Step{Name: "sandbox: pause + network", Do: both(r.startPause, r.addNetwork),
+			Undo: inOrder(r.delNetwork, r.removeContainers(labels.SandboxName)), UndoFirst: true})
 	}
 	steps = append(steps, Step{Name: "sandbox: files", Do: r.writeFiles})
 	for i := range r.pod.Spec.InitContainers {
@@ -191,6 +195,27 @@ func (r *podRun) plan() []Step {
 		steps = append(steps, Step{Name: "wait", Do: r.waitCompletion})
 	}
 	return steps
+}
+
+// both runs two actions concurrently and returns both errors.
+func both(a, b func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		errc := make(chan error, 1)
+		go func() { errc <- a(ctx) }()
+		errB := b(ctx)
+		return errors.Join(<-errc, errB)
+	}
+}
+
+// inOrder runs undo actions one after the other, all of them, joining errors.
+func inOrder(fns ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var errs []error
+		for _, fn := range fns {
+			errs = append(errs, fn(ctx))
+		}
+		return errors.Join(errs...)
+	}
 }
 
 func (r *podRun) createDirs(context.Context) error {
@@ -389,12 +414,8 @@ func (r *podRun) addNetwork(ctx context.Context) error {
 	if r.ips, err = r.h.network.Add(ctx, conf, r.attachment()); err != nil {
 		return err
 	}
-	ips := ipStrings(r.ips)
-	r.state.PodIPs = ips
-	if err := r.h.saveState(r.state); err != nil {
-		return err
-	}
-	return r.h.engine.SetLabels(ctx, r.sandboxID, map[string]string{labels.PodIPs: strings.Join(ips, ",")})
+	r.state.PodIPs = ipStrings(r.ips)
+	return r.h.saveState(r.state)
 }
 
 func ipStrings(ips []net.IP) []string {
@@ -422,14 +443,22 @@ func (h *Host) delNetwork(ctx context.Context, uid string, a sandbox.Attachment)
 	return h.network.Del(ctx, conf, a)
 }
 
-func (r *podRun) writeFiles(context.Context) error {
-	var hosts []byte
+// writeFiles writes the pod's hostname, hosts and resolv.conf files, and
+// records its IPs on the sandbox container.
+func (r *podRun) writeFiles(ctx context.Context) error {
 	if r.hostNetwork() {
 		r.ips = sandbox.HostIPs()
 		r.state.PodIPs = ipStrings(r.ips)
 		if err := r.h.saveState(r.state); err != nil {
 			return err
 		}
+	}
+	ipLabel := map[string]string{labels.PodIPs: strings.Join(r.state.PodIPs, ",")}
+	if err := r.h.engine.SetLabels(ctx, r.sandboxID, ipLabel); err != nil {
+		return err
+	}
+	var hosts []byte
+	if r.hostNetwork() {
 		host, err := os.ReadFile("/etc/hosts")
 		if err != nil {
 			return err

@@ -21,6 +21,9 @@ const loopbackConf = `{"cniVersion":"1.0.0","name":"podrun-loopback","plugins":[
 
 // defaultConf is podrun's own network, used when the CNI conf dir holds no
 // configuration: a bridge with host-local addresses and portmap for hostPort.
+// host-local keeps its reservations in its standard, host-wide directory
+// (/var/lib/cni/networks/podrun), so that every podrun on the host, whatever
+// its --root, shares one allocation for the one bridge.
 const defaultConf = `{
   "cniVersion": "1.0.0",
   "name": "podrun",
@@ -34,8 +37,7 @@ const defaultConf = `{
       "ipam": {
         "type": "host-local",
         "ranges": [[{"subnet": "10.85.0.0/16"}]],
-        "routes": [{"dst": "0.0.0.0/0"}],
-        "dataDir": %q
+        "routes": [{"dst": "0.0.0.0/0"}]
       }
     },
     {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true}
@@ -71,7 +73,7 @@ func (n *Network) Config() ([]byte, error) {
 	if len(files) > 0 {
 		return confListBytes(files[0])
 	}
-	data := []byte(fmt.Sprintf(defaultConf, filepath.Join(n.StateDir, "ipam")))
+	data := []byte(defaultConf)
 	path := filepath.Join(n.StateDir, "net.d", "podrun.conflist")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err

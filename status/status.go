@@ -16,7 +16,7 @@ import (
 
 // Observed is what is known of a pod on the node.
 type Observed struct {
-	Sandbox    *engine.Container            // the pause container; nil when absent or hostNetwork-less pods never got one
+	Sandbox    *engine.Container             // the pause container; nil when absent or hostNetwork-less pods never got one
 	Containers map[string][]engine.Container // by container name, every attempt
 	PodIPs     []string
 	HostIP     string

@@ -7,18 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/platforms"
 	"github.com/containerd/containerd/reference/docker"
 	"github.com/containerd/containerd/snapshots"
-	"github.com/containerd/containerd/containers"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/spec"
@@ -113,15 +114,10 @@ func (e *Engine) describe(ctx context.Context, img containerd.Image) (engine.Ima
 	if err != nil {
 		return engine.Image{}, fmt.Errorf("reading config of %q: %w", img.Name(), err)
 	}
-	size, err := img.Size(ctx)
-	if err != nil {
-		return engine.Image{}, fmt.Errorf("sizing %q: %w", img.Name(), err)
-	}
 	c := oci.Config
 	return engine.Image{
 		Ref:    img.Name(),
 		Digest: img.Target().Digest.String(),
-		Size:   size,
 		Config: spec.Image{
 			Ref:        img.Name(),
 			Entrypoint: c.Entrypoint,
@@ -210,7 +206,9 @@ func (e *Engine) Create(ctx context.Context, c engine.ContainerSpec) error {
 			containerd.WithNewSnapshot(c.ID, img, snapshots.WithLabels(map[string]string{})))
 	}
 	opts = append(opts, withSpec(c))
+	start := time.Now()
 	_, err := e.client.NewContainer(ctx, c.ID, opts...)
+	slog.Debug("container created", "id", c.ID, "took", time.Since(start))
 	if err != nil {
 		return fmt.Errorf("creating container %q: %w", c.ID, err)
 	}
@@ -245,10 +243,13 @@ func (e *Engine) Start(ctx context.Context, id, logPath string) (uint32, error) 
 	if logPath != "" {
 		creator = cio.BinaryIO(e.logger, map[string]string{logKey: logPath})
 	}
+	t0 := time.Now()
 	task, err := ctr.NewTask(ctx, creator)
 	if err != nil {
 		return 0, fmt.Errorf("creating task: %w", err)
 	}
+	t1 := time.Now()
+	defer func() { slog.Debug("task started", "id", id, "create", t1.Sub(t0), "start", time.Since(t1)) }()
 	if err := task.Start(ctx); err != nil {
 		if _, derr := task.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill); derr != nil && !errdefs.IsNotFound(derr) {
 			err = errors.Join(err, fmt.Errorf("deleting failed task: %w", derr))

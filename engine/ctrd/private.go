@@ -102,4 +102,3 @@ func (p Private) Ensure(ctx context.Context) (addr string, started bool, err err
 	}
 	return "", false, fmt.Errorf("%w: private containerd (pid %d) did not answer within 20s; see %s", engine.ErrUnavailable, pid, logf.Name())
 }
-
