@@ -4,7 +4,7 @@ GO        ?= go
 BIN       := bin
 PODRUN    := $(BIN)/podrun
 IMAGE_TAR := $(BIN)/busybox.tar
-IMAGE_REF := podrun.local/busybox:latest
+IMAGE_REF := podrun.local/busybox:1
 E2E_TIMEOUT ?= 40m
 
 .PHONY: all deps build test unit e2e vet fmt-check up bench clean
@@ -34,7 +34,7 @@ unit:
 
 # End-to-end tests: a private containerd, runc, CNI; needs root (skips otherwise).
 e2e:
-	$(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/...
+	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/...
 
 test: deps vet fmt-check unit e2e
 
