@@ -48,8 +48,8 @@ up: deps build $(IMAGE_TAR)
 	$(PODRUN) ps
 
 # Benchmarks live in the e2e package (they need the same harness).
-bench:
-	$(GO) test -run XXX -bench . ./e2e/
+bench: deps
+	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench . -benchtime 20x ./e2e/
 
 clean:
 	rm -rf $(BIN)

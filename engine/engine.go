@@ -74,6 +74,25 @@ type Exit struct {
 	ExitedAt time.Time
 }
 
+// ExecSpec is a process to run inside a running container. The process
+// inherits the container's user, environment and working directory unless
+// overridden.
+type ExecSpec struct {
+	Args   []string
+	Env    []string // added to the container's environment
+	TTY    bool
+	Stdin  io.Reader // nil: no stdin
+	Stdout io.Writer // nil: discarded
+	Stderr io.Writer // nil: discarded (ignored with TTY)
+}
+
+// TaskExit is an event: a container's main process exited.
+type TaskExit struct {
+	ContainerID string
+	Code        uint32
+	ExitedAt    time.Time
+}
+
 // Engine is the container runtime as podrun uses it. Every method that
 // removes something treats "already gone" as success.
 type Engine interface {
@@ -96,10 +115,19 @@ type Engine interface {
 	// DeleteTask removes the container's task (killing it if needed) and
 	// returns how it ended; the container stays.
 	DeleteTask(ctx context.Context, id string) (Exit, error)
+	// Task returns the state of the container's task (State TaskNone when it
+	// has none); a missing container is an error wrapping ErrNotFound.
+	Task(ctx context.Context, id string) (Task, error)
 	// Kill sends a signal to the container's task.
 	Kill(ctx context.Context, id string, sig syscall.Signal) error
 	// Delete removes the task (killing it if needed), the container and its snapshot.
 	Delete(ctx context.Context, id string) error
+	// Exec runs a process in the container's running task until it exits
+	// or ctx ends (then it is killed), and returns its exit code.
+	Exec(ctx context.Context, id string, p ExecSpec) (int, error)
+	// Exits streams the exits of containers' main processes until ctx ends.
+	// The error channel reports a broken stream (e.g. containerd restarted).
+	Exits(ctx context.Context) (<-chan TaskExit, <-chan error)
 	// SetLabels adds or replaces labels on a container.
 	SetLabels(ctx context.Context, id string, labels map[string]string) error
 	// List returns the containers whose labels include all of match.

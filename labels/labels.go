@@ -30,6 +30,18 @@ const (
 	FinishedAt = prefix + "container.finished-at"
 	// StopSignal is the image's STOPSIGNAL ("" means SIGTERM).
 	StopSignal = prefix + "container.stop-signal"
+	// Ready ("true"/"false") is the container's readiness as its supervisor
+	// last saw it, ReadyAt when it last changed; Started ("true") is set once
+	// its startup probe and postStart hook have passed.
+	Ready   = prefix + "container.ready"
+	ReadyAt = prefix + "container.ready-at"
+	Started = prefix + "container.started"
+	// Waiting is the reason an exited attempt waits to be restarted
+	// (CrashLoopBackOff) and BackoffUntil when the restart is due.
+	Waiting      = prefix + "container.waiting"
+	BackoffUntil = prefix + "container.backoff-until"
+	// LastProbe is the last failed probe's kind and output, for errors and status.
+	LastProbe = prefix + "container.last-probe"
 	// PodIPs is the comma-separated list of the pod's IPs, on the sandbox.
 	PodIPs = prefix + "pod.ips"
 

@@ -3,7 +3,6 @@ package run
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/podrun/podrun/labels"
 )
@@ -25,16 +24,6 @@ func SandboxID(uid string) string { return shortUID(uid) + "-pause" }
 // names are DNS labels, so "<uid12>-<name>-<n>" never clashes with the sandbox.
 func ContainerID(uid, name string, restart int) string {
 	return fmt.Sprintf("%s-%s-%d", shortUID(uid), name, restart)
-}
-
-// Backoff is the kubelet's delay before restart n (0-based): 10 s doubling,
-// capped at 300 s.
-func Backoff(n int) time.Duration {
-	d := 10 * time.Second
-	for i := 0; i < n && d < 300*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 300*time.Second)
 }
 
 // podLabels are the labels every container of a pod carries.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/status"
 )
 
@@ -83,7 +84,13 @@ func (p *PodInfo) withStatus() *corev1.Pod {
 		return nil
 	}
 	o := status.Observed{Containers: map[string][]engine.Container{}, PodIPs: p.State.PodIPs}
+	if ips := sandbox.HostIPs(); len(ips) > 0 {
+		o.HostIP = ips[0].String()
+	}
 	for i, c := range p.Containers {
+		if o.Created.IsZero() || c.CreatedAt.Before(o.Created) {
+			o.Created = c.CreatedAt
+		}
 		name := c.Labels[labels.Container]
 		if name == labels.SandboxName {
 			o.Sandbox = &p.Containers[i]

@@ -3,6 +3,7 @@ package run
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,12 +94,24 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	want := []int{10, 20, 40, 80, 160, 300, 300}
-	for n, w := range want {
-		if got := Backoff(n); got.Seconds() != float64(w) {
-			t.Errorf("Backoff(%d) = %s, want %ds", n, got, w)
-		}
+func TestBackoffSchedule(t *testing.T) {
+	var b Backoff
+	var got []int
+	for i := 0; i < 7; i++ {
+		got = append(got, int(b.Delay(time.Second).Seconds()))
+	}
+	if want := []int{10, 20, 40, 80, 160, 300, 300}; !reflect.DeepEqual(got, want) {
+		t.Errorf("delays = %v, want %v", got, want)
+	}
+	// An attempt that ran for 10 minutes resets the schedule; 9 minutes does not.
+	if d := b.Delay(9 * time.Minute); d != 300*time.Second {
+		t.Errorf("after 9 min running: %s, want 5m0s", d)
+	}
+	if d := b.Delay(10 * time.Minute); d != 10*time.Second {
+		t.Errorf("after 10 min running: %s, want 10s", d)
+	}
+	if d := b.Delay(time.Second); d != 20*time.Second {
+		t.Errorf("after reset, next: %s, want 20s", d)
 	}
 }
 

@@ -582,6 +582,7 @@ func (e *ExitError) Error() string {
 // succeeds or ctx ends. When running is set, the first attempt is already
 // started under that id.
 func (r *podRun) runToCompletion(ctx context.Context, c *corev1.Container, kind, running string) error {
+	var backoff Backoff
 	for restart := 0; ; restart++ {
 		id := running
 		running = ""
@@ -606,7 +607,7 @@ func (r *podRun) runToCompletion(ctx context.Context, c *corev1.Container, kind,
 		if r.pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
 			return xerr
 		}
-		delay := Backoff(restart)
+		delay := backoff.Delay(0)
 		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q exited with code %d; restarting in %s (back-off)", c.Name, exit.Code, delay)})
 		select {
 		case <-time.After(delay):

@@ -4,6 +4,7 @@
 package status
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -16,10 +17,11 @@ import (
 
 // Observed is what is known of a pod on the node.
 type Observed struct {
-	Sandbox    *engine.Container             // the pause container; nil when absent or hostNetwork-less pods never got one
-	Containers map[string][]engine.Container // by container name, every attempt
+	Sandbox    *engine.Container            // the pause container, when it exists
+	Containers map[string][]engine.Container // by container name, every attempt kept
 	PodIPs     []string
 	HostIP     string
+	Created    time.Time // when the pod was first set up (PodScheduled)
 }
 
 // Latest returns the attempt with the highest restart count.
@@ -39,8 +41,13 @@ func RestartCount(c engine.Container) int32 {
 	return int32(n)
 }
 
+func labelTime(c engine.Container, key string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, c.Labels[key])
+	return t, err == nil
+}
+
 func startedAt(c engine.Container) metav1.Time {
-	if t, err := time.Parse(time.RFC3339Nano, c.Labels[labels.StartedAt]); err == nil {
+	if t, ok := labelTime(c, labels.StartedAt); ok {
 		return metav1.NewTime(t)
 	}
 	return metav1.NewTime(c.CreatedAt)
@@ -49,17 +56,30 @@ func startedAt(c engine.Container) metav1.Time {
 // ContainerStatus is one container's status from its attempts; waiting is
 // the reason used when there is no attempt yet.
 func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting string) corev1.ContainerStatus {
-	st := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
+	st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Started: boolPtr(false)}
 	cur := Latest(attempts)
 	if cur == nil {
 		st.State.Waiting = &corev1.ContainerStateWaiting{Reason: waiting}
 		return st
 	}
 	st.ContainerID = "containerd://" + cur.ID
+	st.ImageID = cur.Image
 	st.RestartCount = RestartCount(*cur)
 	st.State = state(*cur)
-	st.Started = boolPtr(st.State.Running != nil)
-	st.Ready = st.State.Running != nil
+	if st.State.Terminated != nil && cur.Labels[labels.Waiting] != "" {
+		// Exited, and its supervisor will restart it after a back-off.
+		st.LastTerminationState = st.State
+		until, _ := labelTime(*cur, labels.BackoffUntil)
+		st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason:  cur.Labels[labels.Waiting],
+			Message: fmt.Sprintf("back-off restarting failed container %s until %s", c.Name, until.Format(time.RFC3339)),
+		}}
+		return st
+	}
+	running := st.State.Running != nil
+	started := running && (c.StartupProbe == nil || cur.Labels[labels.Started] == "true")
+	st.Started = boolPtr(started)
+	st.Ready = started && (c.ReadinessProbe == nil || cur.Labels[labels.Ready] == "true")
 	for i := range attempts {
 		if RestartCount(attempts[i]) == st.RestartCount-1 {
 			st.LastTerminationState = state(attempts[i])
@@ -71,7 +91,7 @@ func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting s
 func state(c engine.Container) corev1.ContainerState {
 	if c.Task.State == engine.TaskNone {
 		if code, err := strconv.Atoi(c.Labels[labels.ExitCode]); err == nil {
-			finished, _ := time.Parse(time.RFC3339Nano, c.Labels[labels.FinishedAt])
+			finished, _ := labelTime(c, labels.FinishedAt)
 			c.Task = engine.Task{State: engine.TaskStopped, ExitCode: uint32(code), ExitedAt: finished}
 		}
 	}
@@ -79,13 +99,9 @@ func state(c engine.Container) corev1.ContainerState {
 	case engine.TaskRunning, engine.TaskPaused:
 		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: startedAt(c)}}
 	case engine.TaskStopped:
-		reason := "Completed"
-		if c.Task.ExitCode != 0 {
-			reason = "Error"
-		}
 		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ExitCode:    int32(c.Task.ExitCode),
-			Reason:      reason,
+			Reason:      terminatedReason(c.Task.ExitCode),
 			StartedAt:   startedAt(c),
 			FinishedAt:  metav1.NewTime(c.Task.ExitedAt),
 			ContainerID: "containerd://" + c.ID,
@@ -95,18 +111,32 @@ func state(c engine.Container) corev1.ContainerState {
 	}
 }
 
+func terminatedReason(code uint32) string {
+	if code == 0 {
+		return "Completed"
+	}
+	return "Error"
+}
+
 func boolPtr(b bool) *bool { return &b }
+
+// IsSidecar reports whether an init container is a native sidecar.
+func IsSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
 
 // Compute returns the pod's status.
 func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 	var st corev1.PodStatus
-	initDone := true
-	initFailed := false
+	initDone, initFailed := true, false
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		reason := "PodInitializing"
-		cs := ContainerStatus(c, o.Containers[c.Name], reason)
+		cs := ContainerStatus(c, o.Containers[c.Name], "PodInitializing")
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+		if IsSidecar(c) {
+			initDone = initDone && cs.Started != nil && *cs.Started
+			continue
+		}
 		t := cs.State.Terminated
 		if t == nil || t.ExitCode != 0 {
 			initDone = false
@@ -131,11 +161,14 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 		st.PodIP = o.PodIPs[0]
 	}
 	st.HostIP = o.HostIP
+	if st.HostIP != "" {
+		st.HostIPs = []corev1.HostIP{{IP: st.HostIP}}
+	}
 	if o.Sandbox != nil {
 		t := metav1.NewTime(o.Sandbox.CreatedAt)
 		st.StartTime = &t
 	}
-	st.Conditions = conditions(initDone, st.ContainerStatuses)
+	st.Conditions = conditions(pod, o, initDone, st)
 	return st
 }
 
@@ -183,23 +216,44 @@ func Phase(policy corev1.RestartPolicy, initDone, initFailed bool, cs []corev1.C
 	return corev1.PodPending
 }
 
-func conditions(initDone bool, cs []corev1.ContainerStatus) []corev1.PodCondition {
-	ready := len(cs) > 0
-	for _, s := range cs {
+// conditions sets the four pod conditions with their transition times: the
+// pod's creation, the last init container's finish, and the latest
+// readiness change of its containers.
+func conditions(pod *corev1.Pod, o Observed, initDone bool, st corev1.PodStatus) []corev1.PodCondition {
+	ready := len(st.ContainerStatuses) > 0
+	for _, s := range st.ContainerStatuses {
 		ready = ready && s.Ready
 	}
-	cond := func(t corev1.PodConditionType, ok bool) corev1.PodCondition {
+	created := metav1.NewTime(o.Created)
+	initAt, readyAt := created, created
+	for _, attempts := range o.Containers {
+		for _, a := range attempts {
+			if t, ok := labelTime(a, labels.FinishedAt); ok && a.Labels[labels.Kind] == labels.KindInit && t.After(initAt.Time) {
+				initAt = metav1.NewTime(t)
+			}
+			for _, key := range []string{labels.ReadyAt, labels.StartedAt} {
+				if t, ok := labelTime(a, key); ok && t.After(readyAt.Time) && a.Labels[labels.Kind] == labels.KindApp {
+					readyAt = metav1.NewTime(t)
+				}
+			}
+		}
+	}
+	cond := func(t corev1.PodConditionType, ok bool, at metav1.Time) corev1.PodCondition {
 		s := corev1.ConditionFalse
 		if ok {
 			s = corev1.ConditionTrue
 		}
-		return corev1.PodCondition{Type: t, Status: s}
+		c := corev1.PodCondition{Type: t, Status: s, LastTransitionTime: at}
+		if !ok && (t == corev1.ContainersReady || t == corev1.PodReady) {
+			c.Reason = "ContainersNotReady"
+		}
+		return c
 	}
 	return []corev1.PodCondition{
-		cond(corev1.PodScheduled, true),
-		cond(corev1.PodInitialized, initDone),
-		cond(corev1.ContainersReady, ready),
-		cond(corev1.PodReady, ready),
+		cond(corev1.PodScheduled, true, created),
+		cond(corev1.PodInitialized, initDone, initAt),
+		cond(corev1.ContainersReady, ready, readyAt),
+		cond(corev1.PodReady, ready, readyAt),
 	}
 }
 
@@ -208,6 +262,8 @@ func conditions(initDone bool, cs []corev1.ContainerStatus) []corev1.PodConditio
 func Reason(pod *corev1.Pod, st corev1.PodStatus) string {
 	for i, s := range st.InitContainerStatuses {
 		switch {
+		case IsSidecar(&pod.Spec.InitContainers[i]) && s.Started != nil && *s.Started:
+			continue
 		case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
 			continue
 		case s.State.Terminated != nil:

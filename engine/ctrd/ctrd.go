@@ -391,6 +391,16 @@ func (e *Engine) List(ctx context.Context, match map[string]string) ([]engine.Co
 	return out, nil
 }
 
+// Task returns the state of the container's task.
+func (e *Engine) Task(ctx context.Context, id string) (engine.Task, error) {
+	ctx = e.ns(ctx)
+	c, err := e.client.LoadContainer(ctx, id)
+	if err != nil {
+		return engine.Task{}, mapErr(err)
+	}
+	return e.taskOf(ctx, c), nil
+}
+
 func (e *Engine) taskOf(ctx context.Context, c containerd.Container) engine.Task {
 	task, err := c.Task(ctx, nil)
 	if err != nil {

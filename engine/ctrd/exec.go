@@ -1,0 +1,132 @@
+package ctrd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/containerd/containerd"
+	eventtypes "github.com/containerd/containerd/api/events"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/typeurl/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/podrun/podrun/engine"
+)
+
+// Exec runs a process in the container's task and waits for it.
+func (e *Engine) Exec(ctx context.Context, id string, p engine.ExecSpec) (int, error) {
+	ctx = e.ns(ctx)
+	ctr, err := e.client.LoadContainer(ctx, id)
+	if err != nil {
+		return -1, mapErr(err)
+	}
+	task, err := ctr.Task(ctx, nil)
+	if err != nil {
+		return -1, mapErr(err)
+	}
+	spec, err := ctr.Spec(ctx)
+	if err != nil {
+		return -1, fmt.Errorf("reading spec of %q: %w", id, err)
+	}
+	proc := *spec.Process
+	proc.Args = p.Args
+	proc.Terminal = p.TTY
+	proc.Env = append(append([]string{}, proc.Env...), p.Env...)
+	stdout, stderr := orDiscard(p.Stdout), orDiscard(p.Stderr)
+	opts := []cio.Opt{cio.WithStreams(p.Stdin, stdout, stderr)}
+	if p.TTY {
+		opts = append(opts, cio.WithTerminal)
+	}
+	execID := "exec-" + randomHex(6)
+	// The exec and its I/O are cleaned up even when ctx has ended.
+	cleanup := context.WithoutCancel(ctx)
+	process, err := task.Exec(ctx, execID, &proc, cio.NewCreator(opts...))
+	if err != nil {
+		return -1, fmt.Errorf("exec in %q: %w", id, err)
+	}
+	defer process.Delete(cleanup, containerd.WithProcessKill)
+	statusC, err := process.Wait(ctx)
+	if err != nil {
+		return -1, err
+	}
+	if err := process.Start(ctx); err != nil {
+		return -1, fmt.Errorf("starting exec in %q: %w", id, err)
+	}
+	select {
+	case st := <-statusC:
+		process.IO().Wait()
+		code, _, err := st.Result()
+		return int(code), err
+	case <-ctx.Done():
+		_ = process.Kill(cleanup, unix.SIGKILL)
+		select {
+		case <-statusC:
+		case <-time.After(killWaitExec):
+		}
+		return -1, ctx.Err()
+	}
+}
+
+// killWaitExec bounds the wait for an exec process after SIGKILL.
+const killWaitExec = 5 * time.Second
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Exits streams task exit events of main processes in podrun's namespace.
+func (e *Engine) Exits(ctx context.Context) (<-chan engine.TaskExit, <-chan error) {
+	ctx = e.ns(ctx)
+	out := make(chan engine.TaskExit, 64)
+	errc := make(chan error, 1)
+	envs, errs := e.client.Subscribe(ctx, fmt.Sprintf(`namespace==%q,topic=="/tasks/exit"`, e.namespace))
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case env, ok := <-envs:
+				if !ok {
+					return
+				}
+				v, err := typeurl.UnmarshalAny(env.Event)
+				if err != nil {
+					continue
+				}
+				ev, ok := v.(*eventtypes.TaskExit)
+				if !ok || ev.ID != ev.ContainerID { // an exec process, not the container
+					continue
+				}
+				exit := engine.TaskExit{ContainerID: ev.ContainerID, Code: ev.ExitStatus}
+				if ev.ExitedAt != nil {
+					exit.ExitedAt = ev.ExitedAt.AsTime()
+				}
+				select {
+				case out <- exit:
+				case <-ctx.Done():
+					return
+				}
+			case err := <-errs:
+				if err != nil && ctx.Err() == nil {
+					errc <- err
+				}
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, errc
+}

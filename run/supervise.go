@@ -1,0 +1,350 @@
+//go:build podrun_wip
+
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/probes"
+)
+
+// podWorker supervises one pod's long-running containers: it starts them,
+// runs their postStart hooks and probes, and restarts them with the
+// kubelet's back-off when they exit. Stopping it stops the supervision, not
+// the containers.
+type podWorker struct {
+	r      *podRun
+	clock  probes.Clock
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	loops  []*ctrLoop
+	change chan struct{} // closed and replaced on every state change
+}
+
+func newPodWorker(r *podRun, clock probes.Clock) *podWorker {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &podWorker{r: r, clock: clock, ctx: ctx, cancel: cancel, change: make(chan struct{})}
+}
+
+func (w *podWorker) changed() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.change
+}
+
+func (w *podWorker) notify() {
+	w.mu.Lock()
+	close(w.change)
+	w.change = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// waitFor blocks until cond holds, cond fails, or ctx ends.
+func (w *podWorker) waitFor(ctx context.Context, cond func() (bool, error)) error {
+	for {
+		ch := w.changed()
+		if ok, err := cond(); ok || err != nil {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// stop ends supervision and waits for the loops to return.
+func (w *podWorker) stop() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// loopState is what a container loop knows of its container.
+type loopState struct {
+	id       string
+	restarts int
+	running  bool // started, postStart done
+	started  bool // running and startup probe passed
+	ready    bool
+	done     bool // exited and will not restart
+	exitCode uint32
+	startErr error  // the last attempt's failure to start
+	lastFail string // the last probe or hook failure
+}
+
+// ctrLoop supervises one container.
+type ctrLoop struct {
+	w       *podWorker
+	c       *corev1.Container
+	kind    string
+	always  bool // restart on any exit, whatever the pod's policy (native sidecars)
+	backoff Backoff
+
+	mu sync.Mutex
+	st loopState
+}
+
+func (l *ctrLoop) state() loopState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.st
+}
+
+func (l *ctrLoop) update(fn func(*loopState)) {
+	l.mu.Lock()
+	fn(&l.st)
+	l.mu.Unlock()
+	l.w.notify()
+}
+
+// startLoop begins supervising container c from attempt restart.
+func (w *podWorker) startLoop(c *corev1.Container, kind string, restart int) *ctrLoop {
+	l := &ctrLoop{w: w, c: c, kind: kind, always: kind == labels.KindInit, st: loopState{restarts: restart}}
+	w.mu.Lock()
+	w.loops = append(w.loops, l)
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go l.run()
+	return l
+}
+
+func (w *podWorker) loop(name string) *ctrLoop {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range w.loops {
+		if l.c.Name == name {
+			return l
+		}
+	}
+	return nil
+}
+
+func (l *ctrLoop) shouldRestart(code uint32) bool {
+	if l.always {
+		return true
+	}
+	switch l.w.r.pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyAlways:
+		return true
+	case corev1.RestartPolicyOnFailure:
+		return code != 0
+	}
+	return false
+}
+
+func (l *ctrLoop) run() {
+	defer l.w.wg.Done()
+	ctx := l.w.ctx
+	r := l.w.r
+	for ctx.Err() == nil {
+		ranFor, code, err := l.attempt(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			code = 128 // a container that could not start counts as failed
+			l.update(func(s *loopState) { s.startErr, s.running, s.started, s.ready = err, false, false, false })
+			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q failed to start: %v", l.c.Name, err)})
+		}
+		if !l.shouldRestart(code) {
+			l.update(func(s *loopState) { s.done, s.exitCode = true, code })
+			return
+		}
+		delay := l.backoff.Delay(ranFor)
+		st := l.state()
+		until := l.w.clock.Now().Add(delay)
+		_ = r.h.engine.SetLabels(ctx, st.id, map[string]string{
+			labels.Waiting: "CrashLoopBackOff", labels.BackoffUntil: until.UTC().Format(time.RFC3339Nano),
+		})
+		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q exited with code %d; back-off %s before restart %d", l.c.Name, code, delay, st.restarts+1)})
+		select {
+		case <-l.w.clock.After(delay):
+		case <-ctx.Done():
+			return
+		}
+		l.update(func(s *loopState) { s.restarts++ })
+		r.pruneAttempts(ctx, l.c.Name, l.state().restarts)
+	}
+}
+
+// attempt runs one attempt of the container until it exits; err reports a
+// failure to start it.
+func (l *ctrLoop) attempt(ctx context.Context) (ranFor time.Duration, code uint32, err error) {
+	r := l.w.r
+	restarts := l.state().restarts
+	id := ContainerID(r.pod.UID, l.c.Name, restarts)
+	exitC := r.h.exits.register(id)
+	defer r.h.exits.unregister(id)
+	l.update(func(s *loopState) { s.id = id })
+	if _, err := r.startContainer(ctx, l.c, l.kind, restarts); err != nil {
+		return 0, 0, err
+	}
+	start := l.w.clock.Now()
+	r.h.exits.check(ctx, id)
+	target := r.target(l.c, id)
+	probeCtx, stopProbes := context.WithCancel(ctx)
+	defer stopProbes()
+	updates := make(chan probes.Update, 8)
+	if post := l.c.Lifecycle; post != nil && post.PostStart != nil {
+		if err := probes.Hook(ctx, post.PostStart, target); err != nil {
+			msg := fmt.Sprintf("postStart hook failed: %v", err)
+			l.update(func(s *loopState) { s.lastFail = msg })
+			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q: %s; killing it", l.c.Name, msg)})
+			go l.kill(ctx, id, target, r.grace(nil))
+			return l.waitExit(ctx, id, exitC, nil, start, target)
+		}
+	}
+	l.update(func(s *loopState) { s.running, s.startErr = true, nil })
+	if l.c.StartupProbe != nil {
+		go probes.NewWorker(probes.Startup, l.c.StartupProbe, target, l.w.clock, updates).Run(probeCtx)
+	} else {
+		l.onStarted(probeCtx, id, target, updates)
+	}
+	return l.waitExit(ctx, id, exitC, updates, start, target)
+}
+
+// waitExit waits for the attempt's exit, handling probe updates meanwhile.
+func (l *ctrLoop) waitExit(ctx context.Context, id string, exitC <-chan engine.TaskExit, updates chan probes.Update, start time.Time, target probes.Target) (time.Duration, uint32, error) {
+	r := l.w.r
+	for {
+		select {
+		case e := <-exitC:
+			l.update(func(s *loopState) { s.running, s.started, s.ready = false, false, false })
+			fctx := context.WithoutCancel(ctx)
+			if err := r.h.finish(fctx, id, engine.Exit{Code: e.Code, ExitedAt: e.ExitedAt}); err != nil {
+				r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("recording the exit of %s: %v", id, err)})
+			}
+			return l.w.clock.Now().Sub(start), e.Code, nil
+		case u := <-updates:
+			l.onProbe(ctx, id, target, u, updates)
+		case <-ctx.Done():
+			return 0, 0, nil
+		}
+	}
+}
+
+// onStarted marks the container started and begins liveness and readiness.
+func (l *ctrLoop) onStarted(ctx context.Context, id string, target probes.Target, updates chan probes.Update) {
+	r := l.w.r
+	_ = r.h.engine.SetLabels(ctx, id, map[string]string{labels.Started: "true"})
+	l.update(func(s *loopState) { s.started = true })
+	if l.c.LivenessProbe != nil {
+		go probes.NewWorker(probes.Liveness, l.c.LivenessProbe, target, l.w.clock, updates).Run(ctx)
+	}
+	if l.c.ReadinessProbe != nil {
+		go probes.NewWorker(probes.Readiness, l.c.ReadinessProbe, target, l.w.clock, updates).Run(ctx)
+	} else {
+		l.setReady(ctx, id, true)
+	}
+}
+
+func (l *ctrLoop) setReady(ctx context.Context, id string, ready bool) {
+	if l.state().ready == ready && ready {
+		return
+	}
+	_ = l.w.r.h.engine.SetLabels(ctx, id, map[string]string{
+		labels.Ready: strconv.FormatBool(ready), labels.ReadyAt: l.w.clock.Now().UTC().Format(time.RFC3339Nano),
+	})
+	l.update(func(s *loopState) { s.ready = ready })
+}
+
+func (l *ctrLoop) onProbe(ctx context.Context, id string, target probes.Target, u probes.Update, updates chan probes.Update) {
+	r := l.w.r
+	if u.Result == probes.Failure {
+		msg := fmt.Sprintf("%s probe failed: %s", u.Kind, u.Outcome.Output)
+		l.update(func(s *loopState) { s.lastFail = msg })
+		_ = r.h.engine.SetLabels(ctx, id, map[string]string{labels.LastProbe: clip(msg, 512)})
+	}
+	switch {
+	case u.Kind == probes.Startup && u.Result == probes.Success:
+		l.onStarted(ctx, id, target, updates)
+	case u.Kind == probes.Readiness:
+		l.setReady(ctx, id, u.Result == probes.Success)
+	case u.Result == probes.Failure: // startup or liveness
+		probe := l.c.LivenessProbe
+		if u.Kind == probes.Startup {
+			probe = l.c.StartupProbe
+		}
+		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q: %s; killing it", l.c.Name, l.state().lastFail)})
+		go l.kill(ctx, id, target, r.grace(probe))
+	}
+}
+
+// kill stops the attempt the kubelet's way (preStop, stop signal, grace);
+// its exit then arrives as an event.
+func (l *ctrLoop) kill(ctx context.Context, id string, target probes.Target, grace time.Duration) {
+	r := l.w.r
+	t, err := r.h.engine.Task(ctx, id)
+	if err != nil {
+		return
+	}
+	c := engine.Container{ID: id, Task: t, Labels: r.labels(l.c.Name, l.kind, 0, r.images[l.c.Image].Config.StopSignal)}
+	if err := r.h.stop(ctx, c, l.c, target, grace); err != nil {
+		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("stopping %s: %v", id, err)})
+	}
+}
+
+// grace is the pod's termination grace period, or a probe's override.
+func (r *podRun) grace(p *corev1.Probe) time.Duration {
+	if p != nil && p.TerminationGracePeriodSeconds != nil {
+		return time.Duration(*p.TerminationGracePeriodSeconds) * time.Second
+	}
+	return podGrace(r.pod.Pod)
+}
+
+func podGrace(p *corev1.Pod) time.Duration {
+	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return defaultGrace
+}
+
+// target is where container c's probes and hooks go: the pod's first IP.
+func (r *podRun) target(c *corev1.Container, id string) probes.Target {
+	host := ""
+	if r.state != nil && len(r.state.PodIPs) > 0 {
+		host = r.state.PodIPs[0]
+	}
+	return probes.Target{ContainerID: id, Host: host, Ports: c.Ports, Exec: execer{r.h.engine}}
+}
+
+// execer adapts the engine to probes.Execer.
+type execer struct{ e engine.Engine }
+
+func (x execer) Exec(ctx context.Context, id string, args []string, out io.Writer) (int, error) {
+	return x.e.Exec(ctx, id, engine.ExecSpec{Args: args, Stdout: out, Stderr: out})
+}
+
+// pruneAttempts removes attempts older than the previous one, as the
+// kubelet's garbage collector keeps only the last dead container.
+func (r *podRun) pruneAttempts(ctx context.Context, name string, current int) {
+	for n := current - 2; n >= 0; n-- {
+		if err := r.h.engine.Delete(ctx, ContainerID(r.pod.UID, name, n)); err != nil {
+			return
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+var _ = errors.New
