@@ -942,8 +942,23 @@ spec:
 		if row == nil || row[3] != "Error" {
 			t.Errorf("podrun ps -a row = %q, want STATUS Error", row)
 		}
-		if pod := plPod(t, "pl-fail4"); pod.Status.Phase != corev1.PodFailed {
+		pod := plPod(t, "pl-fail4")
+		if pod.Status.Phase != corev1.PodFailed {
 			t.Errorf("phase = %q, want Failed", pod.Status.Phase)
+		}
+		if cs := pod.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.ExitCode != 4 {
+			t.Errorf("container statuses = %+v, want bad terminated with exit code 4", cs)
+		}
+		if plNetns(t)["podrun-"+string(pod.UID)] {
+			t.Errorf("the failed pod's netns podrun-%s is still there", pod.UID)
+		}
+		for id, pid := range plTaskPIDs(t, plContainers(t, "pl-fail4")) {
+			if pid != 0 {
+				t.Errorf("container %s of the failed pod still has a task (pid %d)", id, pid)
+			}
+		}
+		if lines := plLog(t, pod, "bad", 0); !plContains(lines, "pl-about-to-fail") {
+			t.Errorf("log of bad = %q, want pl-about-to-fail", lines)
 		}
 	})
 	t.Run("OnFailure retries", func(t *testing.T) {

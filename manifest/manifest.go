@@ -8,6 +8,7 @@ package manifest
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -31,6 +32,18 @@ func (s Source) String() string {
 		return name
 	}
 	return fmt.Sprintf("%s (document %d)", name, s.Doc)
+}
+
+// Origin names the source for labels and listings: "stdin", or the file's
+// absolute path.
+func (s Source) Origin() string {
+	if s.File == "-" {
+		return "stdin"
+	}
+	if abs, err := filepath.Abs(s.File); err == nil {
+		return abs
+	}
+	return s.File
 }
 
 // Pod is a defaulted, validated pod together with where it came from and its

@@ -86,7 +86,7 @@ func splitYAML(file string, data []byte) ([]document, Problems) {
 		// the document's first line too (it omits line 1); see yamlProblems.
 		j, err := yaml.YAMLToJSONStrict(append([]byte("\n"), c.text...))
 		if err != nil {
-			problems = append(problems, yamlProblems(src, c.firstLine, err)...)
+			problems = append(problems, yamlProblems(src, c, err)...)
 			continue
 		}
 		if !isNull(j) {
@@ -110,7 +110,11 @@ func yamlChunks(file string, data []byte) ([]yamlChunk, Problems) {
 			chunks = append(chunks, cur)
 		}
 	}
-	for i, text := range strings.Split(string(data), "\n") {
+	lines := strings.Split(string(data), "\n")
+	if n := len(lines); n > 1 && lines[n-1] == "" {
+		lines = lines[:n-1] // the text after the final newline is no line
+	}
+	for i, text := range lines {
 		rest, isSeparator := strings.CutPrefix(strings.TrimRight(text, "\r"), "---")
 		if !isSeparator || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
 			cur.text = append(append(cur.text, text...), '\n')
@@ -157,9 +161,11 @@ var yamlParserProblems = []string{
 }
 
 // yamlProblems turns a YAML parser error on a document that starts on the
-// file's line firstLine, and that was parsed with one newline in front of it,
-// into problems that name the line in the file.
-func yamlProblems(src Source, firstLine int, err error) Problems {
+// file's line c.firstLine, and that was parsed with one newline in front of
+// it, into problems that name the line in the file. A line past the
+// document's end ("unexpected end of stream") names its last line.
+func yamlProblems(src Source, c yamlChunk, err error) Problems {
+	lastLine := c.firstLine + bytes.Count(c.text, []byte("\n")) - 1
 	var problems Problems
 	for _, line := range strings.Split(err.Error(), "\n") {
 		line = strings.TrimSpace(line)
@@ -169,7 +175,7 @@ func yamlProblems(src Source, firstLine int, err error) Problems {
 		msg := line
 		if m := yamlLine.FindStringSubmatch(line); m != nil {
 			n, _ := strconv.Atoi(m[1])
-			msg = fmt.Sprintf("line %d: yaml: %s", fileLine(firstLine, n, m[2]), m[2])
+			msg = fmt.Sprintf("line %d: yaml: %s", min(fileLine(c.firstLine, n, m[2]), lastLine), m[2])
 		}
 		problems = append(problems, Problem{Source: src, Msg: msg})
 	}

@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -118,5 +120,18 @@ func TestYAMLErrorLines(t *testing.T) {
 			set, err := Parse("x.yaml", []byte(head+tt.doc))
 			checkProblems(t, set, err, []string{"x.yaml (document 2): " + tt.want})
 		})
+	}
+}
+
+func TestSyntaxErrorAtEndOfLastDocumentNamesALineOfTheFile(t *testing.T) {
+	data := "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers:\n  - {name: c, image: busybox:1}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n  containers:\n  - name: c\n    image: \"busybox:1\n"
+	_, err := Parse("pods.yaml", []byte(data))
+	var problems Problems
+	if !errors.As(err, &problems) || len(problems) != 1 {
+		t.Fatalf("err = %v", err)
+	}
+	lines := strings.Count(data, "\n")
+	if msg := problems[0].Msg; !strings.HasPrefix(msg, fmt.Sprintf("line %d: ", lines)) && !strings.HasPrefix(msg, fmt.Sprintf("line %d: ", lines-1)) {
+		t.Fatalf("message %q does not name line %d or %d of a %d-line file", msg, lines-1, lines, lines)
 	}
 }

@@ -2,6 +2,9 @@ package run
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -9,6 +12,7 @@ import (
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/status"
 )
@@ -124,4 +128,61 @@ func (h *Host) findPod(ctx context.Context, namespace, name string) ([]Existing,
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// ErrNoPod is returned when no pod has the given namespace/name.
+var ErrNoPod = errors.New("pod not found")
+
+// Pod returns the pod named t (the newest, if a replacement is half done).
+func (h *Host) Pod(ctx context.Context, t Target) (*PodInfo, error) {
+	pods, err := h.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var found *PodInfo
+	for _, p := range pods {
+		if p.Namespace == t.Namespace && p.Name == t.Name && p.Pod != nil {
+			if found == nil || (p.State.Complete && !found.State.Complete) {
+				found = p
+			}
+		}
+	}
+	if found == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoPod, t)
+	}
+	return found, nil
+}
+
+// ContainerName resolves -c: the named container (init or app), or, when
+// name is "", the pod's first app container; defaulted tells the caller to
+// say which one it picked when there are several.
+func (p *PodInfo) ContainerName(name string) (resolved string, defaulted bool, err error) {
+	spec := p.Pod.Spec
+	if name == "" {
+		return spec.Containers[0].Name, len(spec.Containers)+len(spec.InitContainers) > 1, nil
+	}
+	var names []string
+	for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+		if c.Name == name {
+			return name, false, nil
+		}
+		names = append(names, c.Name)
+	}
+	return "", false, fmt.Errorf("container %q is not in pod %s/%s (containers: %s)", name, p.Namespace, p.Name, strings.Join(names, ", "))
+}
+
+// Current is the latest attempt of a container, or nil.
+func (p *PodInfo) Current(name string) *engine.Container {
+	var attempts []engine.Container
+	for _, c := range p.Containers {
+		if c.Labels[labels.Container] == name {
+			attempts = append(attempts, c)
+		}
+	}
+	return status.Latest(attempts)
+}
+
+// LogDir is the directory of a container's log files.
+func (h *Host) LogDir(p *PodInfo, container string) string {
+	return filepath.Join(logs.PodDir(h.cfg.LogDir, p.Namespace, p.Name, p.UID), container)
 }

@@ -222,7 +222,7 @@ func (r *podRun) createDirs(context.Context) error {
 	if err := r.layout.Create(); err != nil {
 		return err
 	}
-	r.state = &State{UID: r.pod.UID, Hash: r.pod.Hash, Source: r.pod.Source.File, Pod: r.pod.Pod}
+	r.state = &State{UID: r.pod.UID, Hash: r.pod.Hash, Source: r.pod.Source.Origin(), Pod: r.pod.Pod}
 	return r.h.saveState(r.state)
 }
 
@@ -323,7 +323,7 @@ func (r *podRun) removeNetNS(context.Context) error {
 }
 
 func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[string]string {
-	l := podLabels(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.pod.Source.File)
+	l := podLabels(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.pod.Source.Origin())
 	l[labels.Container] = name
 	l[labels.Kind] = kind
 	l[labels.RestartCount] = strconv.Itoa(restart)
