@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -57,7 +58,7 @@ func main() {
 	case errors.As(err, &problems):
 		fmt.Fprintln(os.Stderr, problems.Error())
 		fmt.Fprintf(os.Stderr, "podrun: %d problem(s); nothing was changed\n", len(problems))
-	case err != nil:
+	case err != nil && err.Error() != "":
 		fmt.Fprintf(os.Stderr, "podrun: %v\n", err)
 	}
 	os.Exit(exitCode(err))
@@ -107,7 +108,8 @@ func newApp() *cli.App {
 			return nil
 		},
 		Commands: []*cli.Command{
-			upCommand(), downCommand(), psCommand(), validateCommand(), imageCommand(), versionCommand(),
+			upCommand(), downCommand(), psCommand(), statusCommand(), execCommand(),
+			validateCommand(), imageCommand(), versionCommand(),
 			// Run by the runtime, not by users: the sandbox's PID 1 and the shim's log driver.
 			{Name: "pause", Hidden: true, Action: func(*cli.Context) error { os.Exit(pause.Run()); return nil }},
 			{Name: "cri-log", Hidden: true, Action: func(c *cli.Context) error {
@@ -429,6 +431,136 @@ func podRow(p *run.PodInfo, wide bool) string {
 		row += fmt.Sprintf("\t%s\t%s", p.UID, p.Source)
 	}
 	return row
+}
+
+// podTarget parses POD as NAME (namespace default) or NAMESPACE/NAME.
+func podTarget(arg string) run.Target {
+	ns, name, ok := strings.Cut(arg, "/")
+	if !ok {
+		ns, name = "default", arg
+	}
+	return run.Target{Namespace: ns, Name: name}
+}
+
+// onePod opens the host and finds the pod named by the command's first argument.
+func onePod(c *cli.Context) (*run.Host, *run.PodInfo, error) {
+	if c.NArg() < 1 {
+		return nil, nil, usageError{fmt.Sprintf("%s: name a POD (NAME or NAMESPACE/NAME)", c.Command.Name)}
+	}
+	h, err := openHost(c.Context, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := h.Pod(c.Context, podTarget(c.Args().First()))
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	return h, p, nil
+}
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "print a pod as Kubernetes would (a v1 Pod with its status)",
+		ArgsUsage: "POD",
+		Flags:     []cli.Flag{outputFlag("yaml", "json")},
+		Action: func(c *cli.Context) error {
+			h, p, err := onePod(c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			pod := p.Pod.DeepCopy()
+			pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
+			format := c.String("output")
+			if format == "" {
+				format = "yaml"
+			}
+			if format != "yaml" && format != "json" {
+				return usageError{fmt.Sprintf("unknown output format %q", format)}
+			}
+			return printObject(os.Stdout, pod, format)
+		},
+	}
+}
+
+// container resolves -c for a pod, saying on stderr which one was defaulted.
+func container(c *cli.Context, p *run.PodInfo) (string, error) {
+	name, defaulted, err := p.ContainerName(c.String("container"))
+	if err != nil {
+		return "", usageError{err.Error()}
+	}
+	if defaulted {
+		fmt.Fprintf(os.Stderr, "Defaulted container %q (use -c to choose another)\n", name)
+	}
+	return name, nil
+}
+
+func containerFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "container", Aliases: []string{"c"}, Usage: "container name (default: the first app container)"}
+}
+
+func execCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "exec",
+		Usage:     "run a command in a running container, like kubectl exec",
+		ArgsUsage: "POD -- CMD [ARG...]",
+		Flags: []cli.Flag{
+			containerFlag(),
+			&cli.BoolFlag{Name: "stdin", Aliases: []string{"i"}, Usage: "pass stdin to the command"},
+			&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "allocate a terminal"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 2 {
+				return usageError{"exec: usage: podrun exec POD -- CMD [ARG...]"}
+			}
+			h, p, err := onePod(c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			name, err := container(c, p)
+			if err != nil {
+				return err
+			}
+			cur := p.Current(name)
+			if cur == nil || cur.Task.State != engine.TaskRunning {
+				return fmt.Errorf("container %q of pod %s/%s is not running", name, p.Namespace, p.Name)
+			}
+			spec := engine.ExecSpec{Args: c.Args().Slice()[1:], Stdout: os.Stdout, Stderr: os.Stderr, TTY: c.Bool("tty")}
+			if c.Bool("stdin") {
+				spec.Stdin = os.Stdin
+			}
+			if spec.TTY {
+				restore, err := rawTerminal(os.Stdin)
+				if err != nil {
+					return err
+				}
+				defer restore()
+			}
+			code, err := h.Engine().Exec(c.Context, cur.ID, spec)
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return cli.Exit("", code)
+			}
+			return nil
+		},
+	}
+}
+
+// rawTerminal puts a terminal in raw mode for exec -t; restore undoes it.
+func rawTerminal(f *os.File) (restore func(), err error) {
+	if !term.IsTerminal(int(f.Fd())) {
+		return func() {}, nil
+	}
+	old, err := term.MakeRaw(int(f.Fd()))
+	if err != nil {
+		return nil, fmt.Errorf("setting the terminal to raw mode: %w", err)
+	}
+	return func() { _ = term.Restore(int(f.Fd()), old) }, nil
 }
 
 func validateCommand() *cli.Command {
