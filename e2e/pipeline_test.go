@@ -799,7 +799,7 @@ spec:
 	if out := cmd.Stdout.(*CmdOutput).String(); strings.Contains(out, "created") {
 		t.Fatalf("up finished before it was killed (stdout %q): the test did not kill it mid-pipeline", out)
 	}
-	var ids = map[string]bool{}
+	ids := map[string]bool{}
 	for _, ctr := range plContainers(t, "pl-killed") {
 		ids[ctr.ID()] = true
 	}
