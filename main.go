@@ -52,7 +52,7 @@ const defaultAddress = "/run/containerd/containerd.sock"
 
 func main() {
 	app := newApp()
-	err := app.Run(os.Args)
+	err := app.Run(flagsFirst(app, os.Args))
 	var problems manifest.Problems
 	switch {
 	case errors.As(err, &problems):
@@ -62,6 +62,89 @@ func main() {
 		fmt.Fprintf(os.Stderr, "podrun: %v\n", err)
 	}
 	os.Exit(exitCode(err))
+}
+
+// flagsFirst moves a command's flags in front of its arguments, so that
+// `podrun logs POD -c NAME` and `podrun exec POD -c NAME -- CMD` work as with
+// kubectl: urfave/cli stops reading flags at the first argument. What
+// follows "--" is left alone.
+func flagsFirst(app *cli.App, args []string) []string {
+	out := append([]string{}, args[0])
+	i := 1
+	flags := app.Flags
+	var cmds []*cli.Command = app.Commands
+	// Global flags, then the command and subcommand names.
+	for i < len(args) {
+		a := args[i]
+		if strings.HasPrefix(a, "-") && a != "-" && a != "--" {
+			out = append(out, a)
+			if takesValue(flags, a) && i+1 < len(args) {
+				out = append(out, args[i+1])
+				i++
+			}
+			i++
+			continue
+		}
+		cmd := findCommand(cmds, a)
+		if cmd == nil {
+			break
+		}
+		out = append(out, a)
+		i++
+		flags, cmds = cmd.Flags, cmd.Subcommands
+		if len(cmds) == 0 {
+			break
+		}
+	}
+	if cmds != nil && len(cmds) > 0 || i == 1 {
+		return args // no leaf command: leave it to the parser
+	}
+	var positional, rest []string
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			rest = args[i+1:]
+			i = len(args)
+		case strings.HasPrefix(a, "-") && a != "-":
+			out = append(out, a)
+			if takesValue(flags, a) && i+1 < len(args) {
+				out = append(out, args[i+1])
+				i++
+			}
+		default:
+			positional = append(positional, a)
+		}
+	}
+	out = append(out, "--")
+	return append(append(out, positional...), rest...)
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// takesValue reports whether a flag token ("-c", "--tail") needs the next
+// argument as its value.
+func takesValue(flags []cli.Flag, token string) bool {
+	if strings.Contains(token, "=") {
+		return false
+	}
+	name := strings.TrimLeft(token, "-")
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				_, isBool := f.(*cli.BoolFlag)
+				return !isBool
+			}
+		}
+	}
+	return false
 }
 
 // usageError marks bad command-line usage (exit 2).
@@ -108,7 +191,7 @@ func newApp() *cli.App {
 			return nil
 		},
 		Commands: []*cli.Command{
-			upCommand(), downCommand(), psCommand(), statusCommand(), execCommand(),
+			upCommand(), downCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(),
 			validateCommand(), imageCommand(), versionCommand(),
 			// Run by the runtime, not by users: the sandbox's PID 1 and the shim's log driver.
 			{Name: "pause", Hidden: true, Action: func(*cli.Context) error { os.Exit(pause.Run()); return nil }},
@@ -214,10 +297,20 @@ func upCommand() *cli.Command {
 		ArgsUsage: "FILE|DIR|- ...",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on a pod that is not up (or done) after this long"},
-			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "return as soon as the containers are started"},
+			&cli.StringFlag{Name: "wait", Value: string(run.WaitReady),
+				Usage: "return when pods are: ready (readiness probes pass; run-to-completion pods: finished), running (containers started), none (same as running)"},
+			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "same as --wait=running"},
+			&cli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay and supervise (probes, hooks, restarts) until SIGINT or SIGTERM, then stop the pods gracefully"},
 			&cli.BoolFlag{Name: "keep-on-failure", Usage: "leave a failed pod's parts in place for inspection"},
 		},
 		Action: func(c *cli.Context) error {
+			o := run.UpOptions{Timeout: c.Duration("timeout"), Wait: run.Wait(c.String("wait")), KeepOnFailure: c.Bool("keep-on-failure"), Foreground: c.Bool("foreground")}
+			switch {
+			case c.Bool("detach") || o.Wait == "none":
+				o.Wait = run.WaitRunning
+			case o.Wait != run.WaitReady && o.Wait != run.WaitRunning:
+				return usageError{fmt.Sprintf("up: --wait must be ready, running or none, not %q", o.Wait)}
+			}
 			set, err := load(c)
 			if err != nil {
 				return err
@@ -229,16 +322,60 @@ func upCommand() *cli.Command {
 				return err
 			}
 			defer h.Close()
-			results := h.Up(ctx, set, run.UpOptions{Timeout: c.Duration("timeout"), Detach: c.Bool("detach"), KeepOnFailure: c.Bool("keep-on-failure")})
 			var errs []error
-			for _, r := range results {
+			for _, r := range h.Up(ctx, set, o) {
 				if r.Err != nil {
 					errs = append(errs, r.Err)
 					continue
 				}
 				fmt.Printf("pod/%s %s (%s)\n", r.Pod, r.Action, r.Phase)
 			}
+			if o.Foreground && ctx.Err() == nil {
+				fmt.Fprintln(os.Stderr, "supervising; SIGINT or SIGTERM stops the pods")
+				errs = append(errs, h.Supervise(ctx))
+			}
 			return errors.Join(errs...)
+		},
+	}
+}
+
+func logsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "logs",
+		Usage:     "print a container's log, like kubectl logs",
+		ArgsUsage: "POD",
+		Flags: []cli.Flag{
+			containerFlag(),
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing, across restarts"},
+			&cli.BoolFlag{Name: "previous", Aliases: []string{"p"}, Usage: "the previous (terminated) instance's log"},
+			&cli.IntFlag{Name: "tail", Value: -1, Usage: "last N lines (-1: all)"},
+			&cli.BoolFlag{Name: "timestamps", Usage: "prefix each line with its time"},
+		},
+		Action: func(c *cli.Context) error {
+			h, p, err := onePod(c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			name, err := container(c, p)
+			if err != nil {
+				return err
+			}
+			dir := h.LogDir(p, name)
+			restart, err := logs.Latest(dir)
+			if err != nil {
+				return fmt.Errorf("container %q of pod %s/%s has no log yet: %w", name, p.Namespace, p.Name, err)
+			}
+			if c.Bool("previous") {
+				if restart == 0 {
+					return fmt.Errorf("previous terminated container %q of pod %s/%s not found", name, p.Namespace, p.Name)
+				}
+				restart--
+			}
+			ctx, stop := signalContext(c)
+			defer stop()
+			o := logs.Options{Tail: c.Int("tail"), Timestamps: c.Bool("timestamps"), Follow: c.Bool("follow") && !c.Bool("previous")}
+			return logs.Copy(ctx, os.Stdout, dir, restart, o)
 		},
 	}
 }

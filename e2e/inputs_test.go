@@ -526,13 +526,12 @@ spec:
   containers:
   - name: main
     image: podrun.test/busybox:1
-    readinessProbe:
-      exec:
-        command: ["true"]
+    volumeDevices:
+    - {name: raw, devicePath: /dev/xvda}
 `}},
 			pods: []string{"in-probe"},
 			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 1, field: "spec.containers[0].readinessProbe", msg: "field not supported by podrun yet"}}
+				return []inProblem{{file: p[0], doc: 1, field: "spec.containers[0].volumeDevices", msg: "field not supported by podrun yet"}}
 			},
 		},
 		{
@@ -551,8 +550,8 @@ spec:
   - name: main
     image: podrun.test/busybox:1
     imagePullPolicyy: Never
-    readinessProbe:
-      exec: {command: ["true"]}
+    volumeDevices:
+    - {name: raw, devicePath: /dev/xvda}
     volumeMounts:
     - {name: cache, mountPath: /cache}
   - name: main
@@ -578,7 +577,7 @@ spec:
 					{file: f, doc: 1, field: "spec.volumes[1].name", msg: `Duplicate value: "data"`},
 					{file: f, doc: 1, field: "spec.volumes[1].hostPath.path", msg: "must not contain '..'"},
 					{file: f, doc: 1, field: "spec.containers[0].imagePullPolicyy", msg: "unknown field"},
-					{file: f, doc: 1, field: "spec.containers[0].readinessProbe", msg: "field not supported by podrun yet"},
+					{file: f, doc: 1, field: "spec.containers[0].volumeDevices", msg: "field not supported by podrun yet"},
 					{file: f, doc: 1, field: "spec.containers[0].volumeMounts[0].name", msg: `Not found: "cache"`},
 					{file: f, doc: 1, field: "spec.containers[1].name", msg: `Duplicate value: "main"`},
 					{file: f, doc: 1, field: "spec.containers[1].image", msg: "Required value"},

@@ -21,6 +21,8 @@ const (
 	Kind = prefix + "container.kind"
 	// RestartCount counts the restarts of this container in the pod.
 	RestartCount = prefix + "container.restart-count"
+	// ImageID is the image's reference by digest (repo@sha256:...), the imageID of the container status.
+	ImageID = prefix + "container.image-id"
 	// StartedAt is the RFC 3339 time the container's task was started.
 	StartedAt = prefix + "container.started-at"
 

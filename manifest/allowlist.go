@@ -61,6 +61,7 @@ var supportedPodFields = join(
 		"spec.affinity",
 	},
 	prefixed("spec.initContainers[].", supportedContainerFields),
+	[]string{"spec.initContainers[].restartPolicy"}, // "Always": a native sidecar
 	prefixed("spec.containers[].", supportedContainerFields),
 )
 
@@ -85,6 +86,15 @@ var supportedContainerFields = []string{
 	"imagePullPolicy",
 	"terminationMessagePath",
 	"terminationMessagePolicy",
+	"livenessProbe",
+	"readinessProbe",
+	"startupProbe",
+	"lifecycle.postStart.exec",
+	"lifecycle.postStart.httpGet",
+	"lifecycle.postStart.sleep",
+	"lifecycle.preStop.exec",
+	"lifecycle.preStop.httpGet",
+	"lifecycle.preStop.sleep",
 }
 
 // zeroMatters lists the fields whose zero value means something else than

@@ -16,9 +16,11 @@ func Default(pod *corev1.Pod) {
 	defaultSpec(&pod.Spec)
 	for i := range pod.Spec.InitContainers {
 		defaultContainer(&pod.Spec.InitContainers[i], pod.Spec.HostNetwork)
+		defaultProbes(&pod.Spec.InitContainers[i])
 	}
 	for i := range pod.Spec.Containers {
 		defaultContainer(&pod.Spec.Containers[i], pod.Spec.HostNetwork)
+		defaultProbes(&pod.Spec.Containers[i])
 	}
 	for i := range pod.Spec.Volumes {
 		defaultVolume(&pod.Spec.Volumes[i])

@@ -83,10 +83,14 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	errs = append(errs, validateContainerNames(spec, fld)...)
 	ctx := containerContext{volumes: volumes, hostNetwork: spec.HostNetwork}
 	for i := range spec.InitContainers {
-		errs = append(errs, validateContainer(&spec.InitContainers[i], fld.Child("initContainers").Index(i), ctx)...)
+		c, f := &spec.InitContainers[i], fld.Child("initContainers").Index(i)
+		errs = append(errs, validateContainer(c, f, ctx)...)
+		errs = append(errs, validateInitLifecycle(c, f)...)
 	}
 	for i := range spec.Containers {
-		errs = append(errs, validateContainer(&spec.Containers[i], fld.Child("containers").Index(i), ctx)...)
+		c, f := &spec.Containers[i], fld.Child("containers").Index(i)
+		errs = append(errs, validateContainer(c, f, ctx)...)
+		errs = append(errs, validateLifecycle(c, f)...)
 	}
 	errs = append(errs, validateHostPorts(spec.InitContainers, fld.Child("initContainers"))...)
 	errs = append(errs, validateHostPorts(spec.Containers, fld.Child("containers"))...)

@@ -32,11 +32,26 @@ type Config struct {
 	Exe string
 }
 
+// Wait says when Up returns.
+type Wait string
+
+// Wait modes.
+const (
+	// WaitReady: every container is ready (readiness probes pass; without a
+	// probe, once started); run-to-completion pods: Succeeded or Failed.
+	WaitReady Wait = "ready"
+	// WaitRunning: every container is started (postStart done).
+	WaitRunning Wait = "running"
+)
+
 // UpOptions tune Up.
 type UpOptions struct {
 	Timeout       time.Duration // for each pod, from start to up (or done)
-	Detach        bool          // return once the containers are started
-	KeepOnFailure bool          // do not undo the steps of a failed pod
+	Wait          Wait
+	KeepOnFailure bool // do not undo the steps of a failed pod
+	// Foreground keeps supervising the pods after Up returns, until
+	// Supervise's context ends.
+	Foreground bool
 }
 
 // DownOptions tune Down.

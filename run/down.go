@@ -15,6 +15,7 @@ import (
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/sandbox"
 )
 
@@ -92,10 +93,19 @@ func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, kind := range []string{labels.KindApp, labels.KindInit} {
-		errs = append(errs, h.stopAll(ctx, ofKind(ctrs, kind), grace))
+	var ips []string
+	if st != nil {
+		ips = st.PodIPs
 	}
+	// App containers together, then native sidecars one by one in reverse
+	// order, then whatever else still runs (the sandbox last).
+	errs := []error{h.stopGroup(ctx, ofKind(ctrs, labels.KindApp), pod, ips, grace)}
+	if pod != nil {
+		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+			errs = append(errs, h.stopGroup(ctx, named(ctrs, pod.Spec.InitContainers[i].Name), pod, ips, grace))
+		}
+	}
+	errs = append(errs, h.stopGroup(ctx, ofKind(ctrs, labels.KindInit), pod, ips, grace))
 	for _, c := range ctrs {
 		errs = append(errs, h.engine.Delete(ctx, c.ID))
 	}
@@ -122,29 +132,77 @@ func ofKind(ctrs []engine.Container, kind string) []engine.Container {
 	return out
 }
 
-// stopAll stops containers in parallel, each with the grace period.
-func (h *Host) stopAll(ctx context.Context, ctrs []engine.Container, grace time.Duration) error {
+func named(ctrs []engine.Container, name string) []engine.Container {
+	var out []engine.Container
+	for _, c := range ctrs {
+		if c.Labels[labels.Container] == name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// containerSpec finds a container of pod by name (nil without a pod).
+func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
+	if pod == nil {
+		return nil
+	}
+	for _, c := range allContainers(pod) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// stopGroup stops containers in parallel, each with its preStop hook and
+// the grace period.
+func (h *Host) stopGroup(ctx context.Context, ctrs []engine.Container, pod *corev1.Pod, ips []string, grace time.Duration) error {
 	errs := make([]error, len(ctrs))
 	var wg sync.WaitGroup
 	for i, c := range ctrs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = h.stop(ctx, c, grace)
+			spec := containerSpec(pod, c.Labels[labels.Container])
+			errs[i] = h.stop(ctx, c, spec, h.target(spec, c.ID, ips), grace)
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
+// target is where a container's probes and hooks go: the pod's first IP.
+func (h *Host) target(spec *corev1.Container, id string, ips []string) probes.Target {
+	t := probes.Target{ContainerID: id, Exec: execer{h.engine}}
+	if len(ips) > 0 {
+		t.Host = ips[0]
+	}
+	if spec != nil {
+		t.Ports = spec.Ports
+	}
+	return t
+}
+
 // killWait bounds the wait for a task after SIGKILL.
 const killWait = 10 * time.Second
 
-// stop sends the container's stop signal, waits up to the grace period (at
-// least minGrace), then SIGKILLs it. A container that is not running is done.
-func (h *Host) stop(ctx context.Context, c engine.Container, grace time.Duration) error {
+// stop runs the container's preStop hook, then sends its stop signal and
+// waits what is left of the grace period (at least minGrace), then SIGKILLs
+// it: the kubelet's killContainer. A container that is not running is done.
+// spec may be nil (no hook).
+func (h *Host) stop(ctx context.Context, c engine.Container, spec *corev1.Container, target probes.Target, grace time.Duration) error {
 	if c.Task.State != engine.TaskRunning && c.Task.State != engine.TaskPaused {
 		return nil
+	}
+	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
+		start := time.Now()
+		hctx, cancel := context.WithTimeout(ctx, grace)
+		if err := probes.Hook(hctx, spec.Lifecycle.PreStop, target); err != nil {
+			h.report(Event{Msg: fmt.Sprintf("container %s: preStop hook: %v", c.ID, err)})
+		}
+		cancel()
+		grace -= time.Since(start)
 	}
 	sig, err := StopSignal(c.Labels[labels.StopSignal])
 	if err != nil {
@@ -188,18 +246,18 @@ func StopSignal(s string) (syscall.Signal, error) {
 	return 0, fmt.Errorf("unknown stop signal %q", s)
 }
 
-// stopContainers is the undo of an app container step: stop gracefully and remove.
+// stopContainers is the undo of a container step: end its supervision,
+// stop every attempt gracefully and remove them.
 func (r *podRun) stopContainers(name string) func(context.Context) error {
 	return func(ctx context.Context) error {
+		if l := r.w.loop(name); l != nil {
+			l.stop()
+		}
 		ctrs, err := r.h.engine.List(ctx, map[string]string{labels.PodUID: r.pod.UID, labels.Container: name})
 		if err != nil {
 			return err
 		}
-		grace := defaultGrace
-		if g := r.pod.Spec.TerminationGracePeriodSeconds; g != nil {
-			grace = time.Duration(*g) * time.Second
-		}
-		errs := []error{r.h.stopAll(ctx, ctrs, grace)}
+		errs := []error{r.h.stopGroup(ctx, ctrs, r.pod.Pod, r.state.PodIPs, podGrace(r.pod.Pod))}
 		for _, c := range ctrs {
 			errs = append(errs, r.h.engine.Delete(ctx, c.ID))
 		}

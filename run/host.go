@@ -4,20 +4,28 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/ctrd"
+	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/sandbox"
 )
 
 // Host is podrun on this machine: the runtime, the network and the state dir.
 type Host struct {
-	cfg     Config
-	engine  engine.Engine
-	network *sandbox.Network
-	report  Reporter
-	closer  func() error
+	cfg        Config
+	engine     engine.Engine
+	network    *sandbox.Network
+	report     Reporter
+	closer     func() error
+	exits      *exitRouter
+	clock      probes.Clock
+	closeExits context.CancelFunc // ends the exit router
+
+	mu      sync.Mutex
+	workers []*podWorker // pods supervised by this process
 }
 
 // dialTimeout bounds connecting to containerd.
@@ -50,13 +58,19 @@ func NewHost(cfg Config, e engine.Engine, report Reporter, closer func() error) 
 	if report == nil {
 		report = func(Event) {}
 	}
-	return &Host{
+	h := &Host{
 		cfg:     cfg,
 		engine:  e,
 		network: sandbox.NewNetwork(cfg.CNIConfDir, cfg.CNIBinDirs, filepath.Join(cfg.Root, "cni")),
 		report:  report,
 		closer:  closer,
+		exits:   newExitRouter(e),
+		clock:   probes.RealClock{},
 	}
+	var ctx context.Context
+	ctx, h.closeExits = context.WithCancel(context.Background())
+	h.exits.start(ctx)
+	return h
 }
 
 // Engine exposes the runtime for image commands.
@@ -64,6 +78,8 @@ func (h *Host) Engine() engine.Engine { return h.engine }
 
 // Close releases the runtime connection.
 func (h *Host) Close() error {
+	h.StopSupervising()
+	h.closeExits()
 	if h.closer == nil {
 		return nil
 	}

@@ -35,26 +35,30 @@ func stepNames(r *podRun) []string {
 
 func TestPlan(t *testing.T) {
 	sandboxed := []string{"pod directory", "volumes", "images", "sandbox: netns", "sandbox: pause + network", "sandbox: files"}
+	always := corev1.ContainerRestartPolicyAlways
 	tests := []struct {
 		name   string
 		mutate func(*corev1.Pod)
-		detach bool
+		wait   Wait
 		want   []string
 	}{
-		{"pod network, restartPolicy Always", func(*corev1.Pod) {},
-			false, append(append([]string{}, sandboxed...), "init/setup", "container/app", "container/side", "record")},
+		{"pod network, restartPolicy Always, wait ready", func(*corev1.Pod) {},
+			WaitReady, append(append([]string{}, sandboxed...), "init/setup", "container/app", "container/side", "wait: ready")},
 		{"hostNetwork skips netns and CNI", func(p *corev1.Pod) { p.Spec.HostNetwork = true },
-			false, []string{"pod directory", "volumes", "images", "sandbox: pause", "sandbox: files", "init/setup", "container/app", "container/side", "record"}},
-		{"run to completion waits", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever; p.Spec.InitContainers = nil },
-			false, append(append([]string{}, sandboxed...), "container/app", "container/side", "wait")},
-		{"detach never waits", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
-			true, append(append([]string{}, sandboxed...), "init/setup", "container/app", "container/side", "record")},
+			WaitReady, []string{"pod directory", "volumes", "images", "sandbox: pause", "sandbox: files", "init/setup", "container/app", "container/side", "wait: ready"}},
+		{"run to completion waits for completion", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever; p.Spec.InitContainers = nil },
+			WaitReady, append(append([]string{}, sandboxed...), "container/app", "container/side", "wait: completion")},
+		{"wait running only records", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
+			WaitRunning, append(append([]string{}, sandboxed...), "init/setup", "container/app", "container/side", "record")},
+		{"native sidecar keeps its place in the init order", func(p *corev1.Pod) {
+			p.Spec.InitContainers = append([]corev1.Container{{Name: "proxy", Image: "busybox:1", RestartPolicy: &always}}, p.Spec.InitContainers...)
+		}, WaitReady, append(append([]string{}, sandboxed...), "sidecar/proxy", "init/setup", "container/app", "container/side", "wait: ready")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := basePod()
 			tt.mutate(p.Pod)
-			got := stepNames(&podRun{pod: p, detach: tt.detach})
+			got := stepNames(&podRun{pod: p, wait: tt.wait})
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("steps:\n got %q\nwant %q", got, tt.want)
 			}

@@ -1,11 +1,10 @@
-//go:build podrun_wip
-
 package run
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,11 +72,52 @@ func (w *podWorker) stop() {
 	w.wg.Wait()
 }
 
+// supervise keeps w running after Up, for Supervise.
+func (h *Host) supervise(w *podWorker) {
+	h.mu.Lock()
+	h.workers = append(h.workers, w)
+	h.mu.Unlock()
+}
+
+// Supervise keeps supervising the pods Up brought up in the foreground
+// until ctx ends, then terminates them gracefully (the kubelet's order).
+func (h *Host) Supervise(ctx context.Context) error {
+	<-ctx.Done()
+	h.mu.Lock()
+	workers := h.workers
+	h.workers = nil
+	h.mu.Unlock()
+	errs := make([]error, len(workers))
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.stop()
+			errs[i] = h.downUID(context.Background(), w.r.pod.UID, nil)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// StopSupervising ends supervision without touching the containers.
+func (h *Host) StopSupervising() {
+	h.mu.Lock()
+	workers := h.workers
+	h.workers = nil
+	h.mu.Unlock()
+	for _, w := range workers {
+		w.stop()
+	}
+}
+
 // loopState is what a container loop knows of its container.
 type loopState struct {
 	id       string
 	restarts int
 	running  bool // started, postStart done
+	ranOnce  bool // running at least once
 	started  bool // running and startup probe passed
 	ready    bool
 	done     bool // exited and will not restart
@@ -88,11 +128,14 @@ type loopState struct {
 
 // ctrLoop supervises one container.
 type ctrLoop struct {
-	w       *podWorker
-	c       *corev1.Container
-	kind    string
-	always  bool // restart on any exit, whatever the pod's policy (native sidecars)
-	backoff Backoff
+	w        *podWorker
+	ctx      context.Context
+	cancel   context.CancelFunc
+	finished chan struct{} // closed when run returns
+	c        *corev1.Container
+	kind     string
+	always   bool // restart on any exit, whatever the pod's policy (native sidecars)
+	backoff  Backoff
 
 	mu sync.Mutex
 	st loopState
@@ -114,12 +157,40 @@ func (l *ctrLoop) update(fn func(*loopState)) {
 // startLoop begins supervising container c from attempt restart.
 func (w *podWorker) startLoop(c *corev1.Container, kind string, restart int) *ctrLoop {
 	l := &ctrLoop{w: w, c: c, kind: kind, always: kind == labels.KindInit, st: loopState{restarts: restart}}
+	l.ctx, l.cancel = context.WithCancel(w.ctx)
+	l.finished = make(chan struct{})
 	w.mu.Lock()
 	w.loops = append(w.loops, l)
 	w.mu.Unlock()
 	w.wg.Add(1)
 	go l.run()
 	return l
+}
+
+// all returns the loops started so far.
+func (w *podWorker) all() []*ctrLoop {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]*ctrLoop(nil), w.loops...)
+}
+
+// describe is a short account of the container's state.
+func (s loopState) describe() string {
+	switch {
+	case s.done:
+		return fmt.Sprintf("exited with code %d", s.exitCode)
+	case s.startErr != nil:
+		return fmt.Sprintf("failed to start: %v", s.startErr)
+	case s.ready:
+		return "ready"
+	case s.started:
+		return "running, not ready"
+	case s.running:
+		return "running, startup probe not passed"
+	case s.restarts > 0:
+		return fmt.Sprintf("waiting to restart (CrashLoopBackOff, %d restarts)", s.restarts)
+	}
+	return "starting"
 }
 
 func (w *podWorker) loop(name string) *ctrLoop {
@@ -131,6 +202,12 @@ func (w *podWorker) loop(name string) *ctrLoop {
 		}
 	}
 	return nil
+}
+
+// stop ends this container's supervision (not the container) and waits for it.
+func (l *ctrLoop) stop() {
+	l.cancel()
+	<-l.finished
 }
 
 func (l *ctrLoop) shouldRestart(code uint32) bool {
@@ -148,7 +225,8 @@ func (l *ctrLoop) shouldRestart(code uint32) bool {
 
 func (l *ctrLoop) run() {
 	defer l.w.wg.Done()
-	ctx := l.w.ctx
+	defer close(l.finished)
+	ctx := l.ctx
 	r := l.w.r
 	for ctx.Err() == nil {
 		ranFor, code, err := l.attempt(ctx)
@@ -205,20 +283,21 @@ func (l *ctrLoop) attempt(ctx context.Context) (ranFor time.Duration, code uint3
 			l.update(func(s *loopState) { s.lastFail = msg })
 			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q: %s; killing it", l.c.Name, msg)})
 			go l.kill(ctx, id, target, r.grace(nil))
-			return l.waitExit(ctx, id, exitC, nil, start, target)
+			return l.waitExit(ctx, probeCtx, id, exitC, nil, start, target)
 		}
 	}
-	l.update(func(s *loopState) { s.running, s.startErr = true, nil })
+	l.update(func(s *loopState) { s.running, s.ranOnce, s.startErr = true, true, nil })
 	if l.c.StartupProbe != nil {
 		go probes.NewWorker(probes.Startup, l.c.StartupProbe, target, l.w.clock, updates).Run(probeCtx)
 	} else {
 		l.onStarted(probeCtx, id, target, updates)
 	}
-	return l.waitExit(ctx, id, exitC, updates, start, target)
+	return l.waitExit(ctx, probeCtx, id, exitC, updates, start, target)
 }
 
 // waitExit waits for the attempt's exit, handling probe updates meanwhile.
-func (l *ctrLoop) waitExit(ctx context.Context, id string, exitC <-chan engine.TaskExit, updates chan probes.Update, start time.Time, target probes.Target) (time.Duration, uint32, error) {
+// Probe workers run on probeCtx, which ends with the attempt.
+func (l *ctrLoop) waitExit(ctx, probeCtx context.Context, id string, exitC <-chan engine.TaskExit, updates chan probes.Update, start time.Time, target probes.Target) (time.Duration, uint32, error) {
 	r := l.w.r
 	for {
 		select {
@@ -230,7 +309,7 @@ func (l *ctrLoop) waitExit(ctx context.Context, id string, exitC <-chan engine.T
 			}
 			return l.w.clock.Now().Sub(start), e.Code, nil
 		case u := <-updates:
-			l.onProbe(ctx, id, target, u, updates)
+			l.onProbe(probeCtx, id, target, u, updates)
 		case <-ctx.Done():
 			return 0, 0, nil
 		}
@@ -293,7 +372,7 @@ func (l *ctrLoop) kill(ctx context.Context, id string, target probes.Target, gra
 		return
 	}
 	c := engine.Container{ID: id, Task: t, Labels: r.labels(l.c.Name, l.kind, 0, r.images[l.c.Image].Config.StopSignal)}
-	if err := r.h.stop(ctx, c, l.c, target, grace); err != nil {
+	if err := r.h.stop(ctx, c, l.c, target, grace); err != nil && ctx.Err() == nil {
 		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("stopping %s: %v", id, err)})
 	}
 }
@@ -313,13 +392,13 @@ func podGrace(p *corev1.Pod) time.Duration {
 	return defaultGrace
 }
 
-// target is where container c's probes and hooks go: the pod's first IP.
+// target is where container c's probes and hooks go.
 func (r *podRun) target(c *corev1.Container, id string) probes.Target {
-	host := ""
-	if r.state != nil && len(r.state.PodIPs) > 0 {
-		host = r.state.PodIPs[0]
+	var ips []string
+	if r.state != nil {
+		ips = r.state.PodIPs
 	}
-	return probes.Target{ContainerID: id, Host: host, Ports: c.Ports, Exec: execer{r.h.engine}}
+	return r.h.target(c, id, ips)
 }
 
 // execer adapts the engine to probes.Execer.
@@ -346,5 +425,3 @@ func clip(s string, n int) string {
 	}
 	return s
 }
-
-var _ = errors.New

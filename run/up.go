@@ -21,6 +21,7 @@ import (
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/spec"
+	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/volumes"
 )
 
@@ -86,8 +87,15 @@ func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions) Result {
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), detach: o.Detach}
-	if err := Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report); err != nil {
+	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait}
+	r.w = newPodWorker(r, h.clock)
+	err = Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report)
+	if err != nil || !o.Foreground {
+		r.w.stop() // the pod keeps running; nobody supervises it any more
+	} else {
+		h.supervise(r.w)
+	}
+	if err != nil {
 		res.Err = err
 		res.Phase = corev1.PodFailed
 		return res
@@ -144,7 +152,8 @@ type podRun struct {
 	pod    *manifest.Pod
 	key    string
 	layout volumes.Layout
-	detach bool
+	wait   Wait
+	w      *podWorker
 
 	state     *State
 	vols      *volumes.Prepared
@@ -183,16 +192,24 @@ func (r *podRun) plan() []Step {
 	steps = append(steps, Step{Name: "sandbox: files", Do: r.writeFiles})
 	for i := range r.pod.Spec.InitContainers {
 		c := &r.pod.Spec.InitContainers[i]
+		if status.IsSidecar(c) {
+			steps = append(steps, Step{Name: "sidecar/" + c.Name, Do: r.startSidecar(c), Undo: r.stopContainers(c.Name), UndoFirst: true})
+			continue
+		}
 		steps = append(steps, Step{Name: "init/" + c.Name, Do: r.runInit(c), Undo: r.removeContainers(c.Name), UndoFirst: true})
 	}
 	for i := range r.pod.Spec.Containers {
 		c := &r.pod.Spec.Containers[i]
 		steps = append(steps, Step{Name: "container/" + c.Name, Do: r.startApp(c), Undo: r.stopContainers(c.Name), UndoFirst: true})
 	}
-	if r.detach || r.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways {
+	runsToCompletion := r.pod.Spec.RestartPolicy != corev1.RestartPolicyAlways
+	switch {
+	case r.wait != WaitReady:
 		steps = append(steps, Step{Name: "record", Do: r.recordRunning})
-	} else {
-		steps = append(steps, Step{Name: "wait", Do: r.waitCompletion})
+	case runsToCompletion:
+		steps = append(steps, Step{Name: "wait: completion", Do: r.waitCompletion})
+	default:
+		steps = append(steps, Step{Name: "wait: ready", Do: r.waitReady})
 	}
 	return steps
 }
@@ -222,8 +239,26 @@ func (r *podRun) createDirs(context.Context) error {
 	if err := r.layout.Create(); err != nil {
 		return err
 	}
+	if err := r.archiveLogs(); err != nil {
+		return err
+	}
 	r.state = &State{UID: r.pod.UID, Hash: r.pod.Hash, Source: r.pod.Source.Origin(), Pod: r.pod.Pod}
 	return r.h.saveState(r.state)
+}
+
+// archiveLogs moves aside the logs of an earlier pod with the same UID (the
+// same manifest, run again after `down`), so that its files are kept but not
+// appended to: each run starts at 0.log like a new pod on Kubernetes.
+func (r *podRun) archiveLogs() error {
+	dir := logs.PodDir(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	old := fmt.Sprintf("%s.%s", dir, time.Now().UTC().Format("20060102T150405.000000000"))
+	if err := os.Rename(dir, old); err != nil {
+		return fmt.Errorf("keeping the logs of the previous run: %w", err)
+	}
+	return nil
 }
 
 func (r *podRun) removeDirs(context.Context) error { return r.layout.Remove() }
@@ -510,6 +545,7 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 		return "", err
 	}
 	l := r.labels(c.Name, kind, restart, img.Config.StopSignal)
+	l[labels.ImageID] = imageID(img)
 	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s}); err != nil {
 		return "", err
 	}
@@ -519,6 +555,15 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	}
 	started := map[string]string{labels.StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
 	return id, r.h.engine.SetLabels(ctx, id, started)
+}
+
+// imageID is an image's reference by digest, as the kubelet reports imageID.
+func imageID(img engine.Image) string {
+	repo, _, _ := strings.Cut(img.Ref, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	return repo + "@" + img.Digest
 }
 
 // logTailLines is how many log lines an error message quotes.
@@ -579,18 +624,13 @@ func (e *ExitError) Error() string {
 // runToCompletion runs container c until it exits 0 or, per policy, fails:
 // with restartPolicy Never the first non-zero exit is returned as an
 // *ExitError; otherwise it is restarted with the kubelet's back-off until it
-// succeeds or ctx ends. When running is set, the first attempt is already
-// started under that id.
-func (r *podRun) runToCompletion(ctx context.Context, c *corev1.Container, kind, running string) error {
+// succeeds or ctx ends.
+func (r *podRun) runToCompletion(ctx context.Context, c *corev1.Container, kind string) error {
 	var backoff Backoff
 	for restart := 0; ; restart++ {
-		id := running
-		running = ""
-		if id == "" {
-			var err error
-			if id, err = r.startContainer(ctx, c, kind, restart); err != nil {
-				return err
-			}
+		id, err := r.startContainer(ctx, c, kind, restart)
+		if err != nil {
+			return err
 		}
 		exit, err := r.h.engine.Wait(ctx, id)
 		if err != nil {
@@ -619,7 +659,7 @@ func (r *podRun) runToCompletion(ctx context.Context, c *corev1.Container, kind,
 
 func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		err := r.runToCompletion(ctx, c, labels.KindInit, "")
+		err := r.runToCompletion(ctx, c, labels.KindInit)
 		if xerr := (*ExitError)(nil); errors.As(err, &xerr) {
 			return fmt.Errorf("init %w", err)
 		}
@@ -627,9 +667,36 @@ func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 	}
 }
 
+// startApp starts supervising app container c and waits until it has
+// started (postStart done), or failed to.
 func (r *podRun) startApp(c *corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		_, err := r.startContainer(ctx, c, labels.KindApp, 0)
+		l := r.w.startLoop(c, labels.KindApp, 0)
+		return r.w.waitFor(ctx, func() (bool, error) {
+			st := l.state()
+			if st.startErr != nil {
+				return false, st.startErr
+			}
+			return st.ranOnce || st.done, nil
+		})
+	}
+}
+
+// startSidecar starts a native sidecar and waits until it has started (its
+// startup probe passed), as the next init container does.
+func (r *podRun) startSidecar(c *corev1.Container) func(context.Context) error {
+	return func(ctx context.Context) error {
+		l := r.w.startLoop(c, labels.KindInit, 0)
+		err := r.w.waitFor(ctx, func() (bool, error) {
+			st := l.state()
+			if st.startErr != nil {
+				return false, st.startErr
+			}
+			return st.started, nil
+		})
+		if err != nil && ctx.Err() != nil {
+			return r.notReady(err, []*ctrLoop{l})
+		}
 		return err
 	}
 }
@@ -640,30 +707,71 @@ func (r *podRun) recordRunning(context.Context) error {
 	return r.h.saveState(r.state)
 }
 
-// waitCompletion waits for a Never/OnFailure pod's app containers to finish
-// (restarting failures under OnFailure), then stops the sandbox and its
-// network: a finished pod keeps its containers and directory for status and
-// logs until `down`, and nothing of it keeps running.
-func (r *podRun) waitCompletion(ctx context.Context) error {
-	errs := make([]error, len(r.pod.Spec.Containers))
-	var wg sync.WaitGroup
-	for i := range r.pod.Spec.Containers {
-		c := &r.pod.Spec.Containers[i]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = r.runToCompletion(ctx, c, labels.KindApp, ContainerID(r.pod.UID, c.Name, 0))
-		}()
+// waitReady waits until every supervised container is ready.
+func (r *podRun) waitReady(ctx context.Context) error {
+	loops := r.w.all()
+	err := r.w.waitFor(ctx, func() (bool, error) {
+		for _, l := range loops {
+			if !l.state().ready {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return r.notReady(err, loops)
 	}
-	wg.Wait()
+	return r.recordRunning(ctx)
+}
+
+// notReady explains a wait that ended: for each container that is not
+// ready, its state, its last probe or hook failure and its last log lines.
+func (r *podRun) notReady(cause error, loops []*ctrLoop) error {
+	var b strings.Builder
+	for _, l := range loops {
+		st := l.state()
+		if st.ready {
+			continue
+		}
+		fmt.Fprintf(&b, "\n  container %q: %s", l.c.Name, st.describe())
+		if st.lastFail != "" {
+			fmt.Fprintf(&b, "; %s", st.lastFail)
+		}
+		logPath := logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, l.c.Name, st.restarts)
+		if tail := readTail(logPath); tail != "" {
+			fmt.Fprintf(&b, "; last log lines:\n%s", tail)
+		}
+	}
+	return fmt.Errorf("not ready: %w%s", cause, b.String())
+}
+
+// waitCompletion waits for a Never/OnFailure pod's app containers to finish
+// (their loops restart failures under OnFailure), then stops its sidecars,
+// sandbox and network: a finished pod keeps its containers and directory
+// for status and logs until `down`, and nothing of it keeps running.
+func (r *podRun) waitCompletion(ctx context.Context) error {
+	var apps []*ctrLoop
+	for _, l := range r.w.all() {
+		if l.kind == labels.KindApp {
+			apps = append(apps, l)
+		}
+	}
+	err := r.w.waitFor(ctx, func() (bool, error) {
+		for _, l := range apps {
+			if !l.state().done {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return r.notReady(err, apps)
+	}
 	var failures []string
-	for _, err := range errs {
-		var xerr *ExitError
-		switch {
-		case errors.As(err, &xerr):
-			failures = append(failures, xerr.Error())
-		case err != nil:
-			return err
+	for _, l := range apps {
+		if st := l.state(); st.exitCode != 0 {
+			logPath := logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, l.c.Name, st.restarts)
+			failures = append(failures, (&ExitError{Container: l.c.Name, Code: st.exitCode, Tail: readTail(logPath)}).Error())
 		}
 	}
 	r.phase = corev1.PodSucceeded
@@ -671,9 +779,32 @@ func (r *podRun) waitCompletion(ctx context.Context) error {
 		r.phase = corev1.PodFailed
 		r.failure = strings.Join(failures, "; ")
 	}
+	if err := r.stopSidecars(ctx); err != nil {
+		return err
+	}
 	if err := r.h.stopSandbox(ctx, r.pod.UID, r.attachment()); err != nil {
 		return err
 	}
 	r.state.Complete = true
 	return r.h.saveState(r.state)
+}
+
+// stopSidecars ends the native sidecars of a finished pod, in reverse order.
+func (r *podRun) stopSidecars(ctx context.Context) error {
+	var errs []error
+	for i := len(r.pod.Spec.InitContainers) - 1; i >= 0; i-- {
+		c := &r.pod.Spec.InitContainers[i]
+		if !status.IsSidecar(c) {
+			continue
+		}
+		if l := r.w.loop(c.Name); l != nil {
+			l.stop()
+		}
+		ctrs, err := r.h.engine.List(ctx, map[string]string{labels.PodUID: r.pod.UID, labels.Container: c.Name})
+		if err != nil {
+			return err
+		}
+		errs = append(errs, r.h.stopGroup(ctx, ctrs, r.pod.Pod, r.state.PodIPs, podGrace(r.pod.Pod)))
+	}
+	return errors.Join(errs...)
 }

@@ -17,7 +17,7 @@ import (
 
 // Observed is what is known of a pod on the node.
 type Observed struct {
-	Sandbox    *engine.Container            // the pause container, when it exists
+	Sandbox    *engine.Container             // the pause container, when it exists
 	Containers map[string][]engine.Container // by container name, every attempt kept
 	PodIPs     []string
 	HostIP     string
@@ -63,7 +63,7 @@ func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting s
 		return st
 	}
 	st.ContainerID = "containerd://" + cur.ID
-	st.ImageID = cur.Image
+	st.ImageID = cur.Labels[labels.ImageID]
 	st.RestartCount = RestartCount(*cur)
 	st.State = state(*cur)
 	if st.State.Terminated != nil && cur.Labels[labels.Waiting] != "" {

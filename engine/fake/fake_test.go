@@ -174,6 +174,18 @@ func TestNotFoundAndAlreadyGone(t *testing.T) {
 	}
 }
 
+// waitCall waits until call has been recorded (a Wait records its call and
+// takes the task in one step, so it is then waiting).
+func waitCall(t *testing.T, e *Engine, call string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if slices.Contains(e.Calls(), call) {
+			return
+		}
+	}
+	t.Fatalf("no call %q in %q", call, e.Calls())
+}
+
 func second[T any](_ T, err error) error { return err }
 
 func TestImagesPullImport(t *testing.T) {
@@ -301,7 +313,7 @@ func TestKillExitWaitAndEvents(t *testing.T) {
 		exit, _ := e.Wait(ctx, "del")
 		waited <- exit
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitCall(t, e, "Wait del")
 	if err := e.Delete(ctx, "del"); err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +490,7 @@ func TestSetTask(t *testing.T) {
 		exit, _ := e.Wait(ctx, "a")
 		done <- exit
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitCall(t, e, "Wait a")
 	e.SetTask("a", engine.Task{State: engine.TaskStopped, ExitCode: 9, ExitedAt: t0})
 	if exit := <-done; exit.Code != 9 || !exit.ExitedAt.Equal(t0) {
 		t.Fatalf("Wait = %+v", exit)
