@@ -136,6 +136,7 @@ type ctrLoop struct {
 	kind     string
 	always   bool // restart on any exit, whatever the pod's policy (native sidecars)
 	backoff  Backoff
+	adopted  *engine.Container // an existing attempt to take over instead of starting one
 
 	mu sync.Mutex
 	st loopState
@@ -154,9 +155,10 @@ func (l *ctrLoop) update(fn func(*loopState)) {
 	l.w.notify()
 }
 
-// startLoop begins supervising container c from attempt restart.
-func (w *podWorker) startLoop(c *corev1.Container, kind string, restart int) *ctrLoop {
-	l := &ctrLoop{w: w, c: c, kind: kind, always: kind == labels.KindInit, st: loopState{restarts: restart}}
+// startLoop begins supervising container c from attempt restart; when
+// adopted is set, that existing attempt is taken over, not started.
+func (w *podWorker) startLoop(c *corev1.Container, kind string, restart int, adopted *engine.Container) *ctrLoop {
+	l := &ctrLoop{w: w, c: c, kind: kind, always: kind == labels.KindInit, st: loopState{restarts: restart}, adopted: adopted}
 	l.ctx, l.cancel = context.WithCancel(w.ctx)
 	l.finished = make(chan struct{})
 	w.mu.Lock()
@@ -229,7 +231,16 @@ func (l *ctrLoop) run() {
 	ctx := l.ctx
 	r := l.w.r
 	for ctx.Err() == nil {
-		ranFor, code, err := l.attempt(ctx)
+		var ranFor time.Duration
+		var code uint32
+		var err error
+		resume := time.Duration(-1) // the rest of an adopted back-off
+		if a := l.adopted; a != nil && a.Task.State != engine.TaskRunning {
+			l.adopted = nil
+			ranFor, code, resume = l.adoptExited(ctx, *a)
+		} else {
+			ranFor, code, err = l.attempt(ctx)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -243,6 +254,9 @@ func (l *ctrLoop) run() {
 			return
 		}
 		delay := l.backoff.Delay(ranFor)
+		if resume >= 0 {
+			delay = resume
+		}
 		st := l.state()
 		until := l.w.clock.Now().Add(delay)
 		_ = r.h.engine.SetLabels(ctx, st.id, map[string]string{
@@ -268,16 +282,22 @@ func (l *ctrLoop) attempt(ctx context.Context) (ranFor time.Duration, code uint3
 	exitC := r.h.exits.register(id)
 	defer r.h.exits.unregister(id)
 	l.update(func(s *loopState) { s.id = id })
-	if _, err := r.startContainer(ctx, l.c, l.kind, restarts); err != nil {
-		return 0, 0, err
-	}
 	start := l.w.clock.Now()
+	adopted := l.adopted
+	l.adopted = nil
+	if adopted == nil {
+		if _, err := r.startContainer(ctx, l.c, l.kind, restarts); err != nil {
+			return 0, 0, err
+		}
+	} else if t, err := time.Parse(time.RFC3339Nano, adopted.Labels[labels.StartedAt]); err == nil {
+		start = t
+	}
 	r.h.exits.check(ctx, id)
 	target := r.target(l.c, id)
 	probeCtx, stopProbes := context.WithCancel(ctx)
 	defer stopProbes()
 	updates := make(chan probes.Update, 8)
-	if post := l.c.Lifecycle; post != nil && post.PostStart != nil {
+	if post := l.c.Lifecycle; adopted == nil && post != nil && post.PostStart != nil {
 		if err := probes.Hook(ctx, post.PostStart, target); err != nil {
 			msg := fmt.Sprintf("postStart hook failed: %v", err)
 			l.update(func(s *loopState) { s.lastFail = msg })
@@ -287,12 +307,41 @@ func (l *ctrLoop) attempt(ctx context.Context) (ranFor time.Duration, code uint3
 		}
 	}
 	l.update(func(s *loopState) { s.running, s.ranOnce, s.startErr = true, true, nil })
-	if l.c.StartupProbe != nil {
+	if l.c.StartupProbe != nil && (adopted == nil || adopted.Labels[labels.Started] != "true") {
 		go probes.NewWorker(probes.Startup, l.c.StartupProbe, target, l.w.clock, updates).Run(probeCtx)
 	} else {
 		l.onStarted(probeCtx, id, target, updates)
 	}
 	return l.waitExit(ctx, probeCtx, id, exitC, updates, start, target)
+}
+
+// adoptExited takes over an attempt that exited while nobody supervised
+// it: its exit is recorded, and the back-off resumes where its labels say
+// (resume is -1 when none was pending).
+func (l *ctrLoop) adoptExited(ctx context.Context, a engine.Container) (ranFor time.Duration, code uint32, resume time.Duration) {
+	r := l.w.r
+	l.update(func(s *loopState) { s.id = a.ID })
+	code = a.Task.ExitCode
+	if a.Task.State == engine.TaskStopped {
+		_ = r.h.finish(ctx, a.ID, engine.Exit{Code: a.Task.ExitCode, ExitedAt: a.Task.ExitedAt})
+	} else if n, err := strconv.Atoi(a.Labels[labels.ExitCode]); err == nil {
+		code = uint32(n)
+	}
+	started, _ := time.Parse(time.RFC3339Nano, a.Labels[labels.StartedAt])
+	finished, _ := time.Parse(time.RFC3339Nano, a.Labels[labels.FinishedAt])
+	if a.Task.State == engine.TaskStopped {
+		finished = a.Task.ExitedAt
+	}
+	ranFor = finished.Sub(started)
+	l.backoff.next = backoffInitial
+	for i := 0; i < l.state().restarts && l.backoff.next < backoffMax; i++ {
+		l.backoff.next = min(2*l.backoff.next, backoffMax)
+	}
+	resume = -1
+	if until, err := time.Parse(time.RFC3339Nano, a.Labels[labels.BackoffUntil]); err == nil {
+		resume = max(until.Sub(l.w.clock.Now()), 0)
+	}
+	return ranFor, code, resume
 }
 
 // waitExit waits for the attempt's exit, handling probe updates meanwhile.

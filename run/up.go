@@ -67,11 +67,27 @@ func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions) Result {
 		res.Err = err
 		return res
 	}
-	switch d := Decide(p.UID, existing); d.Action {
+	d := Decide(p.UID, existing)
+	switch d.Action {
 	case Unchanged:
 		res.Action = Unchanged
 		res.Phase = d.Phase
-		return res
+		if o.Foreground {
+			if err := h.Adopt(ctx, p.UID); errors.Is(err, ErrNotAdoptable) {
+				h.report(Event{Pod: key, Msg: fmt.Sprintf("%v; replacing it", err)})
+				d = Decision{Action: Replaced, Remove: []string{p.UID}}
+				break
+			} else if err != nil {
+				res.Err = err
+				return res
+			}
+			h.report(Event{Pod: key, Msg: "unchanged; supervising it"})
+		}
+		if d.Action == Unchanged {
+			return res
+		}
+	}
+	switch d.Action {
 	case Replaced:
 		res.Action = Replaced
 		for _, uid := range d.Remove {
@@ -87,7 +103,7 @@ func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions) Result {
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait}
+	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin()}
 	r.w = newPodWorker(r, h.clock)
 	err = Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report)
 	if err != nil || !o.Foreground {
@@ -152,6 +168,7 @@ type podRun struct {
 	pod    *manifest.Pod
 	key    string
 	layout volumes.Layout
+	source string // for labels and listings: "stdin" or a file's absolute path
 	wait   Wait
 	w      *podWorker
 
@@ -242,7 +259,7 @@ func (r *podRun) createDirs(context.Context) error {
 	if err := r.archiveLogs(); err != nil {
 		return err
 	}
-	r.state = &State{UID: r.pod.UID, Hash: r.pod.Hash, Source: r.pod.Source.Origin(), Pod: r.pod.Pod}
+	r.state = &State{UID: r.pod.UID, Hash: r.pod.Hash, Source: r.source, Pod: r.pod.Pod}
 	return r.h.saveState(r.state)
 }
 
@@ -358,7 +375,7 @@ func (r *podRun) removeNetNS(context.Context) error {
 }
 
 func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[string]string {
-	l := podLabels(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.pod.Source.Origin())
+	l := podLabels(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.source)
 	l[labels.Container] = name
 	l[labels.Kind] = kind
 	l[labels.RestartCount] = strconv.Itoa(restart)
@@ -671,7 +688,7 @@ func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 // started (postStart done), or failed to.
 func (r *podRun) startApp(c *corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		l := r.w.startLoop(c, labels.KindApp, 0)
+		l := r.w.startLoop(c, labels.KindApp, 0, nil)
 		return r.w.waitFor(ctx, func() (bool, error) {
 			st := l.state()
 			if st.startErr != nil {
@@ -686,7 +703,7 @@ func (r *podRun) startApp(c *corev1.Container) func(context.Context) error {
 // startup probe passed), as the next init container does.
 func (r *podRun) startSidecar(c *corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		l := r.w.startLoop(c, labels.KindInit, 0)
+		l := r.w.startLoop(c, labels.KindInit, 0, nil)
 		err := r.w.waitFor(ctx, func() (bool, error) {
 			st := l.state()
 			if st.startErr != nil {

@@ -1,0 +1,114 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/sandbox"
+	"github.com/podrun/podrun/status"
+	"github.com/podrun/podrun/volumes"
+)
+
+// ErrNotAdoptable is returned for a pod that cannot be supervised as it is
+// (half made, or its sandbox is gone); the caller replaces it.
+var ErrNotAdoptable = errors.New("pod cannot be adopted")
+
+// Adopt takes over the supervision of a pod already on the node (left by a
+// `podrun up` that exited, or by a daemon that restarted): probes resume,
+// exited containers restart per policy with their back-off, and nothing
+// that runs is restarted.
+func (h *Host) Adopt(ctx context.Context, uid string) error {
+	r, err := h.rebuild(ctx, uid)
+	if err != nil {
+		return err
+	}
+	r.w = newPodWorker(r, h.clock)
+	ctrs, err := h.engine.List(ctx, map[string]string{labels.PodUID: uid})
+	if err != nil {
+		return err
+	}
+	for i := range r.pod.Spec.InitContainers {
+		if c := &r.pod.Spec.InitContainers[i]; status.IsSidecar(c) {
+			r.w.adoptLoop(c, labels.KindInit, named(ctrs, c.Name))
+		}
+	}
+	if r.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || !r.finished(ctrs) {
+		for i := range r.pod.Spec.Containers {
+			c := &r.pod.Spec.Containers[i]
+			r.w.adoptLoop(c, labels.KindApp, named(ctrs, c.Name))
+		}
+	}
+	h.supervise(r.w)
+	return nil
+}
+
+// adoptLoop supervises container c from its latest attempt.
+func (w *podWorker) adoptLoop(c *corev1.Container, kind string, attempts []engine.Container) {
+	cur := status.Latest(attempts)
+	if cur == nil {
+		w.startLoop(c, kind, 0, nil)
+		return
+	}
+	w.startLoop(c, kind, int(status.RestartCount(*cur)), cur)
+}
+
+// finished reports whether every app container of a run-to-completion pod
+// has exited for good.
+func (r *podRun) finished(ctrs []engine.Container) bool {
+	for i := range r.pod.Spec.Containers {
+		c := &r.pod.Spec.Containers[i]
+		cur := status.Latest(named(ctrs, c.Name))
+		if cur == nil || cur.Task.State == engine.TaskRunning {
+			return false
+		}
+		st := status.ContainerStatus(c, []engine.Container{*cur}, "")
+		if t := st.State.Terminated; t == nil || (t.ExitCode != 0 && r.pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure) {
+			return false
+		}
+	}
+	return true
+}
+
+// rebuild reconstructs a complete pod's pipeline context from its state
+// file and the runtime, without changing anything.
+func (h *Host) rebuild(ctx context.Context, uid string) (*podRun, error) {
+	st, err := h.loadState(uid)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil || st.Pod == nil || !st.Complete {
+		return nil, fmt.Errorf("%w: pod %s was never fully set up", ErrNotAdoptable, uid)
+	}
+	pod := &manifest.Pod{Pod: st.Pod, UID: st.UID, Hash: st.Hash}
+	r := &podRun{h: h, pod: pod, key: pod.Namespace + "/" + pod.Name, layout: h.layout(uid), state: st,
+		source: st.Source, sandboxID: SandboxID(uid), wait: WaitRunning}
+	if r.vols, err = volumes.Setup(r.layout, pod.Pod); err != nil {
+		return nil, fmt.Errorf("%w: volumes: %w", ErrNotAdoptable, err)
+	}
+	r.images = map[string]engine.Image{}
+	for _, c := range allContainers(pod.Pod) {
+		img, err := h.engine.Image(ctx, c.Image)
+		if err != nil {
+			return nil, fmt.Errorf("%w: image %q: %w", ErrNotAdoptable, c.Image, err)
+		}
+		r.images[c.Image] = img
+	}
+	t, err := h.engine.Task(ctx, r.sandboxID)
+	if err != nil || t.State != engine.TaskRunning {
+		return nil, fmt.Errorf("%w: its sandbox is not running", ErrNotAdoptable)
+	}
+	r.pausePID = t.PID
+	if !pod.Spec.HostNetwork {
+		r.netns = sandbox.NetNSPath(sandbox.NetNSName(uid))
+	}
+	if r.hostname, err = sandbox.Hostname(pod.Pod); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
