@@ -51,5 +51,10 @@ up: deps build $(IMAGE_TAR)
 bench: deps
 	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench . -benchtime 20x ./e2e/
 
+# CPU and memory of `podrun up -f` supervising 20 probed pods (prints figures, asserts nothing).
+.PHONY: bench-supervise
+bench-supervise:
+	flock /tmp/podrun-e2e.lock bash bench/supervise-cpu.sh
+
 clean:
 	rm -rf $(BIN)

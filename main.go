@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
@@ -191,7 +193,7 @@ func newApp() *cli.App {
 			return nil
 		},
 		Commands: []*cli.Command{
-			upCommand(), downCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(),
+			upCommand(), downCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), daemonCommand(),
 			validateCommand(), imageCommand(), versionCommand(),
 			// Run by the runtime, not by users: the sandbox's PID 1 and the shim's log driver.
 			{Name: "pause", Hidden: true, Action: func(*cli.Context) error { os.Exit(pause.Run()); return nil }},
@@ -380,6 +382,94 @@ func logsCommand() *cli.Command {
 	}
 }
 
+// statusFile is where a running daemon publishes its problems.
+func statusFile(c *cli.Context) string { return filepath.Join(c.String("root"), "daemon.json") }
+
+func daemonCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "daemon",
+		Usage: "keep the pods of a static-manifest directory running, like the kubelet's static pods",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "manifest-dir", Value: "/etc/podrun/manifests", EnvVars: []string{"PODRUN_MANIFEST_DIR"}, Usage: "directory of Pod manifests (.yaml, .yml, .json; not recursive)"},
+			&cli.StringFlag{Name: "manifest-url", EnvVars: []string{"PODRUN_MANIFEST_URL"}, Usage: "also keep the pods served at this URL (polled every --resync)"},
+			&cli.DurationFlag{Name: "resync", Value: 10 * time.Second, Usage: "full re-scan period, the backstop to inotify"},
+			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "how long a written file must stay unchanged before it is read"},
+			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
+			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
+			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
+		},
+		Action: func(c *cli.Context) error {
+			dir, err := filepath.Abs(c.String("manifest-dir"))
+			if err != nil {
+				return err
+			}
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return usageError{fmt.Sprintf("daemon: --manifest-dir %s is not a directory", dir)}
+			}
+			ctx, stop := signalContext(c)
+			defer stop()
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			h, err := openHostRetrying(ctx, c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			metrics := daemon.NewMetrics()
+			h.ObserveProbes(metrics.ObserveProbe)
+			d := daemon.New(h, daemon.Options{
+				ManifestDir: dir, URL: c.String("manifest-url"), Resync: c.Duration("resync"), Settle: c.Duration("settle"),
+				StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
+			}, slog.Default(), metrics)
+			if addr := c.String("listen"); addr != "" {
+				l, err := daemon.Listen(addr)
+				if err != nil {
+					return usageError{fmt.Sprintf("daemon: --listen: %v", err)}
+				}
+				srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 5 * time.Second}
+				go func() { _ = srv.Serve(l) }()
+				defer srv.Close()
+			}
+			slog.Info("podrun daemon started", "manifest-dir", dir, "resync", c.Duration("resync"))
+			return d.Run(ctx, hup)
+		},
+	}
+}
+
+// openHostRetrying connects like openHost, but waits for the runtime with
+// back-off (a daemon may start before containerd).
+func openHostRetrying(ctx context.Context, c *cli.Context) (*run.Host, error) {
+	delay := time.Second
+	for {
+		h, err := openHost(ctx, c)
+		if !errors.Is(err, engine.ErrUnavailable) {
+			return h, err
+		}
+		slog.Error("container runtime unavailable; retrying", "in", delay, "err", err)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, err
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
+}
+
+// daemonNotes tells, on stderr, which manifests a running daemon could not
+// apply (their pods keep running as last applied).
+func daemonNotes(c *cli.Context) (daemon.Status, bool) {
+	st, ok := daemon.ReadStatus(statusFile(c))
+	if ok && len(st.Problems) > 0 {
+		fmt.Fprintln(os.Stderr, "podrun daemon: not applied (pods keep running as last applied):")
+		for _, p := range st.Problems {
+			for _, line := range strings.Split(p.Msg, "\n") {
+				fmt.Fprintf(os.Stderr, "  %s: %s\n", p.Source, line)
+			}
+		}
+	}
+	return st, ok
+}
+
 func downCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "down",
@@ -403,6 +493,16 @@ func downCommand() *cli.Command {
 				return err
 			}
 			defer h.Close()
+			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
+				pods, _ := h.Pods(c.Context)
+				for _, p := range pods {
+					for _, t := range targets {
+						if p.Namespace == t.Namespace && p.Name == t.Name && (filepath.Dir(p.Source) == st.ManifestDir || p.Source == st.URL) {
+							fmt.Fprintf(os.Stderr, "note: pod %s comes from %s: the running podrun daemon will start it again while that file exists\n", t, p.Source)
+						}
+					}
+				}
+			}
 			var errs []error
 			for _, r := range h.Down(c.Context, targets, o) {
 				switch {
@@ -478,6 +578,7 @@ func psCommand() *cli.Command {
 					shown = append(shown, p)
 				}
 			}
+			daemonNotes(c)
 			return printPods(os.Stdout, shown, c.String("output"))
 		},
 	}
@@ -506,9 +607,9 @@ func printPods(w io.Writer, pods []*run.PodInfo, format string) error {
 		return nil
 	case "", "wide":
 		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-		header := "NAMESPACE\tNAME\tREADY\tSTATUS\tRESTARTS\tAGE\tIP"
+		header := "NAMESPACE\tNAME\tREADY\tSTATUS\tRESTARTS\tAGE\tIP\tSOURCE"
 		if format == "wide" {
-			header += "\tUID\tSOURCE"
+			header += "\tUID"
 		}
 		fmt.Fprintln(tw, header)
 		for _, p := range pods {
@@ -563,9 +664,9 @@ func podRow(p *run.PodInfo, wide bool) string {
 	if name == "" {
 		name = p.UID
 	}
-	row := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", p.Namespace, name, ready, reason, restarts, age, ip)
+	row := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s", p.Namespace, name, ready, reason, restarts, age, ip, p.Source)
 	if wide {
-		row += fmt.Sprintf("\t%s\t%s", p.UID, p.Source)
+		row += "\t" + p.UID
 	}
 	return row
 }
@@ -608,6 +709,13 @@ func statusCommand() *cli.Command {
 				return err
 			}
 			defer h.Close()
+			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
+				for _, pr := range st.Problems {
+					if pr.Source == p.Source {
+						fmt.Fprintf(os.Stderr, "podrun daemon: %s is not applied (the pod runs as last applied):\n  %s\n", pr.Source, strings.ReplaceAll(pr.Msg, "\n", "\n  "))
+					}
+				}
+			}
 			pod := p.Pod.DeepCopy()
 			pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
 			format := c.String("output")

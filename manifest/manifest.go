@@ -40,6 +40,9 @@ func (s Source) Origin() string {
 	if s.File == "-" {
 		return "stdin"
 	}
+	if strings.Contains(s.File, "://") {
+		return s.File // a URL
+	}
 	if abs, err := filepath.Abs(s.File); err == nil {
 		return abs
 	}

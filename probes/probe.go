@@ -45,6 +45,8 @@ type Target struct {
 	Ports []corev1.ContainerPort
 	// Exec runs exec probes and hooks; nil makes them fail with Unknown.
 	Exec Execer
+	// Observe, when set, is told every probe attempt's outcome and duration (for metrics).
+	Observe func(kind Kind, o Outcome, took time.Duration)
 }
 
 // Result is the result of a probe attempt, or a thresholded probe state.

@@ -120,6 +120,9 @@ func (w *Worker) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if w.target.Observe != nil {
+			w.target.Observe(w.kind, out, w.clock.Now().Sub(start))
+		}
 		result, changed := w.record(out)
 		if changed {
 			u := Update{Kind: w.kind, ContainerID: w.target.ContainerID, Result: result, Outcome: out}

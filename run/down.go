@@ -71,6 +71,7 @@ const defaultGrace = 30 * time.Second
 // removes its namespace, containers and directory. Logs are kept. Every
 // part tolerates "already gone", so a half-made pod is cleaned up too.
 func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration) error {
+	h.unsupervise(uid)
 	key := uid
 	st, err := h.loadState(uid)
 	if err != nil {
@@ -174,7 +175,7 @@ func (h *Host) stopGroup(ctx context.Context, ctrs []engine.Container, pod *core
 
 // target is where a container's probes and hooks go: the pod's first IP.
 func (h *Host) target(spec *corev1.Container, id string, ips []string) probes.Target {
-	t := probes.Target{ContainerID: id, Exec: execer{h.engine}}
+	t := probes.Target{ContainerID: id, Exec: execer{h.engine}, Observe: h.observeProbe}
 	if len(ips) > 0 {
 		t.Host = ips[0]
 	}

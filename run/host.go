@@ -24,8 +24,10 @@ type Host struct {
 	clock      probes.Clock
 	closeExits context.CancelFunc // ends the exit router
 
+	observeProbe func(probes.Kind, probes.Outcome, time.Duration)
+
 	mu      sync.Mutex
-	workers []*podWorker // pods supervised by this process
+	workers map[string]*podWorker // by pod UID: the pods this process supervises
 }
 
 // dialTimeout bounds connecting to containerd.
@@ -66,11 +68,18 @@ func NewHost(cfg Config, e engine.Engine, report Reporter, closer func() error) 
 		closer:  closer,
 		exits:   newExitRouter(e),
 		clock:   probes.RealClock{},
+		workers: map[string]*podWorker{},
 	}
 	var ctx context.Context
 	ctx, h.closeExits = context.WithCancel(context.Background())
 	h.exits.start(ctx)
 	return h
+}
+
+// ObserveProbes has every probe attempt reported to fn (for metrics). Call
+// it before starting or adopting pods.
+func (h *Host) ObserveProbes(fn func(kind probes.Kind, o probes.Outcome, took time.Duration)) {
+	h.observeProbe = fn
 }
 
 // Engine exposes the runtime for image commands.

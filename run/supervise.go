@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,26 +76,60 @@ func (w *podWorker) stop() {
 // supervise keeps w running after Up, for Supervise.
 func (h *Host) supervise(w *podWorker) {
 	h.mu.Lock()
-	h.workers = append(h.workers, w)
+	old := h.workers[w.r.pod.UID]
+	h.workers[w.r.pod.UID] = w
 	h.mu.Unlock()
+	if old != nil && old != w {
+		old.stop()
+	}
+}
+
+// unsupervise stops supervising a pod (not its containers).
+func (h *Host) unsupervise(uid string) {
+	h.mu.Lock()
+	w := h.workers[uid]
+	delete(h.workers, uid)
+	h.mu.Unlock()
+	if w != nil {
+		w.stop()
+	}
+}
+
+// Supervised reports whether this process supervises the pod.
+func (h *Host) Supervised(uid string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.workers[uid] != nil
+}
+
+// supervisedUIDs lists the pods this process supervises.
+func (h *Host) supervisedUIDs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var uids []string
+	for uid := range h.workers {
+		uids = append(uids, uid)
+	}
+	return uids
 }
 
 // Supervise keeps supervising the pods Up brought up in the foreground
 // until ctx ends, then terminates them gracefully (the kubelet's order).
 func (h *Host) Supervise(ctx context.Context) error {
 	<-ctx.Done()
-	h.mu.Lock()
-	workers := h.workers
-	h.workers = nil
-	h.mu.Unlock()
-	errs := make([]error, len(workers))
+	return h.TerminateAll(context.Background())
+}
+
+// TerminateAll stops every supervised pod gracefully and removes it.
+func (h *Host) TerminateAll(ctx context.Context) error {
+	uids := h.supervisedUIDs()
+	errs := make([]error, len(uids))
 	var wg sync.WaitGroup
-	for i, w := range workers {
+	for i, uid := range uids {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.stop()
-			errs[i] = h.downUID(context.Background(), w.r.pod.UID, nil)
+			errs[i] = h.downUID(ctx, uid, nil)
 		}()
 	}
 	wg.Wait()
@@ -103,12 +138,8 @@ func (h *Host) Supervise(ctx context.Context) error {
 
 // StopSupervising ends supervision without touching the containers.
 func (h *Host) StopSupervising() {
-	h.mu.Lock()
-	workers := h.workers
-	h.workers = nil
-	h.mu.Unlock()
-	for _, w := range workers {
-		w.stop()
+	for _, uid := range h.supervisedUIDs() {
+		h.unsupervise(uid)
 	}
 }
 
@@ -137,6 +168,7 @@ type ctrLoop struct {
 	always   bool // restart on any exit, whatever the pod's policy (native sidecars)
 	backoff  Backoff
 	adopted  *engine.Container // an existing attempt to take over instead of starting one
+	killed   atomic.Bool       // the current attempt was killed by a probe or hook failure
 
 	mu sync.Mutex
 	st loopState
@@ -212,7 +244,12 @@ func (l *ctrLoop) stop() {
 	<-l.finished
 }
 
+// shouldRestart applies the restart policy to an attempt that ended with
+// code. A container killed for a failed probe or hook restarts under any
+// policy but Never, whatever its exit code (the kubelet's
+// shouldRestartOnFailure).
 func (l *ctrLoop) shouldRestart(code uint32) bool {
+	killed := l.killed.Swap(false)
 	if l.always {
 		return true
 	}
@@ -220,7 +257,7 @@ func (l *ctrLoop) shouldRestart(code uint32) bool {
 	case corev1.RestartPolicyAlways:
 		return true
 	case corev1.RestartPolicyOnFailure:
-		return code != 0
+		return code != 0 || killed
 	}
 	return false
 }
@@ -412,9 +449,10 @@ func (l *ctrLoop) onProbe(ctx context.Context, id string, target probes.Target, 
 	}
 }
 
-// kill stops the attempt the kubelet's way (preStop, stop signal, grace);
-// its exit then arrives as an event.
+// kill stops the attempt the kubelet's way (preStop, stop signal, grace)
+// because a probe or hook failed; its exit then arrives as an event.
 func (l *ctrLoop) kill(ctx context.Context, id string, target probes.Target, grace time.Duration) {
+	l.killed.Store(true)
 	r := l.w.r
 	t, err := r.h.engine.Task(ctx, id)
 	if err != nil {

@@ -72,7 +72,7 @@ func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions) Result {
 	case Unchanged:
 		res.Action = Unchanged
 		res.Phase = d.Phase
-		if o.Foreground {
+		if o.Foreground && !h.Supervised(p.UID) {
 			if err := h.Adopt(ctx, p.UID); errors.Is(err, ErrNotAdoptable) {
 				h.report(Event{Pod: key, Msg: fmt.Sprintf("%v; replacing it", err)})
 				d = Decision{Action: Replaced, Remove: []string{p.UID}}
@@ -570,8 +570,12 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	if _, err := r.h.engine.Start(ctx, id, logPath); err != nil {
 		return "", withLogTail(err, logPath)
 	}
+	// The container runs: failing to label it must not count as a failed start.
 	started := map[string]string{labels.StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
-	return id, r.h.engine.SetLabels(ctx, id, started)
+	if err := r.h.engine.SetLabels(ctx, id, started); err != nil {
+		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("recording the start of %s: %v", id, err)})
+	}
+	return id, nil
 }
 
 // imageID is an image's reference by digest, as the kubelet reports imageID.

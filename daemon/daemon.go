@@ -1,0 +1,286 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	sd "github.com/coreos/go-systemd/v22/daemon"
+	"github.com/fsnotify/fsnotify"
+	"github.com/google/renameio/v2"
+
+	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/run"
+)
+
+// Options configure the daemon.
+type Options struct {
+	ManifestDir string        // absolute; watched, not recursively
+	URL         string        // optional manifest URL, polled every Resync
+	Resync      time.Duration // full re-scan period (the backstop to inotify)
+	// Settle is how long a file must stay unwritten before it is read, so
+	// that a file written in chunks is read once, whole. A file renamed
+	// into the directory is read at once.
+	Settle time.Duration
+	// StopPodsOnExit terminates the pods on SIGTERM; by default they keep
+	// running, like the kubelet's.
+	StopPodsOnExit bool
+	StatusFile     string        // where ps and status read the daemon's problems
+	PodTimeout     time.Duration // for starting one pod
+}
+
+// quick is the delay before acting on a created, renamed or removed file.
+const quick = 20 * time.Millisecond
+
+// Daemon keeps the sources' pods running.
+type Daemon struct {
+	o       Options
+	h       *run.Host
+	src     *Sources
+	log     *slog.Logger
+	metrics *Metrics
+	health  *health
+}
+
+// New returns a daemon on a connected host.
+func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
+	return &Daemon{o: o, h: h, src: NewSources(o.ManifestDir, o.URL), log: log, metrics: m, health: &health{}}
+}
+
+// Health reports the daemon's state for /healthz and /readyz.
+func (d *Daemon) Health() (alive, ready bool, detail string) { return d.health.get() }
+
+// Run syncs until ctx ends; hup forces a re-scan.
+func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", d.o.ManifestDir, err)
+	}
+	defer w.Close()
+	if err := w.Add(d.o.ManifestDir); err != nil {
+		return fmt.Errorf("watching %s: %w", d.o.ManifestDir, err)
+	}
+	retry := d.sync(ctx, nil)
+	d.notify(sd.SdNotifyReady)
+	go d.watchdog(ctx)
+
+	settle := map[string]time.Time{} // files being written, until when
+	var due time.Time                // when the next event-driven sync is due
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	resync := time.NewTicker(d.o.Resync)
+	defer resync.Stop()
+	backoff := time.Second
+	schedule := func(at time.Time) {
+		if due.IsZero() || at.Before(due) {
+			due = at
+			timer.Reset(time.Until(at))
+		}
+	}
+	if retry {
+		schedule(time.Now().Add(backoff))
+	}
+	for {
+		select {
+		case ev, ok := <-w.Events:
+			if !ok {
+				return errors.New("the directory watch ended")
+			}
+			if !IsManifest(filepath.Base(ev.Name)) {
+				continue
+			}
+			if ev.Has(fsnotify.Write) {
+				settle[ev.Name] = time.Now().Add(d.o.Settle)
+				schedule(settle[ev.Name])
+				continue
+			}
+			if _, writing := settle[ev.Name]; !writing {
+				schedule(time.Now().Add(quick))
+			}
+		case err := <-w.Errors:
+			d.log.Warn("directory watch", "err", err)
+		case <-timer.C:
+			due = time.Time{}
+			now := time.Now()
+			busy := map[string]bool{}
+			for f, until := range settle {
+				if until.After(now) {
+					busy[f] = true
+					schedule(until)
+				} else {
+					delete(settle, f)
+				}
+			}
+			if d.sync(ctx, busy) {
+				schedule(now.Add(backoff))
+				backoff = min(2*backoff, d.o.Resync)
+			} else {
+				backoff = time.Second
+			}
+		case <-resync.C:
+			d.sync(ctx, nil)
+		case <-hup:
+			d.log.Info("SIGHUP: re-scanning")
+			d.sync(ctx, nil)
+		case <-ctx.Done():
+			return d.shutdown()
+		}
+	}
+}
+
+// sync applies the sources once; it returns true when it should be retried
+// soon (the runtime did not answer).
+func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool) {
+	start := time.Now()
+	defer func() { d.metrics.observeSync(time.Since(start), retry) }()
+	wants, broken, problems := d.src.Scan(ctx, settling)
+	for _, p := range problems {
+		d.log.Error("manifest not applied; its pods keep running as last applied", "source", p.Source, "problem", p.Msg)
+	}
+	pods, err := d.h.Pods(ctx)
+	if err != nil {
+		d.log.Error("container runtime unavailable; retrying", "err", err)
+		d.health.set(false, "container runtime unavailable: "+err.Error())
+		d.writeStatus(problems)
+		return true
+	}
+	var haves []Have
+	for _, p := range d.owned(pods) {
+		haves = append(haves, Have{UID: p.UID, Namespace: p.Namespace, Name: p.Name, Source: p.Source,
+			Complete: p.State != nil && p.State.Complete, Supervised: d.h.Supervised(p.UID)})
+	}
+	plan := Decide(wants, broken, haves)
+	problems = append(problems, d.apply(ctx, plan)...)
+	d.health.set(true, "")
+	d.writeStatus(problems)
+	if !plan.Empty() {
+		if pods, err = d.h.Pods(ctx); err != nil {
+			return true
+		}
+	}
+	d.metrics.setPods(d.owned(pods))
+	return false
+}
+
+// owned keeps the pods that come from the daemon's sources.
+func (d *Daemon) owned(pods []*run.PodInfo) []*run.PodInfo {
+	var out []*run.PodInfo
+	for _, p := range pods {
+		if d.src.Owns(p.Source) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// apply carries a plan out: removals first, then adoptions and starts.
+func (d *Daemon) apply(ctx context.Context, plan Plan) []Problem {
+	var problems []Problem
+	if len(plan.Down) > 0 {
+		var targets []run.Target
+		for _, h := range plan.Down {
+			d.log.Info("stopping pod: its manifest is gone", "pod", h.key(), "source", h.Source)
+			targets = append(targets, run.Target{Namespace: h.Namespace, Name: h.Name})
+		}
+		for _, r := range d.h.Down(ctx, targets, run.DownOptions{}) {
+			if r.Err != nil {
+				d.log.Error("stopping pod", "pod", r.Pod, "err", r.Err)
+			}
+		}
+	}
+	for _, uid := range plan.Adopt {
+		if err := d.h.Adopt(ctx, uid); err != nil {
+			d.log.Error("adopting pod", "uid", uid, "err", err)
+		}
+	}
+	if len(plan.Up) > 0 {
+		set := &manifest.Set{Pods: plan.Up}
+		for _, r := range d.h.Up(ctx, set, run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout}) {
+			if r.Err != nil {
+				d.log.Error("starting pod; retrying at the next re-scan", "pod", r.Pod, "err", r.Err)
+				problems = append(problems, Problem{Source: r.Pod, Msg: r.Err.Error()})
+				continue
+			}
+			if r.Action != run.Unchanged {
+				d.log.Info("pod "+string(r.Action), "pod", r.Pod, "phase", r.Phase)
+			}
+		}
+	}
+	return problems
+}
+
+func (d *Daemon) shutdown() error {
+	defer os.Remove(d.o.StatusFile)
+	if d.o.StopPodsOnExit {
+		d.log.Info("stopping pods before exit")
+		return d.h.TerminateAll(context.Background())
+	}
+	d.log.Info("exiting; pods keep running")
+	d.h.StopSupervising()
+	return nil
+}
+
+// Status is what the daemon publishes for `podrun ps` and `podrun status`.
+type Status struct {
+	PID         int       `json:"pid"`
+	ManifestDir string    `json:"manifestDir"`
+	URL         string    `json:"url,omitempty"`
+	Updated     time.Time `json:"updated"`
+	Problems    []Problem `json:"problems,omitempty"`
+}
+
+func (d *Daemon) writeStatus(problems []Problem) {
+	st := Status{PID: os.Getpid(), ManifestDir: d.o.ManifestDir, URL: d.o.URL, Updated: time.Now().UTC(), Problems: problems}
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(d.o.StatusFile), 0o755)
+	}
+	if err == nil {
+		err = renameio.WriteFile(d.o.StatusFile, data, 0o644)
+	}
+	if err != nil {
+		d.log.Warn("writing the status file", "err", err)
+	}
+}
+
+// ReadStatus reads a running daemon's status; ok is false when no daemon
+// publishes one (or it is no longer alive).
+func ReadStatus(path string) (st Status, ok bool) {
+	data, err := os.ReadFile(path)
+	if err != nil || json.Unmarshal(data, &st) != nil {
+		return Status{}, false
+	}
+	if p, err := os.FindProcess(st.PID); err != nil || p.Signal(nil) != nil {
+		return Status{}, false
+	}
+	return st, true
+}
+
+func (d *Daemon) notify(state string) {
+	if _, err := sd.SdNotify(false, state); err != nil {
+		d.log.Warn("sd_notify", "err", err)
+	}
+}
+
+// watchdog pings systemd's watchdog while the daemon is alive.
+func (d *Daemon) watchdog(ctx context.Context) {
+	interval, err := sd.SdWatchdogEnabled(false)
+	if err != nil || interval == 0 {
+		return
+	}
+	t := time.NewTicker(interval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			d.notify(sd.SdNotifyWatchdog)
+		case <-ctx.Done():
+			return
+		}
+	}
+}

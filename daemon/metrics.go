@@ -1,0 +1,132 @@
+package daemon
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/probes"
+	"github.com/podrun/podrun/run"
+)
+
+// Metrics are the daemon's Prometheus metrics.
+type Metrics struct {
+	reg           *prometheus.Registry
+	pods          *prometheus.GaugeVec
+	restarts      *prometheus.GaugeVec
+	probeResults  *prometheus.CounterVec
+	probeDuration *prometheus.HistogramVec
+	syncDuration  prometheus.Histogram
+	syncFailures  prometheus.Counter
+}
+
+// NewMetrics registers podrun's metrics on a fresh registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		pods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "podrun_pods",
+			Help: "Pods of the daemon's sources by phase."}, []string{"phase"}),
+		restarts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "podrun_container_restarts",
+			Help: "Restart count of each container."}, []string{"namespace", "pod", "container"}),
+		probeResults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podrun_probe_results_total",
+			Help: "Probe attempts by probe kind and result."}, []string{"probe", "result"}),
+		probeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "podrun_probe_duration_seconds",
+			Help: "Duration of probe attempts.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}, []string{"probe"}),
+		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "podrun_sync_duration_seconds",
+			Help: "Duration of the daemon's syncs of its sources to the node.", Buckets: prometheus.ExponentialBuckets(0.005, 3, 9)}),
+		syncFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "podrun_sync_failures_total",
+			Help: "Syncs that could not reach the container runtime."}),
+	}
+	m.reg.MustRegister(m.pods, m.restarts, m.probeResults, m.probeDuration, m.syncDuration, m.syncFailures,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveProbe counts a probe attempt; hand it to run.Host.ObserveProbes.
+func (m *Metrics) ObserveProbe(kind probes.Kind, o probes.Outcome, took time.Duration) {
+	m.probeResults.WithLabelValues(string(kind), strings.ToLower(o.Result.String())).Inc()
+	m.probeDuration.WithLabelValues(string(kind)).Observe(took.Seconds())
+}
+
+func (m *Metrics) observeSync(took time.Duration, failed bool) {
+	m.syncDuration.Observe(took.Seconds())
+	if failed {
+		m.syncFailures.Inc()
+	}
+}
+
+func (m *Metrics) setPods(pods []*run.PodInfo) {
+	m.pods.Reset()
+	m.restarts.Reset()
+	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown} {
+		m.pods.WithLabelValues(string(phase))
+	}
+	for _, p := range pods {
+		if p.Pod == nil {
+			m.pods.WithLabelValues(string(corev1.PodUnknown)).Inc()
+			continue
+		}
+		m.pods.WithLabelValues(string(p.Pod.Status.Phase)).Inc()
+		for _, cs := range append(p.Pod.Status.InitContainerStatuses, p.Pod.Status.ContainerStatuses...) {
+			m.restarts.WithLabelValues(p.Namespace, p.Name, cs.Name).Set(float64(cs.RestartCount))
+		}
+	}
+}
+
+// health is what /healthz and /readyz answer.
+type health struct {
+	mu     sync.Mutex
+	synced bool   // the first sync finished
+	ok     bool   // the last sync reached the runtime
+	detail string // why not
+}
+
+func (h *health) set(ok bool, detail string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.synced = h.synced || ok
+	h.ok, h.detail = ok, detail
+}
+
+func (h *health) get() (alive, ready bool, detail string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return true, h.synced && h.ok, h.detail
+}
+
+// Handler serves /healthz, /readyz and /metrics.
+func (d *Daemon) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if _, ready, detail := d.Health(); !ready {
+			http.Error(w, "not ready: "+detail, http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// Listen opens the --listen address: "unix:PATH", or a loopback host:port
+// (any other address is refused: the endpoints have no authentication).
+func Listen(addr string) (net.Listener, error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return net.Listen("unix", path)
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, &net.AddrError{Err: "only a loopback address or a unix socket may be used", Addr: addr}
+	}
+	return net.Listen("tcp", addr)
+}

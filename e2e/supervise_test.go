@@ -1,0 +1,1191 @@
+package e2e
+
+// End-to-end tests of issue 3: readiness and liveness probes of every kind,
+// restarts with the kubelet's back-off, lifecycle hooks, native sidecars,
+// `up --wait` and `up -f`, and the status, logs and exec commands.
+//
+// Every test registers `podrun down` for what it creates before it runs
+// `podrun up`, and stops every process it starts by PID, so that the suite's
+// leak check stays clean when a test fails. Helpers are prefixed sv.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/internal/testimage"
+)
+
+// svLoop is the tail of an app script: idle until SIGTERM, then exit 0
+// (the trap runs once the current `sleep 0.1` returns).
+const svLoop = `trap 'exit 0' TERM; while true; do sleep 0.1; done`
+
+// ---- helpers ----
+
+// svUp writes yaml to a manifest, registers its down, and runs `podrun up
+// extra... FILE`; it returns how long up took.
+func svUp(t *testing.T, name, yaml string, extra ...string) (file, stdout, stderr string, code int, took time.Duration) {
+	t.Helper()
+	file = H.WriteManifest(t, name+".yaml", yaml)
+	plDownOnCleanup(t, file)
+	start := time.Now()
+	stdout, stderr, code = H.Podrun(t, "", append(append([]string{"up"}, extra...), file)...)
+	return file, stdout, stderr, code, time.Since(start)
+}
+
+// svMustUp is svUp that fails the test unless up exits 0.
+func svMustUp(t *testing.T, name, yaml string, extra ...string) (file, stdout string, took time.Duration) {
+	t.Helper()
+	file, stdout, stderr, code, took := svUp(t, name, yaml, extra...)
+	if code != 0 {
+		t.Fatalf("podrun up %s: exit %d, want 0; stderr:\n%s", name, code, stderr)
+	}
+	return file, stdout, took
+}
+
+// svQuiet runs podrun without logging the call (for polling loops) and
+// returns its stdout and exit code.
+func svQuiet(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	H.require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, H.Bin, append(H.globalArgs(), args...)...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &exitErr):
+		return out.String(), exitErr.ExitCode()
+	}
+	t.Fatalf("running podrun %s: %v", strings.Join(args, " "), err)
+	return "", -1
+}
+
+// svDecodePod decodes `podrun status -o json` output.
+func svDecodePod(t *testing.T, out string) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	if err := json.Unmarshal([]byte(out), &pod); err != nil {
+		t.Fatalf("decoding `podrun status -o json` output %q: %v", out, err)
+	}
+	if pod.Kind != "Pod" || pod.APIVersion != "v1" {
+		t.Errorf("podrun status -o json: kind %q apiVersion %q, want Pod v1", pod.Kind, pod.APIVersion)
+	}
+	return pod
+}
+
+// svStatus runs `podrun status NAME -o json` (logged) and decodes it.
+func svStatus(t *testing.T, name string) corev1.Pod {
+	t.Helper()
+	stdout, stderr, code := H.Podrun(t, "", "status", name, "-o", "json")
+	if code != 0 {
+		t.Fatalf("podrun status %s -o json: exit %d; stderr:\n%s", name, code, stderr)
+	}
+	return svDecodePod(t, stdout)
+}
+
+// svQuietStatus is svStatus for polling: not logged, ok false when status fails.
+func svQuietStatus(t *testing.T, name string) (corev1.Pod, bool) {
+	t.Helper()
+	out, code := svQuiet(t, "status", name, "-o", "json")
+	if code != 0 {
+		return corev1.Pod{}, false
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal([]byte(out), &pod); err != nil {
+		return corev1.Pod{}, false
+	}
+	return pod, true
+}
+
+// svQuietPsRow is plPsRow for polling (not logged): the fields of pod
+// default/name's row in `podrun ps`, or nil.
+func svQuietPsRow(t *testing.T, name string) []string {
+	t.Helper()
+	out, _ := svQuiet(t, "ps")
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) >= 7 && f[0] == "default" && f[1] == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// svCond returns the pod's condition of type ct, or nil.
+func svCond(pod corev1.Pod, ct corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == ct {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// svCS returns the status of container name (app or init), or nil.
+func svCS(pod corev1.Pod, name string) *corev1.ContainerStatus {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// svMustCS is svCS that fails the test when the container has no status.
+func svMustCS(t *testing.T, pod corev1.Pod, name string) *corev1.ContainerStatus {
+	t.Helper()
+	cs := svCS(pod, name)
+	if cs == nil {
+		t.Fatalf("status of pod %s has no status for container %q: %+v", pod.Name, name, pod.Status)
+	}
+	return cs
+}
+
+// svEventually polls cond every 250 ms until it holds; past timeout it
+// fails the test with what and cond's last description.
+func svEventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last seen: %s", what, timeout, seen)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// svProc is a podrun process running in the background.
+type svProc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once cmd.Wait returned
+}
+
+// svStart starts podrun in the background (H.Start); when the test ends the
+// process is sent SIGTERM by PID (SIGKILL if it does not exit) and reaped.
+func svStart(t *testing.T, args ...string) *svProc {
+	t.Helper()
+	cmd := H.Start(t, args...)
+	p := &svProc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	// Registered after H.Start's cleanup, so it runs before it.
+	t.Cleanup(func() { p.stop(t, 30*time.Second) })
+	return p
+}
+
+func (p *svProc) stdout() string { return p.cmd.Stdout.(*CmdOutput).String() }
+func (p *svProc) stderr() string { return p.cmd.Stderr.(*CmdOutput).String() }
+
+func (p *svProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits up to timeout for the process to exit.
+func (p *svProc) wait(timeout time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// stop sends SIGTERM by PID and waits; past timeout it sends SIGKILL.
+func (p *svProc) stop(t *testing.T, timeout time.Duration) {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if p.wait(timeout) {
+		return
+	}
+	t.Errorf("podrun pid %d did not exit within %v of SIGTERM: killing it", p.cmd.Process.Pid, timeout)
+	_ = p.cmd.Process.Kill()
+	p.wait(15 * time.Second)
+}
+
+// terminate sends SIGTERM by PID and returns the exit code and how long
+// the process took to exit (it fails the test past timeout).
+func (p *svProc) terminate(t *testing.T, timeout time.Duration) (int, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("kill -TERM %d: %v", p.cmd.Process.Pid, err)
+	}
+	if !p.wait(timeout) {
+		t.Fatalf("podrun pid %d did not exit within %v of SIGTERM; stderr:\n%s", p.cmd.Process.Pid, timeout, p.stderr())
+	}
+	return p.cmd.ProcessState.ExitCode(), time.Since(start)
+}
+
+// svForeground writes yaml to a manifest, registers its down, starts
+// `podrun up -f extra... FILE` and waits until it supervises.
+func svForeground(t *testing.T, name, yaml string, extra ...string) (file string, p *svProc) {
+	t.Helper()
+	file = H.WriteManifest(t, name+".yaml", yaml)
+	plDownOnCleanup(t, file)
+	p = svStart(t, append(append([]string{"up", "-f"}, extra...), file)...)
+	deadline := time.Now().Add(90 * time.Second)
+	for !strings.Contains(p.stderr(), "supervising") {
+		if p.exited() {
+			t.Fatalf("podrun up -f exited (%v) before supervising; stdout:\n%s\nstderr:\n%s", p.cmd.ProcessState, p.stdout(), p.stderr())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("podrun up -f not supervising after 90 s; stderr:\n%s", p.stderr())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return file, p
+}
+
+// svLogDir is the log directory of a container of pod.
+func svLogDir(pod corev1.Pod, container string) string {
+	return filepath.Join(H.LogDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID), container)
+}
+
+// svFirstLogTime returns the time of the first record of a CRI log file,
+// and false while the file has no complete first line.
+func svFirstLogTime(path string) (time.Time, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, false
+	}
+	line, _, ok := strings.Cut(string(b), "\n")
+	if !ok {
+		return time.Time{}, false
+	}
+	ts, err := time.Parse(time.RFC3339Nano, strings.Fields(line + " x")[0])
+	return ts, err == nil
+}
+
+// svGone checks that nothing of pod default/name is left: no containers, no
+// network namespace, no pod directory, no row in `ps -a`.
+func svGone(t *testing.T, name, uid string) {
+	t.Helper()
+	if ctrs := plContainers(t, name); len(ctrs) != 0 {
+		var ids []string
+		for _, c := range ctrs {
+			ids = append(ids, c.ID())
+		}
+		t.Errorf("containers of %s left: %v", name, ids)
+	}
+	if uid != "" {
+		if plNetns(t)["podrun-"+uid] {
+			t.Errorf("netns /run/netns/podrun-%s of %s left", uid, name)
+		}
+		if _, err := os.Lstat(filepath.Join(H.Root, "pods", uid)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("pod directory of %s left (err %v)", name, err)
+		}
+	}
+	if row := plPsRow(t, name, "-a"); row != nil {
+		t.Errorf("podrun ps -a still lists %s: %q", name, row)
+	}
+}
+
+// svLineWith returns the first line of s that contains sub, or "".
+func svLineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
+
+// svGRPCImage builds e2e/testdata/grpchealth and imports an image with it
+// as /bin/grpchealth.
+func svGRPCImage(t *testing.T) string {
+	t.Helper()
+	H.require(t)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "grpchealth")
+	cmd := exec.Command(goBin, "build", "-o", bin, "./e2e/testdata/grpchealth")
+	cmd.Dir = ".." // the module root (tests run in e2e/)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building grpchealth: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return H.ImportImage(t, testimage.Config{
+		Ref:   "podrun.test/grpchealth:1",
+		Files: []testimage.File{{Path: "/bin/grpchealth", Mode: 0o755, Data: data}},
+	})
+}
+
+// ---- 1. an HTTP readiness probe on a port that opens after 2 s ----
+
+func TestSuperviseReadinessHTTP(t *testing.T) {
+	H.require(t)
+	_, stdout, took := svMustUp(t, "ready-http", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-ready-http
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: web
+    image: `+H.Image+`
+    ports:
+    - {name: http, containerPort: 8080}
+    command:
+    - sh
+    - -c
+    - |
+      trap 'exit 0' TERM
+      mkdir -p /tmp/www; echo sv-ready > /tmp/www/index.html
+      sleep 2
+      httpd -f -p 8080 -h /tmp/www &
+      wait
+    readinessProbe:
+      httpGet: {path: /index.html, port: http}
+      periodSeconds: 1
+`)
+	if took < 1900*time.Millisecond {
+		t.Errorf("up returned after %v, before the port opened (2 s after start): it did not wait for readiness", took)
+	}
+	if took > 20*time.Second {
+		t.Errorf("up took %v with a 1 s readiness period and a port open after 2 s", took)
+	}
+	if !strings.Contains(stdout, "pod/default/sv-ready-http created (Running)") {
+		t.Errorf("up stdout = %q, want pod/default/sv-ready-http created (Running)", stdout)
+	}
+
+	pod := svStatus(t, "sv-ready-http")
+	if pod.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase = %q, want Running", pod.Status.Phase)
+	}
+	sched, ready, cready := svCond(pod, corev1.PodScheduled), svCond(pod, corev1.PodReady), svCond(pod, corev1.ContainersReady)
+	if sched == nil || ready == nil || cready == nil {
+		t.Fatalf("conditions %+v: want PodScheduled, Ready and ContainersReady", pod.Status.Conditions)
+	}
+	for _, c := range []*corev1.PodCondition{sched, ready, cready} {
+		if c.Status != corev1.ConditionTrue {
+			t.Errorf("condition %s = %s (reason %q), want True", c.Type, c.Status, c.Reason)
+		}
+		if c.LastTransitionTime.IsZero() {
+			t.Errorf("condition %s has no lastTransitionTime", c.Type)
+		}
+	}
+	// The times have a resolution of one second; readiness came >= 2 s after scheduling.
+	for _, c := range []*corev1.PodCondition{ready, cready} {
+		if d := c.LastTransitionTime.Sub(sched.LastTransitionTime.Time); d < time.Second {
+			t.Errorf("condition %s lastTransitionTime %v is only %v after PodScheduled's %v; readiness came >= 2 s later",
+				c.Type, c.LastTransitionTime, d, sched.LastTransitionTime)
+		}
+	}
+	if !ready.LastTransitionTime.Equal(&cready.LastTransitionTime) {
+		t.Errorf("Ready at %v, ContainersReady at %v: want the same time", ready.LastTransitionTime, cready.LastTransitionTime)
+	}
+	if pod.Status.StartTime == nil {
+		t.Errorf("status.startTime not set")
+	}
+	cs := svMustCS(t, pod, "web")
+	if !cs.Ready || cs.Started == nil || !*cs.Started {
+		t.Errorf("container web: ready=%v started=%v, want both true", cs.Ready, cs.Started)
+	}
+	if cs.State.Running == nil {
+		t.Errorf("container web state = %+v, want running", cs.State)
+	} else if cs.State.Running.StartedAt.After(ready.LastTransitionTime.Time) {
+		t.Errorf("container started at %v, after the pod became Ready at %v", cs.State.Running.StartedAt, ready.LastTransitionTime)
+	}
+	if cs.RestartCount != 0 || cs.ContainerID == "" || cs.ImageID == "" {
+		t.Errorf("container web: restartCount %d, containerID %q, imageID %q; want 0 and both set", cs.RestartCount, cs.ContainerID, cs.ImageID)
+	}
+	row := plPsRow(t, "sv-ready-http")
+	if row == nil || row[2] != "1/1" || row[3] != "Running" {
+		t.Errorf("podrun ps row = %q, want READY 1/1 and STATUS Running", row)
+	}
+	ip := net.ParseIP(pod.Status.PodIP)
+	if ip == nil {
+		t.Fatalf("status.podIP = %q, not an IP", pod.Status.PodIP)
+	}
+	if body := plHTTPGet(t, "http://"+net.JoinHostPort(ip.String(), "8080")+"/index.html"); body != "sv-ready\n" {
+		t.Errorf("GET of the probed page = %q, want %q", body, "sv-ready\n")
+	}
+}
+
+// ---- 2. exec, httpGet, tcpSocket and grpc readiness probes pass and fail ----
+
+// svProbePod is a pod whose container (named after the probe kind) has the
+// given readinessProbe handler (YAML at 6 spaces) and command.
+func svProbePod(name, container, image, command, ports, handler string) string {
+	return `apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + name + `
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: ` + container + `
+    image: ` + image + `
+    command: ` + command + `
+    ports: ` + ports + `
+    readinessProbe:
+` + handler + `      periodSeconds: 1
+      failureThreshold: 1
+`
+}
+
+func TestSuperviseProbeKinds(t *testing.T) {
+	H.require(t)
+	grpcImage := svGRPCImage(t)
+	httpd := `["sh", "-c", "trap 'exit 0' TERM; mkdir -p /tmp/www; echo sv-ok > /tmp/www/index.html; httpd -f -p 8080 -h /tmp/www & wait"]`
+	touch := `["sh", "-c", "touch /tmp/ready; ` + svLoop + `"]`
+	grpc := `["/bin/grpchealth", "-port", "50051", "-unhealthy", "down"]`
+	web := `[{name: web, containerPort: 8080}]`
+	type probeCase struct {
+		kind, container, image, command, ports string
+		pass, fail                             string // the probe handlers
+		failOutput                             string // in up's error for the failing probe
+	}
+	cases := []probeCase{
+		{kind: "exec", container: "exec-app", image: H.Image, command: touch, ports: "[]",
+			pass:       "      exec: {command: [\"sh\", \"-c\", \"test -f /tmp/ready\"]}\n",
+			fail:       "      exec: {command: [\"sh\", \"-c\", \"echo sv-exec-probe-says-no; exit 1\"]}\n",
+			failOutput: "sv-exec-probe-says-no"},
+		{kind: "http", container: "http-app", image: H.Image, command: httpd, ports: web,
+			pass:       "      httpGet: {path: /index.html, port: web}\n",
+			fail:       "      httpGet: {path: /sv-missing.html, port: 8080}\n",
+			failOutput: "statuscode: 404"},
+		{kind: "tcp", container: "tcp-app", image: H.Image, command: httpd, ports: web,
+			pass:       "      tcpSocket: {port: 8080}\n",
+			fail:       "      tcpSocket: {port: 8089}\n",
+			failOutput: "connection refused"},
+		{kind: "grpc", container: "grpc-app", image: grpcImage, command: grpc, ports: "[]",
+			pass:       "      grpc: {port: 50051}\n",
+			fail:       "      grpc: {port: 50051, service: down}\n",
+			failOutput: "NOT_SERVING"},
+	}
+
+	t.Run("pass", func(t *testing.T) {
+		var docs []string
+		for _, c := range cases {
+			docs = append(docs, svProbePod("sv-probe-"+c.kind+"-ok", c.container, c.image, c.command, c.ports, c.pass))
+		}
+		_, stdout, _ := svMustUp(t, "probes-ok", strings.Join(docs, "---\n"))
+		for _, c := range cases {
+			name := "sv-probe-" + c.kind + "-ok"
+			if !strings.Contains(stdout, "pod/default/"+name+" created (Running)") {
+				t.Errorf("up stdout = %q, want pod/default/%s created (Running)", stdout, name)
+			}
+			row := plPsRow(t, name)
+			if row == nil || row[2] != "1/1" || row[3] != "Running" {
+				t.Errorf("%s probe: podrun ps row = %q, want READY 1/1 and STATUS Running", c.kind, row)
+			}
+			pod := svStatus(t, name)
+			if cs := svMustCS(t, pod, c.container); !cs.Ready {
+				t.Errorf("%s probe: container %s not ready: %+v", c.kind, c.container, cs)
+			}
+			if r := svCond(pod, corev1.PodReady); r == nil || r.Status != corev1.ConditionTrue {
+				t.Errorf("%s probe: Ready condition %+v, want True", c.kind, r)
+			}
+		}
+	})
+
+	t.Run("fail", func(t *testing.T) {
+		netnsBefore, dirsBefore, tasksBefore := plNetns(t), plPodDirs(t), plAllTasks(t)
+		var docs []string
+		for _, c := range cases {
+			docs = append(docs, svProbePod("sv-probe-"+c.kind+"-bad", c.container, c.image, c.command, c.ports, c.fail))
+		}
+		_, stdout, stderr, code, took := svUp(t, "probes-bad", strings.Join(docs, "---\n"), "--timeout", "8s")
+		if code != 1 {
+			t.Errorf("up --timeout 8s of pods whose readiness probes fail: exit %d, want 1", code)
+		}
+		if took < 7*time.Second {
+			t.Errorf("up gave up after %v, before its 8 s timeout", took)
+		}
+		for _, c := range cases {
+			name := "sv-probe-" + c.kind + "-bad"
+			if strings.Contains(stdout, name+" created") {
+				t.Errorf("up stdout = %q: a pod that never got ready reported as created", stdout)
+			}
+			if !strings.Contains(stderr, name) {
+				t.Errorf("up stderr does not name the pod %s", name)
+			}
+			line := svLineWith(stderr, fmt.Sprintf("container %q:", c.container))
+			if line == "" {
+				t.Errorf("%s probe: up stderr has no line naming container %q", c.kind, c.container)
+				continue
+			}
+			if !strings.Contains(line, "readiness probe failed") || !strings.Contains(line, c.failOutput) {
+				t.Errorf("%s probe: up stderr says %q, want it to say readiness probe failed with %q", c.kind, line, c.failOutput)
+			}
+			if ctrs := plContainers(t, name); len(ctrs) != 0 {
+				t.Errorf("%d containers of %s left after the failed up (no rollback)", len(ctrs), name)
+			}
+			if row := plPsRow(t, name, "-a"); row != nil {
+				t.Errorf("podrun ps -a lists the rolled-back pod: %q", row)
+			}
+		}
+		if n := plNew(tasksBefore, plAllTasks(t)); len(n) != 0 {
+			t.Errorf("tasks left by the failed pods: %v", n)
+		}
+		if n := plNew(netnsBefore, plNetns(t)); len(n) != 0 {
+			t.Errorf("network namespaces left by the failed pods: %v", n)
+		}
+		if n := plNew(dirsBefore, plPodDirs(t)); len(n) != 0 {
+			t.Errorf("pod directories left by the failed pods: %v", n)
+		}
+	})
+}
+
+// ---- 3. liveness failure under up -f, then SIGTERM ----
+
+func TestSuperviseLivenessRestart(t *testing.T) {
+	H.require(t)
+	// Each instance counts itself in an emptyDir (kept across restarts); the
+	// first one removes its liveness file after 2 s.
+	_, up := svForeground(t, "liveness", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-liveness
+spec:
+  terminationGracePeriodSeconds: 3
+  volumes:
+  - {name: state, emptyDir: {}}
+  containers:
+  - name: app
+    image: `+H.Image+`
+    volumeMounts:
+    - {name: state, mountPath: /state}
+    command:
+    - sh
+    - -c
+    - |
+      n=$(( $(cat /state/n 2>/dev/null || echo 0) + 1 )); echo $n > /state/n
+      trap "echo sv-instance-$n got TERM; exit 0" TERM
+      touch /tmp/alive
+      echo "sv-instance-$n started"
+      if [ $n = 1 ]; then sleep 2; echo "sv-instance-$n drops its liveness file"; rm /tmp/alive; fi
+      while true; do sleep 0.1; done
+    livenessProbe:
+      exec: {command: ["cat", "/tmp/alive"]}
+      initialDelaySeconds: 1
+      periodSeconds: 1
+      failureThreshold: 1
+`)
+	if out := up.stdout(); !strings.Contains(out, "pod/default/sv-liveness created (Running)") {
+		t.Errorf("up -f stdout = %q, want created (Running)", out)
+	}
+	pod := svStatus(t, "sv-liveness")
+	uid := string(pod.UID)
+	if cs := svMustCS(t, pod, "app"); cs.RestartCount != 0 || cs.State.Running == nil {
+		t.Errorf("right after up: container app restartCount %d state %+v, want 0 and running", cs.RestartCount, cs.State)
+	}
+
+	// Killed at about 3 s, restarted after the 10 s back-off.
+	svEventually(t, 45*time.Second, "RESTARTS >= 1 in podrun ps", func() (bool, string) {
+		row := svQuietPsRow(t, "sv-liveness")
+		if len(row) < 5 {
+			return false, fmt.Sprintf("row %q", row)
+		}
+		n, err := strconv.Atoi(row[4])
+		return err == nil && n >= 1 && row[3] == "Running", fmt.Sprintf("row %q", row)
+	})
+	row := plPsRow(t, "sv-liveness")
+	if row == nil || row[4] != "1" || row[3] != "Running" {
+		t.Errorf("podrun ps row = %q, want STATUS Running and RESTARTS 1", row)
+	}
+	if !strings.Contains(up.stderr(), "liveness probe failed") {
+		t.Errorf("up -f stderr does not report the liveness failure:\n%s", up.stderr())
+	}
+	// The second instance must have started (its log says so).
+	svEventually(t, 10*time.Second, "second instance's log", func() (bool, string) {
+		out, _ := svQuiet(t, "logs", "sv-liveness")
+		return strings.Contains(out, "sv-instance-2 started"), out
+	})
+	prev, stderr, code := H.Podrun(t, "", "logs", "sv-liveness", "--previous")
+	if code != 0 {
+		t.Fatalf("logs --previous: exit %d; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{"sv-instance-1 started", "sv-instance-1 drops its liveness file", "sv-instance-1 got TERM"} {
+		if !strings.Contains(prev, want) {
+			t.Errorf("logs --previous = %q, want a line %q", prev, want)
+		}
+	}
+	if strings.Contains(prev, "sv-instance-2") {
+		t.Errorf("logs --previous = %q shows the current instance", prev)
+	}
+	cur, _, code := H.Podrun(t, "", "logs", "sv-liveness")
+	if code != 0 || !strings.Contains(cur, "sv-instance-2 started") || strings.Contains(cur, "sv-instance-1") {
+		t.Errorf("logs (exit %d) = %q, want only the second instance's output", code, cur)
+	}
+	pod = svStatus(t, "sv-liveness")
+	cs := svMustCS(t, pod, "app")
+	if cs.RestartCount != 1 || cs.State.Running == nil || cs.LastTerminationState.Terminated == nil {
+		t.Errorf("container app: restartCount %d, state %+v, lastState %+v; want 1, running, terminated",
+			cs.RestartCount, cs.State, cs.LastTerminationState)
+	}
+
+	// SIGTERM: the supervisor terminates the pod gracefully and exits 0.
+	code, took := up.terminate(t, 30*time.Second)
+	if code != 0 {
+		t.Errorf("up -f after SIGTERM: exit %d, want 0; stderr:\n%s", code, up.stderr())
+	}
+	if took > 10*time.Second {
+		t.Errorf("up -f took %v to stop a pod that exits on SIGTERM", took)
+	}
+	svGone(t, "sv-liveness", uid)
+	// Gracefully: the running instance got SIGTERM (its log is kept).
+	log1 := strings.Join(plLog(t, pod, "app", 1), "\n")
+	if !strings.Contains(log1, "sv-instance-2 got TERM") {
+		t.Errorf("the second instance's log %q does not show SIGTERM: not terminated gracefully", log1)
+	}
+}
+
+// ---- 4. crash loop with back-off ----
+
+func TestSuperviseCrashLoopBackOff(t *testing.T) {
+	H.require(t)
+	_, up := svForeground(t, "crash", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-crash
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "echo sv-crash-x; exit 1"]
+`, "--wait=running")
+	start := time.Now()
+	pod := svStatus(t, "sv-crash")
+
+	// During the first back-off (10 s after the first exit).
+	svEventually(t, 8*time.Second, "STATUS CrashLoopBackOff in podrun ps", func() (bool, string) {
+		row := svQuietPsRow(t, "sv-crash")
+		return len(row) > 3 && row[3] == "CrashLoopBackOff", fmt.Sprintf("row %q", row)
+	})
+	row := plPsRow(t, "sv-crash")
+	if row == nil || row[3] != "CrashLoopBackOff" || row[2] != "0/1" {
+		t.Errorf("podrun ps row = %q, want READY 0/1 STATUS CrashLoopBackOff", row)
+	}
+	pod = svStatus(t, "sv-crash")
+	cs := svMustCS(t, pod, "app")
+	if w := cs.State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" {
+		t.Errorf("container app state = %+v, want waiting with reason CrashLoopBackOff", cs.State)
+	}
+	if term := cs.LastTerminationState.Terminated; term == nil || term.ExitCode != 1 || term.Reason != "Error" {
+		t.Errorf("container app lastState = %+v, want terminated with exitCode 1 and reason Error", cs.LastTerminationState)
+	}
+	if cs.Ready || pod.Status.Phase != corev1.PodRunning {
+		t.Errorf("ready %v, phase %q: want not ready, Running (restartPolicy Always restarts it)", cs.Ready, pod.Status.Phase)
+	}
+	if time.Since(start) > 9*time.Second {
+		t.Fatalf("the checks of the first back-off took %v: too slow to be in it", time.Since(start))
+	}
+
+	// The third attempt starts about 10 s + 20 s after the first.
+	dir := svLogDir(pod, "app")
+	svEventually(t, 50*time.Second, "the third attempt's log "+filepath.Join(dir, "2.log"), func() (bool, string) {
+		_, ok := svFirstLogTime(filepath.Join(dir, "2.log"))
+		ents, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return ok, fmt.Sprintf("files %v", names)
+	})
+	var starts []time.Time
+	for i := 0; i < 3; i++ {
+		ts, ok := svFirstLogTime(filepath.Join(dir, fmt.Sprintf("%d.log", i)))
+		if !ok {
+			t.Fatalf("attempt %d's log %s has no timed first line", i, filepath.Join(dir, fmt.Sprintf("%d.log", i)))
+		}
+		if got := plLog(t, pod, "app", i); len(got) != 1 || got[0] != "sv-crash-x" {
+			t.Errorf("attempt %d's log = %q, want one line sv-crash-x", i, got)
+		}
+		starts = append(starts, ts)
+	}
+	gap1, gap2 := starts[1].Sub(starts[0]), starts[2].Sub(starts[1])
+	t.Logf("attempts started at %v; gaps %v and %v", starts, gap1, gap2)
+	if gap1 < 9*time.Second || gap1 > 16*time.Second {
+		t.Errorf("first restart %v after the first start, want about 10 s (9-16 s)", gap1)
+	}
+	if gap2 < 18*time.Second || gap2 > 30*time.Second || float64(gap2) < 1.5*float64(gap1) {
+		t.Errorf("second restart %v after the first restart, want about 20 s (18-30 s, >= 1.5 x %v)", gap2, gap1)
+	}
+
+	svEventually(t, 5*time.Second, "CrashLoopBackOff with 2 restarts", func() (bool, string) {
+		p, ok := svQuietStatus(t, "sv-crash")
+		if !ok {
+			return false, "no status"
+		}
+		c := svCS(p, "app")
+		return c != nil && c.RestartCount == 2 && c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff",
+			fmt.Sprintf("%+v", c)
+	})
+	row = plPsRow(t, "sv-crash")
+	if row == nil || row[3] != "CrashLoopBackOff" || row[4] != "2" {
+		t.Errorf("podrun ps row = %q, want STATUS CrashLoopBackOff RESTARTS 2", row)
+	}
+	pod = svStatus(t, "sv-crash")
+	if cs := svMustCS(t, pod, "app"); cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 {
+		t.Errorf("after 2 restarts: lastState = %+v, want terminated with exitCode 1", cs.LastTerminationState)
+	}
+	if code, _ := up.terminate(t, 30*time.Second); code != 0 {
+		t.Errorf("up -f after SIGTERM: exit %d, want 0; stderr:\n%s", code, up.stderr())
+	}
+	svGone(t, "sv-crash", string(pod.UID))
+}
+
+// ---- 5. lifecycle hooks ----
+
+func TestSuperviseHooks(t *testing.T) {
+	H.require(t)
+	t.Run("postStart writes a file the app reads", func(t *testing.T) {
+		svMustUp(t, "poststart", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-poststart
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command:
+    - sh
+    - -c
+    - |
+      trap 'exit 0' TERM
+      while [ ! -f /tmp/poststart ]; do sleep 0.1; done
+      echo "app read: $(cat /tmp/poststart)"
+      while true; do sleep 0.1; done
+    lifecycle:
+      postStart:
+        exec: {command: ["sh", "-c", "echo sv-poststart-was-here > /tmp/poststart"]}
+`)
+		svEventually(t, 10*time.Second, "the app's log line", func() (bool, string) {
+			out, _ := svQuiet(t, "logs", "sv-poststart")
+			return strings.Contains(out, "app read: sv-poststart-was-here"), out
+		})
+		pod := svStatus(t, "sv-poststart")
+		if cs := svMustCS(t, pod, "app"); cs.State.Running == nil || !cs.Ready || cs.RestartCount != 0 {
+			t.Errorf("container app: %+v, want running, ready, no restart", cs)
+		}
+	})
+
+	t.Run("a failing postStart kills the container", func(t *testing.T) {
+		_, stdout, stderr, code, took := svUp(t, "poststart-fail", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-poststart-fail
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "trap 'exit 3' TERM; while true; do sleep 0.1; done"]
+    lifecycle:
+      postStart:
+        exec: {command: ["sh", "-c", "echo sv-hook-fails; exit 7"]}
+`)
+		if code != 1 {
+			t.Errorf("up: exit %d, want 1", code)
+		}
+		if took > 20*time.Second {
+			t.Errorf("up took %v", took)
+		}
+		if !strings.Contains(stderr, "postStart") || !strings.Contains(stderr, "sv-hook-fails") {
+			t.Errorf("up stderr does not report the postStart failure and its output (sv-hook-fails)")
+		}
+		if strings.Contains(stdout, "created (Succeeded)") || strings.Contains(stdout, "created (Running)") {
+			t.Errorf("up stdout = %q", stdout)
+		}
+		pod := svStatus(t, "sv-poststart-fail")
+		if pod.Status.Phase != corev1.PodFailed {
+			t.Errorf("phase = %q, want Failed", pod.Status.Phase)
+		}
+		cs := svMustCS(t, pod, "app")
+		if term := cs.State.Terminated; term == nil || term.ExitCode != 3 {
+			t.Errorf("container app state = %+v, want terminated with the exit code of its SIGTERM trap (3)", cs.State)
+		}
+		if cs.RestartCount != 0 {
+			t.Errorf("restartCount %d under restartPolicy Never", cs.RestartCount)
+		}
+	})
+
+	t.Run("preStop exec runs before SIGTERM", func(t *testing.T) {
+		host := t.TempDir()
+		file, _, _ := svMustUp(t, "prestop-exec", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-prestop-exec
+spec:
+  terminationGracePeriodSeconds: 5
+  volumes:
+  - {name: host, hostPath: {path: `+host+`, type: Directory}}
+  containers:
+  - name: app
+    image: `+H.Image+`
+    volumeMounts:
+    - {name: host, mountPath: /host}
+    command: ["sh", "-c", "trap 'echo TERM >> /host/order; exit 0' TERM; while true; do sleep 0.1; done"]
+    lifecycle:
+      preStop:
+        exec: {command: ["sh", "-c", "echo preStop >> /host/order"]}
+`)
+		if b, err := os.ReadFile(filepath.Join(host, "order")); err == nil {
+			t.Fatalf("order file written before down: %q", b)
+		}
+		if d := plTimeDown(t, file); d > 4*time.Second {
+			t.Errorf("down took %v for a pod that exits on SIGTERM", d)
+		}
+		b, err := os.ReadFile(filepath.Join(host, "order"))
+		if err != nil {
+			t.Fatalf("the hostPath file the hooks write: %v", err)
+		}
+		if string(b) != "preStop\nTERM\n" {
+			t.Errorf("order file = %q, want the preStop line then the TERM line", b)
+		}
+	})
+
+	t.Run("preStop sleep counts against the grace period", func(t *testing.T) {
+		file, _, _ := svMustUp(t, "prestop-sleep", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-prestop-sleep
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]
+    lifecycle:
+      preStop:
+        sleep: {seconds: 3}
+`)
+		d := plTimeDown(t, file)
+		// 3 s of sleep, then SIGTERM (ignored) and what is left of the 5 s: 2 s.
+		if d < 4500*time.Millisecond || d >= 12*time.Second {
+			t.Errorf("down took %v, want >= 4.5 s and < 12 s (3 s preStop sleep + the remaining 2 s of a 5 s grace period)", d)
+		} else if d >= 7500*time.Millisecond {
+			t.Errorf("down took %v, want about 5 s: the preStop sleep was not counted against the 5 s grace period (3 + 5 = 8 s)", d)
+		}
+		svGone(t, "sv-prestop-sleep", "")
+	})
+}
+
+// ---- 6. a native sidecar ----
+
+func TestSuperviseNativeSidecar(t *testing.T) {
+	H.require(t)
+	host := t.TempDir()
+	stopFile := filepath.Join(host, "stop")
+	_, up := svForeground(t, "sidecar", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-sidecar
+spec:
+  terminationGracePeriodSeconds: 5
+  volumes:
+  - {name: shared, emptyDir: {}}
+  - {name: host, hostPath: {path: `+host+`, type: Directory}}
+  initContainers:
+  - name: sidecar
+    image: `+H.Image+`
+    restartPolicy: Always
+    volumeMounts:
+    - {name: shared, mountPath: /shared}
+    - {name: host, mountPath: /host}
+    command:
+    - sh
+    - -c
+    - |
+      trap 'echo sidecar stopping >> /host/stop; exit 0' TERM
+      echo "sidecar started" >> /shared/sidecar
+      while true; do sleep 0.1; done
+    startupProbe:
+      exec: {command: ["test", "-f", "/shared/sidecar"]}
+      periodSeconds: 1
+      failureThreshold: 10
+  - name: check
+    image: `+H.Image+`
+    volumeMounts:
+    - {name: shared, mountPath: /shared}
+    command: ["sh", "-c", "echo \"check saw: $(cat /shared/sidecar)\"; test -f /shared/sidecar"]
+  containers:
+  - name: app
+    image: `+H.Image+`
+    volumeMounts:
+    - {name: shared, mountPath: /shared}
+    - {name: host, mountPath: /host}
+    command:
+    - sh
+    - -c
+    - |
+      trap 'sleep 1; echo app stopping >> /host/stop; exit 0' TERM
+      echo "app saw: $(cat /shared/sidecar)"
+      while true; do sleep 0.1; done
+`)
+	pod := svStatus(t, "sv-sidecar")
+	uid := string(pod.UID)
+	if pod.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase = %q, want Running", pod.Status.Phase)
+	}
+	if len(pod.Status.InitContainerStatuses) != 2 {
+		t.Fatalf("initContainerStatuses = %+v, want sidecar and check", pod.Status.InitContainerStatuses)
+	}
+	side := svMustCS(t, pod, "sidecar")
+	if side.State.Running == nil || side.Started == nil || !*side.Started || side.RestartCount != 0 {
+		t.Errorf("sidecar status %+v, want running, started, restartCount 0", side)
+	}
+	if check := svMustCS(t, pod, "check"); check.State.Terminated == nil || check.State.Terminated.ExitCode != 0 {
+		t.Errorf("init container check status %+v, want terminated with exit code 0", check.State)
+	}
+	if app := svMustCS(t, pod, "app"); app.State.Running == nil || !app.Ready {
+		t.Errorf("app status %+v, want running and ready", app)
+	}
+	if c := svCond(pod, corev1.PodInitialized); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("Initialized condition %+v, want True", c)
+	}
+	// It started before what follows it: the init container and the app saw its file.
+	if out, _, _ := H.Podrun(t, "", "logs", "sv-sidecar", "-c", "check"); !strings.Contains(out, "check saw: sidecar started") {
+		t.Errorf("init container check's log = %q, want it to have seen the sidecar's file", out)
+	}
+	svEventually(t, 5*time.Second, "the app's first log line", func() (bool, string) {
+		out, _ := svQuiet(t, "logs", "sv-sidecar", "-c", "app")
+		return strings.Contains(out, "app saw: sidecar started"), out
+	})
+	if row := plPsRow(t, "sv-sidecar"); row == nil || row[2] != "1/1" || row[3] != "Running" {
+		t.Errorf("podrun ps row = %q, want READY 1/1 STATUS Running", row)
+	}
+
+	// Killed, it is restarted (after the 10 s back-off).
+	if _, stderr, code := H.Podrun(t, "", "exec", "sv-sidecar", "-c", "sidecar", "--", "kill", "1"); code != 0 {
+		t.Fatalf("exec kill 1 in the sidecar: exit %d; stderr:\n%s", code, stderr)
+	}
+	svEventually(t, 30*time.Second, "the sidecar restarted", func() (bool, string) {
+		p, ok := svQuietStatus(t, "sv-sidecar")
+		if !ok {
+			return false, "no status"
+		}
+		c := svCS(p, "sidecar")
+		return c != nil && c.RestartCount == 1 && c.State.Running != nil, fmt.Sprintf("%+v", c)
+	})
+	pod = svStatus(t, "sv-sidecar")
+	side = svMustCS(t, pod, "sidecar")
+	if side.RestartCount != 1 || side.State.Running == nil || side.LastTerminationState.Terminated == nil {
+		t.Errorf("sidecar after kill: %+v, want restartCount 1, running, lastState terminated", side)
+	}
+	if app := svMustCS(t, pod, "app"); app.RestartCount != 0 || app.State.Running == nil {
+		t.Errorf("the app was disturbed by the sidecar's restart: %+v", app)
+	}
+	if out, _, code := H.Podrun(t, "", "exec", "sv-sidecar", "--", "cat", "/shared/sidecar"); code != 0 || out != "sidecar started\nsidecar started\n" {
+		t.Errorf("exec cat /shared/sidecar (exit %d) = %q, want two starts", code, out)
+	}
+	if b, _ := os.ReadFile(stopFile); string(b) != "sidecar stopping\n" {
+		t.Errorf("stop file after the kill = %q, want the sidecar's TERM line", b)
+	}
+	if err := os.WriteFile(stopFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// SIGTERM: the app stops first (its TERM handler takes 1 s), then the sidecar.
+	code, _ := up.terminate(t, 40*time.Second)
+	if code != 0 {
+		t.Errorf("up -f after SIGTERM: exit %d, want 0; stderr:\n%s", code, up.stderr())
+	}
+	b, err := os.ReadFile(stopFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != "app stopping\nsidecar stopping\n" {
+		t.Errorf("stop file = %q, want the app's line then the sidecar's: the sidecar must stop after the app", b)
+	}
+	svGone(t, "sv-sidecar", uid)
+}
+
+// ---- 7. exec and logs -f ----
+
+func TestSuperviseExecAndLogs(t *testing.T) {
+	H.require(t)
+	svMustUp(t, "exec", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-exec
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "trap 'exit 0' TERM; i=0; while true; do i=$((i+1)); echo sv-tick $i; sleep 0.3; done"]
+`)
+	stdout, stderr, code := H.Podrun(t, "hello\n", "exec", "sv-exec", "-i", "--", "cat")
+	if code != 0 || stdout != "hello\n" {
+		t.Errorf("echo hello | exec -i -- cat: exit %d, stdout %q, want 0 and %q; stderr:\n%s", code, stdout, "hello\n", stderr)
+	}
+	if _, _, code := H.Podrun(t, "", "exec", "sv-exec", "--", "sh", "-c", "exit 5"); code != 5 {
+		t.Errorf("exec -- sh -c 'exit 5': exit %d, want 5", code)
+	}
+	stdout, stderr, code = H.Podrun(t, "", "exec", "sv-exec", "-c", "app", "--", "sh", "-c", "echo to-out; echo to-err >&2")
+	if code != 0 || stdout != "to-out\n" || !strings.Contains(stderr, "to-err") || strings.Contains(stdout, "to-err") {
+		t.Errorf("exec with both streams: exit %d, stdout %q, stderr %q; want to-out on stdout and to-err on stderr", code, stdout, stderr)
+	}
+	if _, _, code := H.Podrun(t, "", "exec", "sv-exec", "-c", "nosuch", "--", "true"); code != 2 {
+		t.Errorf("exec -c nosuch: exit %d, want 2 (usage)", code)
+	}
+
+	logs := svStart(t, "logs", "-f", "sv-exec")
+	ticks := func() []int {
+		var out []int
+		for _, l := range strings.Split(logs.stdout(), "\n") {
+			if n, ok := strings.CutPrefix(l, "sv-tick "); ok {
+				if i, err := strconv.Atoi(n); err == nil {
+					out = append(out, i)
+				}
+			}
+		}
+		return out
+	}
+	svEventually(t, 10*time.Second, "logs -f prints the ticks so far", func() (bool, string) {
+		return len(ticks()) > 0, logs.stdout()
+	})
+	first := ticks()
+	svEventually(t, 10*time.Second, "logs -f follows: 4 more ticks", func() (bool, string) {
+		return len(ticks()) >= len(first)+4, logs.stdout()
+	})
+	if logs.exited() {
+		t.Errorf("logs -f exited on its own: %v", logs.cmd.ProcessState)
+	}
+	got := ticks()
+	for i, n := range got {
+		if n != i+1 {
+			t.Errorf("logs -f printed ticks %v: want 1, 2, 3 ... without gaps or repeats", got)
+			break
+		}
+	}
+	if code, _ := logs.terminate(t, 10*time.Second); code != 0 {
+		t.Errorf("logs -f after SIGTERM: exit %d, want 0", code)
+	}
+
+	stdout, _, code = H.Podrun(t, "", "logs", "sv-exec", "--tail", "2", "--timestamps")
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if code != 0 || len(lines) != 2 {
+		t.Fatalf("logs --tail 2 --timestamps: exit %d, %d lines %q, want 2", code, len(lines), lines)
+	}
+	for _, l := range lines {
+		ts, text, _ := strings.Cut(l, " ")
+		if !plValidTime(ts) || !strings.HasPrefix(text, "sv-tick ") {
+			t.Errorf("logs --timestamps line %q, want <RFC 3339 time> sv-tick N", l)
+		}
+	}
+}
+
+// ---- 8. up --wait ----
+
+func TestSuperviseWaitModes(t *testing.T) {
+	H.require(t)
+	t.Run("running returns before a slow readiness probe passes", func(t *testing.T) {
+		_, stdout, took := svMustUp(t, "wait-running", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-wait-running
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 6; touch /tmp/ready; while true; do sleep 0.1; done"]
+    readinessProbe:
+      exec: {command: ["test", "-f", "/tmp/ready"]}
+      periodSeconds: 1
+`, "--wait=running")
+		if took >= 5*time.Second {
+			t.Errorf("up --wait=running took %v: it waited for the readiness probe (which passes after 6 s)", took)
+		}
+		if !strings.Contains(stdout, "pod/default/sv-wait-running created (Running)") {
+			t.Errorf("up stdout = %q, want created (Running)", stdout)
+		}
+		if _, _, code := H.Podrun(t, "", "exec", "sv-wait-running", "--", "test", "-f", "/tmp/ready"); code != 1 {
+			t.Errorf("exec test -f /tmp/ready: exit %d, want 1 (the probe cannot have passed yet)", code)
+		}
+		pod := svStatus(t, "sv-wait-running")
+		cs := svMustCS(t, pod, "app")
+		if cs.Ready || cs.State.Running == nil || cs.Started == nil || !*cs.Started {
+			t.Errorf("container app: ready %v, started %v, state %+v; want running, started, not ready", cs.Ready, cs.Started, cs.State)
+		}
+		if c := svCond(pod, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
+			t.Errorf("Ready condition %+v, want False", c)
+		}
+		if row := plPsRow(t, "sv-wait-running"); row == nil || row[2] != "0/1" || row[3] != "Running" {
+			t.Errorf("podrun ps row = %q, want READY 0/1 STATUS Running", row)
+		}
+	})
+	t.Run("none is accepted", func(t *testing.T) {
+		_, stdout, _ := svMustUp(t, "wait-none", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-wait-none
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "`+svLoop+`"]
+`, "--wait=none")
+		if !strings.Contains(stdout, "pod/default/sv-wait-none created (Running)") {
+			t.Errorf("up --wait=none stdout = %q, want created (Running)", stdout)
+		}
+		if row := plPsRow(t, "sv-wait-none"); row == nil || row[3] != "Running" {
+			t.Errorf("podrun ps row = %q, want STATUS Running", row)
+		}
+	})
+	t.Run("an unknown value is a usage error", func(t *testing.T) {
+		_, _, stderr, code, _ := svUp(t, "wait-bogus", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-wait-bogus
+spec:
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "`+svLoop+`"]
+`, "--wait=bogus")
+		if code != 2 || !strings.Contains(stderr, "--wait") {
+			t.Errorf("up --wait=bogus: exit %d, stderr %q; want 2 and a message about --wait", code, stderr)
+		}
+		if row := plPsRow(t, "sv-wait-bogus", "-a"); row != nil {
+			t.Errorf("up --wait=bogus created the pod: %q", row)
+		}
+	})
+}
