@@ -193,23 +193,31 @@ func subPath(volume, sub string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	naive := filepath.Join(root, sub)
+	// The path, or its nearest existing ancestor, must resolve inside the
+	// volume: a symlink pointing out of it is refused, never followed.
+	existing := naive
+	for {
+		if _, err := os.Lstat(existing); err == nil || existing == root {
+			break
+		}
+		existing = filepath.Dir(existing)
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return "", fmt.Errorf("subPath %q: %w", sub, err)
+	}
+	if real != root && !strings.HasPrefix(real, root+"/") {
+		return "", fmt.Errorf("subPath %q resolves to %s, outside its volume", sub, real)
+	}
 	safe, err := securejoin.SecureJoin(root, sub)
 	if err != nil {
 		return "", err
 	}
-	naive := filepath.Join(root, sub)
-	if _, err := os.Lstat(naive); errors.Is(err, os.ErrNotExist) {
+	if existing != naive {
 		if err := os.MkdirAll(safe, 0o755); err != nil {
 			return "", fmt.Errorf("creating subPath %q: %w", sub, err)
 		}
-		return safe, nil
 	}
-	real, err := filepath.EvalSymlinks(naive)
-	if err != nil {
-		return "", fmt.Errorf("subPath %q: %w", sub, err)
-	}
-	if real != safe || (real != root && !strings.HasPrefix(real, root+"/")) {
-		return "", fmt.Errorf("subPath %q resolves to %s, outside its volume", sub, real)
-	}
-	return real, nil
+	return safe, nil
 }
