@@ -12,21 +12,24 @@ import (
 // given container: one event subscription for the whole process, no polling.
 type exitRouter struct {
 	engine engine.Engine
+	ctx    context.Context // the router's lifetime
 	once   sync.Once
 	mu     sync.Mutex
 	subs   map[string]chan engine.TaskExit
 }
 
-func newExitRouter(e engine.Engine) *exitRouter {
-	return &exitRouter{engine: e, subs: map[string]chan engine.TaskExit{}}
+// newExitRouter returns a router that lives until ctx ends.
+func newExitRouter(ctx context.Context, e engine.Engine) *exitRouter {
+	return &exitRouter{engine: e, ctx: ctx, subs: map[string]chan engine.TaskExit{}}
 }
 
 // resubscribeDelay is the pause before re-subscribing after the event
 // stream broke (containerd restarting).
 const resubscribeDelay = time.Second
 
-// start subscribes once, for the life of ctx.
-func (x *exitRouter) start(ctx context.Context) {
+// start subscribes once, for the router's lifetime; registering starts it.
+func (x *exitRouter) start() {
+	ctx := x.ctx
 	x.once.Do(func() {
 		ready := make(chan struct{})
 		go x.loop(ctx, ready)
@@ -36,6 +39,11 @@ func (x *exitRouter) start(ctx context.Context) {
 
 func (x *exitRouter) loop(ctx context.Context, ready chan struct{}) {
 	first := true
+	defer func() {
+		if first {
+			close(ready) // ended before subscribing
+		}
+	}()
 	for ctx.Err() == nil {
 		exits, errs := x.engine.Exits(ctx)
 		if first {
@@ -71,6 +79,7 @@ func (x *exitRouter) deliverAll(ctx context.Context, exits <-chan engine.TaskExi
 // register returns the channel that will receive id's exit. Register before
 // starting the task so that no exit is missed.
 func (x *exitRouter) register(id string) <-chan engine.TaskExit {
+	x.start()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	ch := make(chan engine.TaskExit, 1)

@@ -22,7 +22,7 @@ type Host struct {
 	closer     func() error
 	exits      *exitRouter
 	clock      probes.Clock
-	closeExits context.CancelFunc // ends the exit router
+	closeExits context.CancelFunc // ends the exit router, which starts with the first supervised container
 
 	observeProbe func(probes.Kind, probes.Outcome, time.Duration)
 
@@ -66,13 +66,12 @@ func NewHost(cfg Config, e engine.Engine, report Reporter, closer func() error) 
 		network: sandbox.NewNetwork(cfg.CNIConfDir, cfg.CNIBinDirs, filepath.Join(cfg.Root, "cni")),
 		report:  report,
 		closer:  closer,
-		exits:   newExitRouter(e),
 		clock:   probes.RealClock{},
 		workers: map[string]*podWorker{},
 	}
 	var ctx context.Context
 	ctx, h.closeExits = context.WithCancel(context.Background())
-	h.exits.start(ctx)
+	h.exits = newExitRouter(ctx, e)
 	return h
 }
 

@@ -597,8 +597,8 @@ func TestExitRouterDeliversOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	eng := fake.New()
-	x := newExitRouter(eng)
-	x.start(ctx)
+	x := newExitRouter(ctx, eng)
+	x.start()
 	mk := func(id string) {
 		t.Helper()
 		if err := eng.Create(ctx, engine.ContainerSpec{ID: id}); err != nil {
@@ -629,7 +629,9 @@ func TestExitRouterDeliversOnce(t *testing.T) {
 
 	t.Run("exit before subscription", func(t *testing.T) {
 		// A router whose stream has not seen the exit: only check can deliver it.
-		idle := newExitRouter(eng)
+		idleCtx, stop := context.WithCancel(ctx)
+		stop() // never subscribes
+		idle := newExitRouter(idleCtx, eng)
 		mk("b")
 		ch := idle.register("b")
 		eng.Exit("b", 4)
@@ -683,8 +685,8 @@ func TestExitRouterResubscribes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	eng := fake.New()
-	x := newExitRouter(eng)
-	x.start(ctx)
+	x := newExitRouter(ctx, eng)
+	x.start()
 	for _, id := range []string{"a", "b"} {
 		if err := eng.Create(ctx, engine.ContainerSpec{ID: id}); err != nil {
 			t.Fatal(err)
