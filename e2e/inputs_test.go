@@ -1209,7 +1209,7 @@ spec:
 			t.Fatalf("podrun ps -o wide: exit %d", code)
 		}
 		lines := strings.Split(strings.TrimSpace(stdout), "\n")
-		if want := []string{"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "UID", "SOURCE"}; strings.Join(strings.Fields(lines[0]), " ") != strings.Join(want, " ") {
+		if want := []string{"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "SOURCE", "UID"}; strings.Join(strings.Fields(lines[0]), " ") != strings.Join(want, " ") {
 			t.Errorf("header %q, want %v", lines[0], want)
 		}
 		found := false
@@ -1217,7 +1217,7 @@ spec:
 			f := strings.Fields(l)
 			if len(f) == 9 && f[0] == "default" && f[1] == "in-cli" {
 				found = true
-				if f[2] != "2/2" || f[3] != "Running" || f[4] != "0" || f[7] != uid || f[8] != path {
+				if f[2] != "2/2" || f[3] != "Running" || f[4] != "0" || f[7] != path || f[8] != uid {
 					t.Errorf("row %q; want READY 2/2, STATUS Running, RESTARTS 0, UID %s, SOURCE %s", l, uid, path)
 				}
 			}

@@ -331,6 +331,15 @@ func (l *ctrLoop) attempt(ctx context.Context) (ranFor time.Duration, code uint3
 	}
 	r.h.exits.check(ctx, id)
 	target := r.target(l.c, id)
+	observe := target.Observe
+	target.Observe = func(kind probes.Kind, o probes.Outcome, took time.Duration) {
+		if o.Result == probes.Failure { // errors report the latest failure, not the first
+			l.update(func(s *loopState) { s.lastFail = fmt.Sprintf("%s probe failed: %s", kind, o.Output) })
+		}
+		if observe != nil {
+			observe(kind, o, took)
+		}
+	}
 	probeCtx, stopProbes := context.WithCancel(ctx)
 	defer stopProbes()
 	updates := make(chan probes.Update, 8)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/containerd/containerd"
@@ -37,10 +38,15 @@ func (e *Engine) Exec(ctx context.Context, id string, p engine.ExecSpec) (int, e
 	proc.Terminal = p.TTY
 	proc.Env = append(append([]string{}, proc.Env...), p.Env...)
 	stdout, stderr := orDiscard(p.Stdout), orDiscard(p.Stderr)
-	opts := []cio.Opt{cio.WithStreams(p.Stdin, stdout, stderr)}
+	var stdin *stdinCloser
+	if p.Stdin != nil {
+		stdin = &stdinCloser{r: p.Stdin, started: make(chan struct{})}
+	}
+	opts := []cio.Opt{cio.WithStreams(stdin.reader(), stdout, stderr)}
 	if p.TTY {
 		opts = append(opts, cio.WithTerminal)
 	}
+	defer stdin.start(nil, nil) // releases the stdin closer if the exec never starts
 	execID := "exec-" + randomHex(6)
 	// The exec and its I/O are cleaned up even when ctx has ended.
 	cleanup := context.WithoutCancel(ctx)
@@ -56,6 +62,7 @@ func (e *Engine) Exec(ctx context.Context, id string, p engine.ExecSpec) (int, e
 	if err := process.Start(ctx); err != nil {
 		return -1, fmt.Errorf("starting exec in %q: %w", id, err)
 	}
+	stdin.start(cleanup, process)
 	select {
 	case st := <-statusC:
 		process.IO().Wait()
@@ -69,6 +76,53 @@ func (e *Engine) Exec(ctx context.Context, id string, p engine.ExecSpec) (int, e
 		}
 		return -1, ctx.Err()
 	}
+}
+
+// stdinCloser closes the process's stdin once the caller's stdin is
+// drained: closing the FIFO alone does not reach the process (nerdctl does
+// the same).
+type stdinCloser struct {
+	r       io.Reader
+	started chan struct{} // closed once process is set (nil if it never started)
+	process containerd.Process
+	ctx     context.Context
+	once    sync.Once // closes stdin once
+	done    sync.Once // closes started once
+}
+
+// reader is what cio copies from; nil without stdin.
+func (s *stdinCloser) reader() io.Reader {
+	if s == nil {
+		return nil
+	}
+	return s
+}
+
+func (s *stdinCloser) Read(b []byte) (int, error) {
+	n, err := s.r.Read(b)
+	if err == io.EOF {
+		s.once.Do(func() {
+			go func() {
+				<-s.started
+				if s.process != nil {
+					_ = s.process.CloseIO(s.ctx, containerd.WithStdinCloser)
+				}
+			}()
+		})
+	}
+	return n, err
+}
+
+// start hands over the started process; with a nil process (the exec
+// failed) nothing is closed.
+func (s *stdinCloser) start(ctx context.Context, p containerd.Process) {
+	if s == nil {
+		return
+	}
+	s.done.Do(func() {
+		s.ctx, s.process = ctx, p
+		close(s.started)
+	})
 }
 
 // killWaitExec bounds the wait for an exec process after SIGKILL.
