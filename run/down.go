@@ -100,13 +100,13 @@ func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration)
 	}
 	// App containers together, then native sidecars one by one in reverse
 	// order, then whatever else still runs (the sandbox last).
-	errs := []error{h.stopGroup(ctx, ofKind(ctrs, labels.KindApp), pod, ips, grace)}
+	errs := []error{h.stopGroup(ctx, withLabel(ctrs, labels.Kind, labels.KindApp), pod, ips, grace)}
 	if pod != nil {
 		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
 			errs = append(errs, h.stopGroup(ctx, named(ctrs, pod.Spec.InitContainers[i].Name), pod, ips, grace))
 		}
 	}
-	errs = append(errs, h.stopGroup(ctx, ofKind(ctrs, labels.KindInit), pod, ips, grace))
+	errs = append(errs, h.stopGroup(ctx, withLabel(ctrs, labels.Kind, labels.KindInit), pod, ips, grace))
 	for _, c := range ctrs {
 		errs = append(errs, h.engine.Delete(ctx, c.ID))
 	}
@@ -123,24 +123,20 @@ func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration)
 	return err
 }
 
-func ofKind(ctrs []engine.Container, kind string) []engine.Container {
+// withLabel keeps the containers whose label key has value v.
+func withLabel(ctrs []engine.Container, key, v string) []engine.Container {
 	var out []engine.Container
 	for _, c := range ctrs {
-		if c.Labels[labels.Kind] == kind {
+		if c.Labels[key] == v {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
+// named keeps every attempt of one container.
 func named(ctrs []engine.Container, name string) []engine.Container {
-	var out []engine.Container
-	for _, c := range ctrs {
-		if c.Labels[labels.Container] == name {
-			out = append(out, c)
-		}
-	}
-	return out
+	return withLabel(ctrs, labels.Container, name)
 }
 
 // containerSpec finds a container of pod by name (nil without a pod).
