@@ -332,8 +332,12 @@ func upCommand() *cli.Command {
 				}
 				fmt.Printf("pod/%s %s (%s)\n", r.Pod, r.Action, r.Phase)
 			}
-			if o.Foreground && ctx.Err() == nil {
-				fmt.Fprintln(os.Stderr, "supervising; SIGINT or SIGTERM stops the pods")
+			if o.Foreground {
+				// Also when a signal came during start-up: the pods already up
+				// are terminated, not left running unsupervised.
+				if ctx.Err() == nil {
+					fmt.Fprintln(os.Stderr, "supervising; SIGINT or SIGTERM stops the pods")
+				}
 				errs = append(errs, h.Supervise(ctx))
 			}
 			return errors.Join(errs...)
