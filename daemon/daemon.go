@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
@@ -107,30 +108,36 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		case <-timer.C:
 			due = time.Time{}
 			now := time.Now()
-			busy := map[string]bool{}
-			for f, until := range settle {
-				if until.After(now) {
-					busy[f] = true
-					schedule(until)
-				} else {
-					delete(settle, f)
-				}
-			}
-			if d.sync(ctx, busy) {
+			if d.sync(ctx, writing(settle, now, schedule)) {
 				schedule(now.Add(backoff))
 				backoff = min(2*backoff, d.o.Resync)
 			} else {
 				backoff = time.Second
 			}
 		case <-resync.C:
-			d.sync(ctx, nil)
+			d.sync(ctx, writing(settle, time.Now(), schedule))
 		case <-hup:
 			d.log.Info("SIGHUP: re-scanning")
-			d.sync(ctx, nil)
+			d.sync(ctx, writing(settle, time.Now(), schedule))
 		case <-ctx.Done():
 			return d.shutdown()
 		}
 	}
+}
+
+// writing returns the files still being written (their settle time is not
+// over), scheduling a sync for when each is; it forgets settled files.
+func writing(settle map[string]time.Time, now time.Time, schedule func(time.Time)) map[string]bool {
+	busy := map[string]bool{}
+	for f, until := range settle {
+		if until.After(now) {
+			busy[f] = true
+			schedule(until)
+		} else {
+			delete(settle, f)
+		}
+	}
+	return busy
 }
 
 // sync applies the sources once; it returns true when it should be retried
@@ -255,7 +262,7 @@ func ReadStatus(path string) (st Status, ok bool) {
 	if err != nil || json.Unmarshal(data, &st) != nil {
 		return Status{}, false
 	}
-	if p, err := os.FindProcess(st.PID); err != nil || p.Signal(nil) != nil {
+	if p, err := os.FindProcess(st.PID); err != nil || p.Signal(syscall.Signal(0)) != nil {
 		return Status{}, false
 	}
 	return st, true

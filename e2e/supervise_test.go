@@ -79,6 +79,39 @@ func svQuiet(t *testing.T, args ...string) (string, int) {
 	return "", -1
 }
 
+// svRun is H.Podrun with its own timeout: past it the process is killed by
+// PID and timedOut is true (the test is not failed for it).
+func svRun(t *testing.T, stdin string, timeout time.Duration, args ...string) (stdout, stderr string, code int, timedOut bool) {
+	t.Helper()
+	H.require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, H.Bin, append(H.globalArgs(), args...)...)
+	cmd.Cancel = func() error { return cmd.Process.Kill() }
+	cmd.WaitDelay = 5 * time.Second
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var outBuf, errBuf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &outBuf, &errBuf
+	start := time.Now()
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr):
+		code = exitErr.ExitCode()
+	case errors.Is(err, exec.ErrWaitDelay):
+		code = cmd.ProcessState.ExitCode()
+	default:
+		t.Fatalf("running podrun %s: %v", strings.Join(args, " "), err)
+	}
+	timedOut = ctx.Err() == context.DeadlineExceeded
+	t.Logf("$ podrun %s\n[exit %d after %v, timed out: %v]\n--- stdout:\n%s--- stderr:\n%s", strings.Join(args, " "),
+		code, time.Since(start).Round(time.Millisecond), timedOut, e2eClip(outBuf.String()), e2eClip(errBuf.String()))
+	return outBuf.String(), errBuf.String(), code, timedOut
+}
+
 // svDecodePod decodes `podrun status -o json` output.
 func svDecodePod(t *testing.T, out string) corev1.Pod {
 	t.Helper()
@@ -523,7 +556,9 @@ func TestSuperviseProbeKinds(t *testing.T) {
 		netnsBefore, dirsBefore, tasksBefore := plNetns(t), plPodDirs(t), plAllTasks(t)
 		var docs []string
 		for _, c := range cases {
-			docs = append(docs, svProbePod("sv-probe-"+c.kind+"-bad", c.container, c.image, c.command, c.ports, c.fail))
+			// The delay lets the servers listen first: the failure is the probe's own.
+			docs = append(docs, svProbePod("sv-probe-"+c.kind+"-bad", c.container, c.image, c.command, c.ports,
+				c.fail+"      initialDelaySeconds: 2\n"))
 		}
 		_, stdout, stderr, code, took := svUp(t, "probes-bad", strings.Join(docs, "---\n"), "--timeout", "8s")
 		if code != 1 {
@@ -563,6 +598,25 @@ func TestSuperviseProbeKinds(t *testing.T) {
 		}
 		if n := plNew(dirsBefore, plPodDirs(t)); len(n) != 0 {
 			t.Errorf("pod directories left by the failed pods: %v", n)
+		}
+	})
+
+	t.Run("the last failure's output is reported", func(t *testing.T) {
+		// The first attempts find no server (connection refused); from 2 s on
+		// every attempt gets a 404. Up's error must quote the probe's last output.
+		_, _, stderr, code, _ := svUp(t, "probe-last", svProbePod("sv-probe-last", "late-app", H.Image,
+			`["sh", "-c", "trap 'exit 0' TERM; mkdir -p /tmp/www; sleep 2; httpd -f -p 8080 -h /tmp/www & wait"]`, "[]",
+			"      httpGet: {path: /sv-missing.html, port: 8080}\n"), "--timeout", "7s")
+		if code != 1 {
+			t.Errorf("up --timeout 7s: exit %d, want 1", code)
+		}
+		line := svLineWith(stderr, `container "late-app":`)
+		if !strings.Contains(line, "readiness probe failed") || !strings.Contains(line, "statuscode: 404") {
+			t.Errorf("up stderr says %q: want the last probe output (HTTP probe failed with statuscode: 404), "+
+				"not the first failure's, which was stale for 4 s", line)
+		}
+		if ctrs := plContainers(t, "sv-probe-last"); len(ctrs) != 0 {
+			t.Errorf("%d containers of sv-probe-last left after the failed up", len(ctrs))
 		}
 	})
 }
@@ -1050,9 +1104,18 @@ spec:
     image: `+H.Image+`
     command: ["sh", "-c", "trap 'exit 0' TERM; i=0; while true; do i=$((i+1)); echo sv-tick $i; sleep 0.3; done"]
 `)
-	stdout, stderr, code := H.Podrun(t, "hello\n", "exec", "sv-exec", "-i", "--", "cat")
-	if code != 0 || stdout != "hello\n" {
-		t.Errorf("echo hello | exec -i -- cat: exit %d, stdout %q, want 0 and %q; stderr:\n%s", code, stdout, "hello\n", stderr)
+	// stdin reaches the command (head exits after one line, whatever EOF does).
+	stdout, stderr, code, timedOut := svRun(t, "hello\nworld\n", 20*time.Second, "exec", "sv-exec", "-i", "--", "head", "-n", "1")
+	if code != 0 || timedOut || stdout != "hello\n" {
+		t.Errorf("printf 'hello\\nworld\\n' | exec -i -- head -n 1: exit %d (timed out: %v), stdout %q, want 0 and %q; stderr:\n%s",
+			code, timedOut, stdout, "hello\n", stderr)
+	}
+	// The end of stdin reaches it too: cat exits.
+	stdout, stderr, code, timedOut = svRun(t, "hello\n", 15*time.Second, "exec", "sv-exec", "-i", "--", "cat")
+	if code != 0 || timedOut || stdout != "hello\n" {
+		t.Errorf("echo hello | exec -i -- cat: exit %d (timed out and killed: %v), stdout %q; want exit 0 and %q: "+
+			"the end of podrun's stdin must close the command's stdin, as kubectl exec -i does; stderr:\n%s",
+			code, timedOut, stdout, "hello\n", stderr)
 	}
 	if _, _, code := H.Podrun(t, "", "exec", "sv-exec", "--", "sh", "-c", "exit 5"); code != 5 {
 		t.Errorf("exec -- sh -c 'exit 5': exit %d, want 5", code)
