@@ -217,6 +217,10 @@ func globalFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "cni-bin-dir", Value: cli.NewStringSlice(sandbox.DefaultBinDirs...), EnvVars: []string{"PODRUN_CNI_BIN_DIR"},
 			Usage: "CNI plugin directories, searched in order"},
 		&cli.StringFlag{Name: "pause-image", EnvVars: []string{"PODRUN_PAUSE_IMAGE"}, Usage: "sandbox image (default: podrun's built-in pause)"},
+		&cli.StringFlag{Name: "registry-config", Value: defaultRegistryConfig(), EnvVars: []string{"PODRUN_REGISTRY_CONFIG"},
+			Usage: "Docker config file whose \"auths\" give registry credentials (used after the pods' imagePullSecrets)"},
+		&cli.StringSliceFlag{Name: "insecure-registry", EnvVars: []string{"PODRUN_INSECURE_REGISTRY"},
+			Usage: "registry HOST[:PORT] that may use plain HTTP or an unverified certificate (repeatable; loopback registries always may)"},
 		&cli.BoolFlag{Name: "debug", EnvVars: []string{"PODRUN_DEBUG"}, Usage: "verbose logs on stderr"},
 	}
 }
@@ -229,6 +233,10 @@ func config(c *cli.Context) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, fmt.Errorf("finding podrun's own binary: %w", err)
 	}
+	insecure, err := insecureRegistries(c.StringSlice("insecure-registry"))
+	if err != nil {
+		return run.Config{}, err
+	}
 	return run.Config{
 		Address:    c.String("address"),
 		AutoStart:  !c.IsSet("address"),
@@ -240,6 +248,11 @@ func config(c *cli.Context) (run.Config, error) {
 		CNIBinDirs: c.StringSlice("cni-bin-dir"),
 		PauseImage: c.String("pause-image"),
 		Exe:        exe,
+		// Registries (pulls.go): credentials file, insecure hosts, progress.
+		RegistryConfig:         c.String("registry-config"),
+		RegistryConfigOptional: !c.IsSet("registry-config"),
+		InsecureRegistries:     insecure,
+		PullProgress:           pullProgress(),
 	}, nil
 }
 
@@ -268,6 +281,7 @@ func progress() run.Reporter {
 		if e.Err != nil {
 			fmt.Fprintf(&b, "FAILED: %v", e.Err)
 		}
+		clearPullLine() // a pull's progress line, if one is shown (pulls.go)
 		fmt.Fprintln(os.Stderr, strings.TrimSpace(b.String()))
 	}
 }
@@ -885,18 +899,26 @@ func imageCommand() *cli.Command {
 				}),
 			},
 			{
-				Name: "pull", Usage: "pull an image from its registry (anonymous)", ArgsUsage: "REF",
-				Action: withEngine(func(ctx context.Context, e engine.Engine, c *cli.Context) error {
+				Name: "pull", Usage: "pull an image from its registry (credentials from --registry-config)", ArgsUsage: "REF",
+				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
 						return usageError{"image pull: name one REF"}
 					}
-					img, err := e.Pull(ctx, c.Args().First())
+					h, err := openHost(c.Context, c)
+					if err != nil {
+						return err
+					}
+					defer h.Close()
+					img, err := h.PullImage(c.Context, c.Args().First())
+					if perr := (*run.ImagePullError)(nil); errors.As(err, &perr) && perr.Reason == run.ReasonInvalidImageName {
+						return usageError{err.Error()}
+					}
 					if err != nil {
 						return err
 					}
 					fmt.Printf("%s\t%s\n", img.Ref, img.Digest)
 					return nil
-				}),
+				},
 			},
 		},
 	}

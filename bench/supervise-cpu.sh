@@ -26,78 +26,25 @@ set -euo pipefail
 PODS=${PODS:-20}
 WINDOW=${WINDOW:-30}         # seconds of CPU sampling
 SETTLE=${SETTLE:-5}          # seconds between "all Ready" and the window
-READY_TIMEOUT=${READY_TIMEOUT:-300}
+READY_TIMEOUT=${READY_TIMEOUT:-300} # seconds; past it the window is measured anyway, flagged
 NS=podrun-bench              # containerd namespace
 IMAGE=podrun.bench/busybox:1
 
 START_NS=$(date +%s%N)
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HZ=$(getconf CLK_TCK)
 
-log() { printf 'bench: %s\n' "$*" >&2; }
-die() { log "FAIL: $*"; exit 1; }
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-if [[ $(id -u) -ne 0 ]]; then
-	die "needs root (containerd, runc, CNI, mounts): run 'sudo make bench-supervise'"
-fi
-for t in containerd ctr runc jq curl setpriv setsid go getconf; do
-	command -v "$t" >/dev/null || die "$t is not installed (run 'make deps')"
-done
+bench_require_root bench-supervise
+bench_require_tools containerd ctr runc jq curl setpriv setsid go getconf
 
-# ---- state the trap cleans up ----
-TMP=""
-CTRD_PID=""
+# ---- state the trap cleans up (besides lib.sh's) ----
 UP_PID=""
-SOCK=""
 MANIFEST=""
-RUNC_NS_DIR=/run/containerd/runc/$NS
-RUNC_NS_DIR_EXISTED=0
-[[ -e $RUNC_NS_DIR ]] && RUNC_NS_DIR_EXISTED=1
-G=()
-
-# alive PID: the process exists and is not a zombie.
-alive() {
-	local st
-	[[ -r /proc/$1/stat ]] || return 1
-	st=$(cut -d')' -f2- "/proc/$1/stat" 2>/dev/null | awk '{print $1}') || return 1
-	[[ -n $st && $st != Z && $st != X ]]
-}
-
-# wait_gone PID SECONDS: wait until PID has exited; 1 if it is still there.
-wait_gone() {
-	local pid=$1 deadline=$((SECONDS + $2))
-	while alive "$pid"; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.2
-	done
-}
-
-# nap SECONDS: an interruptible sleep (signals are handled at once).
-nap() {
-	sleep "$1" &
-	wait $! || true
-}
-
-# shims_of_address: PIDs of containerd shims serving our private socket.
-shims_of_address() {
-	local p argv
-	[[ -n $SOCK ]] || return 0
-	for p in /proc/[0-9]*; do
-		argv=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
-		case $argv in
-		*containerd-shim*" -address $SOCK "* | *containerd-shim*" -address $SOCK") echo "${p#/proc/}" ;;
-		esac
-	done
-}
-
-# mounts_under DIR: mount points under DIR, deepest first.
-mounts_under() {
-	awk -v d="$1" '$5 == d || index($5, d "/") == 1 { print length($5) " " $5 }' /proc/self/mountinfo |
-		sort -rn | cut -d' ' -f2-
-}
 
 cleanup() {
-	local rc=$? pid left
+	local rc=$? left
 	set +e
 	trap - EXIT INT TERM
 	if [[ -n $UP_PID ]] && alive "$UP_PID"; then
@@ -112,95 +59,36 @@ cleanup() {
 	[[ -n $UP_PID ]] && wait "$UP_PID" 2>/dev/null
 	if ((rc != 0)) && [[ -n $TMP ]]; then
 		[[ -s $TMP/up.err ]] && { log "podrun up -f stderr (last 30 lines):"; tail -n 30 "$TMP/up.err" >&2; }
-		[[ -s $TMP/containerd.log ]] && { log "containerd log (last errors):"; grep -E 'level=(error|fatal)|panic' "$TMP/containerd.log" | tail -n 20 >&2; }
+		bench_dump_containerd_log
 	fi
 	if [[ -n $CTRD_PID ]] && alive "$CTRD_PID"; then
 		# Safety net: remove any pod of ours that is still there (netns, veth, IPAM
 		# reservations live outside the temp dir). Idempotent.
-		left=$(ctr -a "$SOCK" -n "$NS" containers ls -q 2>/dev/null | wc -l)
+		left=$(bench_containers_left)
 		if ((left > 0)) && [[ -s $MANIFEST ]]; then
 			log "cleanup: $left containers left: podrun down --grace-period 0"
 			timeout 180 "$TMP/podrun" "${G[@]}" down --grace-period 0 "$MANIFEST" >&2
 		fi
-		log "cleanup: stopping containerd (pid $CTRD_PID)"
-		kill -TERM "$CTRD_PID"
-		if ! wait_gone "$CTRD_PID" 15; then
-			log "cleanup: containerd (pid $CTRD_PID) ignored SIGTERM for 15s: SIGKILL"
-			kill -KILL "$CTRD_PID"
-			wait_gone "$CTRD_PID" 10
-		fi
 	fi
-	[[ -n $CTRD_PID ]] && wait "$CTRD_PID" 2>/dev/null
-	# Shims outlive containerd by design; any still serving our socket is ours.
-	for pid in $(shims_of_address); do
-		log "cleanup: shim pid $pid of our containerd still running: SIGKILL"
-		kill -KILL "$pid"
-	done
-	if ((RUNC_NS_DIR_EXISTED == 0)) && [[ -d $RUNC_NS_DIR ]]; then
-		rmdir "$RUNC_NS_DIR" 2>/dev/null
-	fi
-	if [[ -n $TMP && -d $TMP ]]; then
-		while read -r mp; do
-			[[ -n $mp ]] || continue
-			umount -l "$mp" 2>/dev/null || log "cleanup: cannot unmount $mp"
-		done < <(mounts_under "$TMP")
-		rm -rf "$TMP" || log "cleanup: cannot remove $TMP"
-	fi
+	bench_stop_containerd
+	bench_remove_tmp
 	exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-TMP=$(mktemp -d /tmp/podrun-bench-XXXXXX)
-TMP=$(cd "$TMP" && pwd -P)
-SOCK=$TMP/containerd.sock
+bench_make_tmp
 MANIFEST=$TMP/pods.yaml
-mkdir -p "$TMP/root" "$TMP/logs" "$TMP/cni-conf" "$TMP/containerd"
-G=(--address "$SOCK" --namespace "$NS" --root "$TMP/root" --log-dir "$TMP/logs" --cni-conf-dir "$TMP/cni-conf")
-log "temp dir $TMP"
 
 # ---- build ----
-t0=$SECONDS
-(cd "$REPO" && CGO_ENABLED=0 go build -o "$TMP/podrun" . && go build -o "$TMP/mkimage" ./tools/mkimage)
-log "built podrun and mkimage in $((SECONDS - t0))s"
+bench_build
 
 # ---- private containerd, as the e2e harness starts it ----
-cat >"$TMP/containerd.toml" <<EOF
-version = 2
-root = "$TMP/containerd/root"
-state = "$TMP/containerd/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-
-[grpc]
-  address = "$SOCK"
-
-[ttrpc]
-  address = "$SOCK.ttrpc"
-
-[debug]
-  level = "info"
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$TMP/containerd/opt"
-EOF
-# Own session (a Ctrl-C reaches the script, which stops things in order);
-# SIGKILL when the script dies, like the harness's Pdeathsig. Both exec, so $!
-# is containerd's PID.
-setpriv --pdeathsig KILL setsid containerd --config "$TMP/containerd.toml" >"$TMP/containerd.log" 2>&1 </dev/null &
-CTRD_PID=$!
-deadline=$((SECONDS + 20))
-until ctr -a "$SOCK" version >/dev/null 2>&1; do
-	alive "$CTRD_PID" || die "containerd exited during startup; log:$(printf '\n'; tail -n 30 "$TMP/containerd.log")"
-	((SECONDS < deadline)) || die "containerd did not answer on $SOCK within 20s"
-	sleep 0.1
-done
-[[ $(readlink "/proc/$CTRD_PID/exe") == */containerd ]] || die "pid $CTRD_PID is not containerd"
-log "containerd (pid $CTRD_PID) answering on $SOCK"
+bench_start_containerd
 
 # ---- image ----
-"$TMP/mkimage" -o "$TMP/busybox.tar" -ref "$IMAGE" >&2
-"$TMP/podrun" "${G[@]}" image import "$TMP/busybox.tar" >&2
+bench_import_image "$IMAGE"
 
 # ---- manifest: PODS documents in one file ----
 : >"$MANIFEST"
@@ -236,7 +124,7 @@ done
 # ---- podrun up -f ----
 # Own session too; SIGTERM (a graceful stop) if the script dies.
 up_start=$SECONDS
-setpriv --pdeathsig TERM setsid "$TMP/podrun" "${G[@]}" up -f "$MANIFEST" >"$TMP/up.out" 2>"$TMP/up.err" </dev/null &
+setpriv --pdeathsig TERM setsid "$TMP/podrun" "${G[@]}" up -f --timeout "$((READY_TIMEOUT + 120))s" "$MANIFEST" >"$TMP/up.out" 2>"$TMP/up.err" </dev/null &
 UP_PID=$!
 log "podrun up -f started (pid $UP_PID); waiting for $PODS pods to be Ready"
 
@@ -246,6 +134,7 @@ ready_count() {
 		and all(.status.containerStatuses[]; .ready))] | length' 2>/dev/null || echo 0
 }
 deadline=$((SECONDS + READY_TIMEOUT))
+ALL_READY=1
 while :; do
 	alive "$UP_PID" || die "podrun up -f exited before the pods were Ready"
 	n=$(ready_count)
@@ -253,14 +142,20 @@ while :; do
 		break
 	fi
 	if ((SECONDS >= deadline)); then
+		# Measure anyway (the pods are still supervised), but say so loudly.
+		ALL_READY=0
+		ps_err=$(tail -n 1 "$TMP/ps.err")
 		"$TMP/podrun" "${G[@]}" ps >&2 || true
-		die "only $n of $PODS pods Ready after ${READY_TIMEOUT}s; last podrun ps stderr:$(printf '\n'; tail -n 5 "$TMP/ps.err")"
+		log "WARNING: only $n of $PODS pods Ready after ${READY_TIMEOUT}s${ps_err:+ (podrun ps: $ps_err)}"
+		log "WARNING: measuring anyway; the figures are flagged NOT ALL READY"
+		break
 	fi
 	nap 1
 done
 ready_after=$((SECONDS - up_start))
+ready_start=$n
 [[ $(readlink "/proc/$UP_PID/exe") == "$TMP/podrun" ]] || die "pid $UP_PID is not our podrun"
-log "all $PODS pods Ready after ~${ready_after}s"
+((ALL_READY == 0)) || log "all $PODS pods Ready after ~${ready_after}s"
 
 # One request to each of our own pods, to check that they serve.
 served=0
@@ -362,14 +257,20 @@ wall=$(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
 secs() { awk -v t="$1" -v hz="$HZ" 'BEGIN { printf "%.2f", t / hz }'; }
 pct() { awk -v t="$1" -v hz="$HZ" -v w="$wall" 'BEGIN { printf "%.2f", 100 * t / hz / w }'; }
 total=$((up_own + shim_own + shim_ch + logd_own + ctrd_own))
+per_pod=$(awk -v t="$up_own" -v hz="$HZ" -v w="$wall" -v n="$PODS" 'BEGIN { printf "%.3f", 100 * t / hz / w / n }')
+if ((ALL_READY)); then
+	readiness_note="all pods were Ready"
+else
+	readiness_note="the Ready wait gave up with only $ready_start/$PODS Ready: NOT ALL READY, the figures are for a degraded run"
+fi
 
 cat <<EOF
 
 podrun up -f supervising $PODS pods (1 busybox httpd container each; exec readinessProbe + httpGet livenessProbe, periodSeconds 1)
   host: $(nproc) CPUs, $(uname -r), $(containerd --version | awk '{print "containerd " $3}'), CLK_TCK $HZ; load average $load0 at the window's start, $load1 at its end
-  window: ${wall}s of wall time, starting ${SETTLE}s after all pods were Ready (~${ready_after}s after start); $ready_end/$PODS Ready and $restarts restarts at the end; $served/$PODS served HTTP before it
+  window: ${wall}s of wall time, starting ${SETTLE}s after ${readiness_note} (~${ready_after}s after start); $ready_end/$PODS Ready and $restarts restarts at the end; $served/$PODS served HTTP before it
   supervising process (podrun up -f, pid $UP_PID):
-    CPU (utime+stime):              $(secs "$up_own") s  = $(pct "$up_own") % of one core
+    CPU (utime+stime):              $(secs "$up_own") s  = $(pct "$up_own") % of one core ($per_pod % per pod)
     resident memory (VmRSS):        $rss (peak VmHWM $hwm), $threads threads
     reaped children (cutime+cstime): $(secs "$up_ch") s
   for context, not podrun's own process (same window):
@@ -396,4 +297,4 @@ cat <<EOF
   stop: SIGTERM -> podrun up -f exited (code $up_rc) after $(awk -v a="$stop0" -v b="$stop1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s; $tasks_left tasks and $ctrs_left containers left in namespace $NS
   total run time: $(awk -v a="$START_NS" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }') s (before cleanup)
 EOF
-((up_rc == 0)) || die "podrun up -f exited with code $up_rc; stderr:$(printf '\n'; tail -n 30 "$TMP/up.err")"
+((up_rc == 0)) || die "podrun up -f exited with code $up_rc (its stderr follows)"

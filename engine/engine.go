@@ -22,6 +22,31 @@ var ErrNotFound = errors.New("not found")
 // ErrUnavailable is returned (wrapped) when the runtime cannot be reached.
 var ErrUnavailable = errors.New("container runtime unavailable")
 
+// ErrInvalidImageName is returned (wrapped) for an image reference that does
+// not parse (the kubelet's reason InvalidImageName).
+var ErrInvalidImageName = errors.New("invalid image name")
+
+// ErrUnauthorized is returned (wrapped) when a registry refuses a pull for
+// want of valid credentials (401/403, or a challenge without credentials).
+var ErrUnauthorized = errors.New("unauthorized")
+
+// PullOptions are how Pull reaches the registry. They are plain data from
+// podrun's point of view: the caller finds the credentials (registry
+// package); the engine only answers the registry's challenges with them.
+type PullOptions struct {
+	// Auth returns the user name and password to answer host's challenge
+	// with (host as the engine connects to it: registry-1.docker.io for
+	// docker.io). "" for both: none. nil: pull anonymously.
+	Auth func(host string) (username, secret string)
+	// Insecure lists registries (HOST or HOST:PORT, see
+	// registry.IsInsecure) that may be reached over plain HTTP or with an
+	// unverified certificate. Loopback registries always may.
+	Insecure []string
+	// Progress, when set, is called a few times a second during the
+	// download with the bytes fetched so far and the total known so far.
+	Progress func(done, total int64)
+}
+
 // Image is an image present in the runtime's store.
 type Image struct {
 	Ref    string     // normalized reference, e.g. docker.io/library/busybox:latest
@@ -98,8 +123,10 @@ type TaskExit struct {
 type Engine interface {
 	// Image returns a local image, or an error wrapping ErrNotFound.
 	Image(ctx context.Context, ref string) (Image, error)
-	// Pull fetches an image from its registry and unpacks it.
-	Pull(ctx context.Context, ref string) (Image, error)
+	// Pull fetches an image from its registry and unpacks it. A reference
+	// that does not parse is an error wrapping ErrInvalidImageName; a
+	// refusal for want of credentials wraps ErrUnauthorized.
+	Pull(ctx context.Context, ref string, o PullOptions) (Image, error)
 	// Import loads the images of an OCI or docker archive and unpacks them.
 	Import(ctx context.Context, r io.Reader) ([]Image, error)
 	// Images lists the local images.

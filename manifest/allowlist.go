@@ -45,11 +45,23 @@ var supportedPodFields = join(
 		"spec.subdomain",
 		"spec.dnsPolicy", // "None" is refused by Validate: it needs dnsConfig
 		"spec.enableServiceLinks",
+		"spec.imagePullSecrets", // each must name a pull Secret of the same input (pullsecrets.go)
 		// podrun runs no API server: the service account names are accepted,
 		// but no token is mounted whatever automountServiceAccountToken says.
 		"spec.serviceAccountName",
 		"spec.serviceAccount",
 		"spec.automountServiceAccountToken",
+		// securityContext (security.go); seLinuxOptions, windowsOptions,
+		// supplementalGroupsPolicy and seLinuxChangePolicy are not supported.
+		"spec.securityContext.runAsUser",
+		"spec.securityContext.runAsGroup",
+		"spec.securityContext.runAsNonRoot",
+		"spec.securityContext.supplementalGroups",
+		"spec.securityContext.fsGroup",
+		"spec.securityContext.fsGroupChangePolicy",
+		"spec.securityContext.sysctls",
+		"spec.securityContext.seccompProfile",
+		"spec.securityContext.appArmorProfile",
 		// Scheduling means nothing on one machine: accepted and ignored.
 		"spec.nodeName",
 		"spec.schedulerName",
@@ -95,6 +107,17 @@ var supportedContainerFields = []string{
 	"lifecycle.preStop.exec",
 	"lifecycle.preStop.httpGet",
 	"lifecycle.preStop.sleep",
+	// securityContext (security.go): not seLinuxOptions or windowsOptions.
+	"securityContext.runAsUser",
+	"securityContext.runAsGroup",
+	"securityContext.runAsNonRoot",
+	"securityContext.privileged",
+	"securityContext.capabilities",
+	"securityContext.readOnlyRootFilesystem",
+	"securityContext.allowPrivilegeEscalation",
+	"securityContext.seccompProfile",
+	"securityContext.appArmorProfile",
+	"securityContext.procMount",
 }
 
 // zeroMatters lists the fields whose zero value means something else than

@@ -75,6 +75,7 @@ func (r *reader) readPod(src Source, prefix string, data []byte, raw map[string]
 	pod.UID = types.UID(p.UID)
 	r.set.Pods = append(r.set.Pods, p)
 	r.names = append(r.names, named{"pod", pod.Namespace + "/" + pod.Name, src})
+	r.located(pod, src, prefix)
 }
 
 // readConfigMap decodes a ConfigMap and validates its name.
@@ -96,6 +97,7 @@ func (r *reader) readSecret(src Source, prefix string, data []byte, raw map[stri
 	}
 	r.readMeta(src, prefix, &secret.ObjectMeta)
 	r.names = append(r.names, named{"secret", secret.Namespace + "/" + secret.Name, src})
+	r.located(secret, src, prefix)
 	r.set.Secrets = append(r.set.Secrets, secret)
 }
 

@@ -60,6 +60,9 @@ type Pod struct {
 	Hash string
 	// UID is a deterministic UUID derived from namespace, name and Hash.
 	UID string
+	// PullSecrets are the Secrets named in spec.imagePullSecrets, found in
+	// the same input (pullsecrets.go); they travel with the pod.
+	PullSecrets []*corev1.Secret
 }
 
 // Set is everything one Load or Parse call read.
@@ -115,12 +118,14 @@ func Parse(file string, data []byte) (*Set, error) {
 type reader struct {
 	set      Set
 	problems Problems
-	names    []named // of every object read, for checkDuplicates
+	names    []named       // of every object read, for checkDuplicates
+	where    map[any]where // of pods and Secrets, for checkPullSecrets
 }
 
 // result checks the set as a whole and returns it, or the problems.
 func (r *reader) result() (*Set, error) {
 	r.checkDuplicates()
+	r.checkPullSecrets() // pullsecrets.go
 	if len(r.problems) > 0 {
 		return nil, r.problems
 	}

@@ -100,6 +100,7 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(*g, fld.Child("terminationGracePeriodSeconds"))...)
 	}
 	errs = append(errs, validateDNSPolicy(spec.DNSPolicy, fld.Child("dnsPolicy"))...)
+	errs = append(errs, validateSecurity(spec, fld)...) // security.go
 	if spec.Hostname != "" {
 		errs = append(errs, invalid(fld.Child("hostname"), spec.Hostname, validation.IsDNS1123Label(spec.Hostname))...)
 	}

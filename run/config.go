@@ -30,6 +30,16 @@ type Config struct {
 	PauseImage string
 	// Exe is podrun's own (static) binary: the built-in pause and the log driver.
 	Exe string
+	// RegistryConfig is a Docker config file (~/.docker/config.json) whose
+	// "auths" give the node's registry credentials, read at each pull; ""
+	// for none. RegistryConfigOptional: a missing file is no error.
+	RegistryConfig         string
+	RegistryConfigOptional bool
+	// InsecureRegistries (HOST or HOST:PORT) may be reached over plain HTTP
+	// or with unverified certificates; loopback registries always may.
+	InsecureRegistries []string
+	// PullProgress, when set, is told how pulls are going.
+	PullProgress PullProgress
 }
 
 // Wait says when Up returns.

@@ -166,6 +166,15 @@ func newHarness(t *testing.T, ps corev1.PodSpec) *harness {
 	hs.eng.AddImage(img)
 	img.Ref = fake.Normalize(testImage)
 
+	// The pod's sandbox: the supervisor restarts containers only while it runs.
+	if err := hs.eng.Create(context.Background(), engine.ContainerSpec{ID: SandboxID(testUID)}); err != nil {
+		t.Fatal(err)
+	}
+	pausePID, err := hs.eng.Start(context.Background(), SandboxID(testUID), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.eng.ResetCalls()
 	hs.h = NewHost(Config{Root: t.TempDir(), LogDir: t.TempDir()}, hs.eng, hs.report, nil)
 	hs.h.clock = hs.clk
 	pod := &manifest.Pod{
@@ -181,7 +190,7 @@ func newHarness(t *testing.T, ps corev1.PodSpec) *harness {
 		vols:      &volumes.Prepared{Paths: map[string]string{}},
 		images:    map[string]engine.Image{testImage: img},
 		netns:     "/var/run/netns/podrun-test",
-		pausePID:  1,
+		pausePID:  pausePID,
 		hostname:  "web",
 		sandboxID: SandboxID(testUID),
 	}

@@ -286,7 +286,7 @@ func (l *ctrLoop) run() {
 			l.update(func(s *loopState) { s.startErr, s.running, s.started, s.ready = err, false, false, false })
 			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q failed to start: %v", l.c.Name, err)})
 		}
-		if !l.shouldRestart(code) {
+		if !l.shouldRestart(code) || !r.sandboxAlive(ctx) {
 			l.update(func(s *loopState) { s.done, s.exitCode = true, code })
 			return
 		}
@@ -303,6 +303,11 @@ func (l *ctrLoop) run() {
 		select {
 		case <-l.w.clock.After(delay):
 		case <-ctx.Done():
+			return
+		}
+		if !r.sandboxAlive(ctx) {
+			// The pod was taken down (or replaced) by someone else meanwhile.
+			l.update(func(s *loopState) { s.done, s.exitCode = true, code })
 			return
 		}
 		l.update(func(s *loopState) { s.restarts++ })
@@ -471,6 +476,14 @@ func (l *ctrLoop) kill(ctx context.Context, id string, target probes.Target, gra
 	if err := r.h.stop(ctx, c, l.c, target, grace); err != nil && ctx.Err() == nil {
 		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("stopping %s: %v", id, err)})
 	}
+}
+
+// sandboxAlive reports whether the pod's sandbox is still the one this
+// supervisor started or adopted: after a `podrun down` from another process,
+// or a replacement, its containers must not be restarted into it.
+func (r *podRun) sandboxAlive(ctx context.Context) bool {
+	t, err := r.h.engine.Task(ctx, r.sandboxID)
+	return err == nil && t.State == engine.TaskRunning && t.PID == r.pausePID
 }
 
 // grace is the pod's termination grace period, or a probe's override.

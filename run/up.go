@@ -91,7 +91,11 @@ func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions) Result {
 	case Replaced:
 		res.Action = Replaced
 		for _, uid := range d.Remove {
-			h.report(Event{Pod: key, Msg: fmt.Sprintf("replacing pod %s (manifest changed)", uid)})
+			why := "manifest changed"
+			if uid == p.UID {
+				why = "left incomplete"
+			}
+			h.report(Event{Pod: key, Msg: fmt.Sprintf("replacing pod %s (%s)", uid, why)})
 			if err := h.downUID(ctx, uid, nil); err != nil {
 				res.Err = fmt.Errorf("pod %s: removing the previous pod: %w", key, err)
 				return res
@@ -299,14 +303,15 @@ func (r *podRun) ensureImages(ctx context.Context) error {
 		if _, ok := r.images[c.Image]; ok {
 			continue
 		}
-		img, err := r.h.ensureImage(ctx, c.Image, c.ImagePullPolicy)
+		img, err := r.h.ensureImage(ctx, c.Image, c.ImagePullPolicy, r.pod.PullSecrets)
 		if err != nil {
 			return fmt.Errorf("container %q: %w", c.Name, err)
 		}
 		r.images[c.Image] = img
 	}
 	if r.h.cfg.PauseImage != "" {
-		img, err := r.h.ensureImage(ctx, r.h.cfg.PauseImage, corev1.PullIfNotPresent)
+		// The node's credentials only, as the CRI pulls the sandbox image.
+		img, err := r.h.ensureImage(ctx, r.h.cfg.PauseImage, corev1.PullIfNotPresent, nil)
 		if err != nil {
 			return fmt.Errorf("pause image: %w", err)
 		}
@@ -328,8 +333,10 @@ func allContainers(p *corev1.Pod) []*corev1.Container {
 }
 
 // ImagePullError carries the Kubernetes reason for an image failure.
+// podrun does not retry a failed pull (`up` fails the pod; the daemon tries
+// again at its next re-scan), so ImagePullBackOff is never a reason here.
 type ImagePullError struct {
-	Reason string // ErrImageNeverPull, ErrImagePull
+	Reason string // ErrImageNeverPull, ErrImagePull, InvalidImageName
 	Image  string
 	Err    error
 }
@@ -340,26 +347,31 @@ func (e *ImagePullError) Error() string {
 
 func (e *ImagePullError) Unwrap() error { return e.Err }
 
-func (h *Host) ensureImage(ctx context.Context, ref string, policy corev1.PullPolicy) (engine.Image, error) {
+// ensureImage makes ref present per policy; pulls use pullSecrets, then the
+// node's credentials.
+func (h *Host) ensureImage(ctx context.Context, ref string, policy corev1.PullPolicy, pullSecrets []*corev1.Secret) (engine.Image, error) {
 	local, lerr := h.engine.Image(ctx, ref)
+	if errors.Is(lerr, engine.ErrInvalidImageName) {
+		return engine.Image{}, pullError(ref, lerr) // InvalidImageName
+	}
 	if lerr != nil && !errors.Is(lerr, engine.ErrNotFound) {
 		return engine.Image{}, lerr
 	}
 	present := lerr == nil
 	switch {
 	case policy == corev1.PullNever && !present:
-		return engine.Image{}, &ImagePullError{Reason: "ErrImageNeverPull", Image: ref,
+		return engine.Image{}, &ImagePullError{Reason: ReasonErrImageNeverPull, Image: ref,
 			Err: errors.New("not present and imagePullPolicy is Never; load it with `podrun image import FILE.tar`")}
 	case present && policy != corev1.PullAlways:
 		return local, nil
 	}
-	img, err := h.engine.Pull(ctx, ref)
+	img, err := h.pull(ctx, ref, pullSecrets) // with credentials (run/pull.go)
 	if err != nil {
-		hint := err
+		perr := pullError(ref, err)
 		if present {
-			hint = fmt.Errorf("%w (the image is present locally: set imagePullPolicy: IfNotPresent to use it)", err)
+			perr.Err = fmt.Errorf("%w (the image is present locally: set imagePullPolicy: IfNotPresent to use it)", err)
 		}
-		return engine.Image{}, &ImagePullError{Reason: "ErrImagePull", Image: ref, Err: hint}
+		return engine.Image{}, perr
 	}
 	return img, nil
 }
@@ -390,7 +402,8 @@ func (r *podRun) startPause(ctx context.Context) error {
 	if r.hostname, err = sandbox.Hostname(r.pod.Pod); err != nil {
 		return err
 	}
-	in := spec.PauseInput{ID: r.sandboxID, Pod: r.pod.Pod, NetNSPath: r.netns, Hostname: r.hostname}
+	in := spec.PauseInput{ID: r.sandboxID, Pod: r.pod.Pod, NetNSPath: r.netns, Hostname: r.hostname,
+		Security: spec.DetectHost(r.h.cfg.Root)} // seccomp on this host (spec/security.go)
 	image := r.h.cfg.PauseImage
 	if image == "" {
 		if in.Rootfs, err = r.h.pauseRootfs(); err != nil {
@@ -552,6 +565,7 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	}
 	s, err := spec.Container(ctx, spec.ContainerInput{
 		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Mounts: mounts, TerminationLog: termLog,
+		Security: spec.DetectHost(r.h.cfg.Root), // seccomp, AppArmor, <root>/seccomp profiles (spec/security.go)
 		Sandbox: spec.Sandbox{
 			ID: r.sandboxID, PID: int(r.pausePID), NetNSPath: r.netns, HostNetwork: r.hostNetwork(), Hostname: r.hostname,
 			EtcHosts: r.layout.File("etc-hosts"), ResolvConf: r.layout.File("resolv.conf"),

@@ -73,6 +73,9 @@ type ContainerInput struct {
 	// TerminationLog is the host file mounted read-write at the container's
 	// terminationMessagePath; "" means not mounted.
 	TerminationLog string
+	// Security is what the host offers for confining the container (see
+	// security.go); the zero value is a host with seccomp, without AppArmor.
+	Security HostSecurity
 }
 
 // Paths of the files the kubelet and the CRI plugin mount into containers.
@@ -87,7 +90,8 @@ const (
 // joins the sandbox's IPC and UTS namespaces and its network namespace (the
 // host's with HostNetwork), gets its own mount and PID namespaces, and runs
 // with the process, user and mounts the kubelet and the CRI plugin would give
-// it. Default capabilities, masked and read-only paths stay containerd's.
+// it. Its securityContext (merged with the pod's) and podrun's secure
+// defaults are applied by securityOpts (security.go).
 func Container(ctx context.Context, in ContainerInput) (*specs.Spec, error) {
 	if err := checkContainerInput(in); err != nil {
 		return nil, err
@@ -98,7 +102,7 @@ func Container(ctx context.Context, in ContainerInput) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	uid, gid, err := parseUser(in.Image.User)
+	security, err := securityOpts(in)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +121,6 @@ func Container(ctx context.Context, in ContainerInput) (*specs.Spec, error) {
 		oci.WithProcessArgs(args...),
 		withProcessEnv(env),
 		oci.WithProcessCwd(workingDir(c, in.Image)),
-		oci.WithUIDGID(uid, gid),
-		withNoNewPrivileges(noNewPrivileges(c)),
 		withPodMounts(containerMounts(in, readOnlyRoot)),
 		withSandboxNamespaces(in.Sandbox),
 		oci.WithCgroup(cgroups),
@@ -127,6 +129,7 @@ func Container(ctx context.Context, in ContainerInput) (*specs.Spec, error) {
 	if readOnlyRoot {
 		opts = append(opts, oci.WithRootFSReadonly())
 	}
+	opts = append(opts, security) // after the mounts: privileged makes cgroupfs writable
 	return generate(ctx, in.ID, opts...)
 }
 

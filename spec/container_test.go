@@ -150,8 +150,8 @@ func TestContainerProcess(t *testing.T) {
 	if p.Rlimits != nil {
 		t.Errorf("Rlimits = %v, want none (inherited, as with the CRI plugin)", p.Rlimits)
 	}
-	if got := len(p.Capabilities.Bounding); got != 14 {
-		t.Errorf("%d bounding capabilities, want containerd's 14", got)
+	if got := len(p.Capabilities.Bounding); got != 13 {
+		t.Errorf("%d bounding capabilities, want containerd's 14 minus NET_RAW", got)
 	}
 	if s.Linux.CgroupsPath != "/podrun/"+testPodUID+"/ctr-1" {
 		t.Errorf("CgroupsPath = %q", s.Linux.CgroupsPath)

@@ -30,13 +30,16 @@ type PauseInput struct {
 	// image's entrypoint.
 	Args        []string
 	ExtraMounts []Mount
+	// Security is what the host offers for confining the pause (seccomp).
+	Security HostSecurity
 }
 
 // Pause builds the spec of a pod's sandbox (pause) container: new IPC, UTS and
 // PID namespaces, the given network namespace (or, with NetNSPath "", the
 // host's network and UTS namespaces, as the CRI plugin does for hostNetwork
-// pods), the hostname, a read-only root, no capabilities, and the ShimGroup
-// annotation set to its own ID.
+// pods), the hostname, a read-only root, no capabilities, the runtime's
+// default seccomp profile, the pod's sysctls, and the ShimGroup annotation
+// set to its own ID.
 func Pause(ctx context.Context, in PauseInput) (*specs.Spec, error) {
 	if err := checkPauseInput(in); err != nil {
 		return nil, err
@@ -51,6 +54,7 @@ func Pause(ctx context.Context, in PauseInput) (*specs.Spec, error) {
 		oci.WithProcessArgs(in.Args...),
 		oci.WithRootFSReadonly(),
 		withNoCapabilities,
+		pauseSecurityOpts(in.Pod, in.Security),
 		withPauseNetwork(in.NetNSPath, in.Hostname),
 		oci.WithCgroup(cgroups),
 		oci.WithAnnotations(podAnnotations(in.Pod, in.ID, containerTypeSandbox)),

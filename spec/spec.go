@@ -2,9 +2,13 @@
 // (sandbox) container and the init and app containers that join it.
 //
 // Everything here is pure: corev1 objects and resolved inputs in, an OCI spec
-// out. Nothing talks to containerd, needs root or touches the host. Specs start
-// from containerd's defaults (oci.GenerateSpecWithPlatform with a nil client)
-// and are shaped the way the kubelet and containerd's CRI plugin shape them.
+// out. Nothing talks to containerd, needs root or touches the host, with the
+// exceptions the CRI plugin has too (security.go): a Localhost seccomp profile
+// is read from its file, a privileged container lists the host's devices, and
+// on an AppArmor host the default profile is loaded; DetectHost reads /proc
+// and /sys. Specs start from containerd's defaults
+// (oci.GenerateSpecWithPlatform with a nil client) and are shaped the way the
+// kubelet and containerd's CRI plugin shape them.
 package spec
 
 import (

@@ -31,6 +31,9 @@ func Setup(l Layout, pod *corev1.Pod) (*Prepared, error) {
 			err = p.hostPath(v.Name, v.HostPath)
 		case v.EmptyDir != nil:
 			err = p.emptyDir(l, v.Name, v.EmptyDir)
+			if err == nil {
+				err = SetOwnership(p.Paths[v.Name], pod, false) // fsGroup (fsgroup.go)
+			}
 		default:
 			err = errors.New("volume kind not supported by podrun yet")
 		}

@@ -130,20 +130,6 @@ func (e *Engine) describe(ctx context.Context, img containerd.Image) (engine.Ima
 	}, nil
 }
 
-// Pull fetches an image and unpacks it.
-func (e *Engine) Pull(ctx context.Context, ref string) (engine.Image, error) {
-	ctx = e.ns(ctx)
-	ref, err := Normalize(ref)
-	if err != nil {
-		return engine.Image{}, err
-	}
-	img, err := e.client.Pull(ctx, ref, containerd.WithPullUnpack, containerd.WithPullSnapshotter(snapshotter))
-	if err != nil {
-		return engine.Image{}, mapErr(err)
-	}
-	return e.describe(ctx, img)
-}
-
 // Import loads an OCI or docker archive.
 func (e *Engine) Import(ctx context.Context, r io.Reader) ([]engine.Image, error) {
 	ctx = e.ns(ctx)
@@ -220,7 +206,7 @@ func (e *Engine) Create(ctx context.Context, c engine.ContainerSpec) error {
 func Normalize(ref string) (string, error) {
 	n, err := docker.ParseDockerRef(ref)
 	if err != nil {
-		return "", fmt.Errorf("invalid image reference %q: %w", ref, err)
+		return "", fmt.Errorf("%w %q: %w", engine.ErrInvalidImageName, ref, err)
 	}
 	return n.String(), nil
 }

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/registry"
 )
 
 // Exit codes of a task ended by a signal, as a shell reports them.
@@ -56,6 +57,7 @@ type Engine struct {
 	mu     sync.Mutex
 	images map[string]engine.Image // local store, by normalized ref
 	remote map[string]engine.Image // what Pull can fetch, by normalized ref
+	auth   map[string][2]string    // credentials Pull needs for a remote image, by normalized ref
 	ctrs   map[string]*container
 	ignore map[string]bool // ids whose task only dies of SIGKILL
 	fail   map[string][]error
@@ -96,6 +98,7 @@ func New() *Engine {
 		Clock:  time.Now,
 		images: map[string]engine.Image{},
 		remote: map[string]engine.Image{},
+		auth:   map[string][2]string{},
 		ctrs:   map[string]*container{},
 		ignore: map[string]bool{},
 		fail:   map[string][]error{},
@@ -136,6 +139,14 @@ func (e *Engine) AddRemote(img engine.Image) {
 	defer e.mu.Unlock()
 	img.Ref = Normalize(img.Ref)
 	e.remote[img.Ref] = img
+}
+
+// RequireAuth makes Pull of a remote image (added with AddRemote) require
+// these credentials from PullOptions.Auth.
+func (e *Engine) RequireAuth(ref, username, secret string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.auth[Normalize(ref)] = [2]string{username, secret}
 }
 
 // Exit makes the live task of container id exit with code: Wait returns and
@@ -297,16 +308,36 @@ func (e *Engine) Image(ctx context.Context, ref string) (engine.Image, error) {
 	return img, nil
 }
 
-// Pull copies an image added with AddRemote into the local store.
-func (e *Engine) Pull(ctx context.Context, ref string) (engine.Image, error) {
+// Pull copies an image added with AddRemote into the local store. An image
+// added with RequireAuth is refused (ErrUnauthorized) unless o.Auth answers
+// its registry's host with the right credentials. A reference that does not
+// parse fails with ErrInvalidImageName.
+func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (engine.Image, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err := e.begin(ctx, "Pull", ref); err != nil {
 		return engine.Image{}, err
 	}
+	domain, err := registry.Domain(ref)
+	if err != nil {
+		return engine.Image{}, fmt.Errorf("%w: %w", engine.ErrInvalidImageName, err)
+	}
 	img, ok := e.remote[Normalize(ref)]
 	if !ok {
 		return engine.Image{}, fmt.Errorf("pulling %q: %w", ref, engine.ErrNotFound)
+	}
+	if want, ok := e.auth[img.Ref]; ok {
+		var got [2]string
+		if o.Auth != nil {
+			got[0], got[1] = o.Auth(registry.APIHost(domain))
+		}
+		if got != want {
+			return engine.Image{}, fmt.Errorf("pulling %q: 401 Unauthorized: %w", ref, engine.ErrUnauthorized)
+		}
+	}
+	if o.Progress != nil {
+		o.Progress(img.Size/2, img.Size)
+		o.Progress(img.Size, img.Size)
 	}
 	e.images[img.Ref] = img
 	img.Size = 0

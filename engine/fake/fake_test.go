@@ -139,7 +139,7 @@ func TestNotFoundAndAlreadyGone(t *testing.T) {
 	e := newEngine()
 	for name, err := range map[string]error{
 		"Image":      second(e.Image(ctx, "nginx")),
-		"Pull":       second(e.Pull(ctx, "nginx")),
+		"Pull":       second(e.Pull(ctx, "nginx", engine.PullOptions{})),
 		"Create":     e.Create(ctx, engine.ContainerSpec{ID: "x", Image: "nginx"}),
 		"Start":      second(e.Start(ctx, "nope", "")),
 		"Wait":       second(e.Wait(ctx, "nope")),
@@ -195,7 +195,7 @@ func TestImagesPullImport(t *testing.T) {
 		t.Fatalf("Image = %+v, %v", img, err)
 	}
 	e.AddRemote(engine.Image{Ref: "ghcr.io/x/app:v1", Digest: "sha256:a"})
-	img, err := e.Pull(ctx, "ghcr.io/x/app:v1")
+	img, err := e.Pull(ctx, "ghcr.io/x/app:v1", engine.PullOptions{})
 	if err != nil || img.Ref != "ghcr.io/x/app:v1" {
 		t.Fatalf("Pull = %+v, %v", img, err)
 	}
@@ -534,5 +534,23 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	if len(seen) != n || len(e.Calls()) != 1+5*n {
 		t.Fatalf("events for %d containers, %d calls", len(seen), len(e.Calls()))
+	}
+}
+
+func TestPullAuthAndInvalidName(t *testing.T) {
+	ctx := context.Background()
+	e := New()
+	e.AddRemote(engine.Image{Ref: "r.io/app:1", Digest: "sha256:a"})
+	e.RequireAuth("r.io/app:1", "u", "p")
+	if _, err := e.Pull(ctx, "r.io/app:1", engine.PullOptions{}); !errors.Is(err, engine.ErrUnauthorized) {
+		t.Errorf("anonymous: %v; want ErrUnauthorized", err)
+	}
+	var asked []string
+	auth := func(host string) (string, string) { asked = append(asked, host); return "u", "p" }
+	if _, err := e.Pull(ctx, "r.io/app:1", engine.PullOptions{Auth: auth}); err != nil || len(asked) != 1 || asked[0] != "r.io" {
+		t.Errorf("with credentials: %v, asked %q", err, asked)
+	}
+	if _, err := e.Pull(ctx, "Not A Ref", engine.PullOptions{}); !errors.Is(err, engine.ErrInvalidImageName) {
+		t.Errorf("invalid name: %v; want ErrInvalidImageName", err)
 	}
 }

@@ -1,0 +1,402 @@
+package e2e
+
+// Registries: pulls from a registry with htpasswd auth (Debian's
+// docker-registry on 127.0.0.1), with credentials from an imagePullSecret
+// and from a Docker config file, and the Kubernetes reasons when they fail.
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/images"
+	"github.com/containerd/containerd/remotes/docker"
+
+	"github.com/podrun/podrun/internal/testimage"
+)
+
+const (
+	rgUser = "rg-user"
+	rgPass = "rg-pass-0123"
+)
+
+// rgRegistry is a docker-registry the test started.
+type rgRegistry struct {
+	Addr   string     // 127.0.0.1:PORT
+	Access *CmdOutput // its access log (stdout)
+	Log    *CmdOutput // its application log (stderr)
+}
+
+// rgStartRegistry starts Debian's docker-registry on a free port of
+// 127.0.0.1 with htpasswd auth (one user, made with apache2-utils'
+// htpasswd -Bbn) and its storage in a temp dir, waits until it answers, and
+// stops it by PID when the test ends.
+func rgStartRegistry(t *testing.T, user, pass string) rgRegistry {
+	t.Helper()
+	const bin = "/usr/bin/docker-registry"
+	for _, b := range []string{bin, "/usr/bin/htpasswd"} {
+		if _, err := os.Stat(b); err != nil {
+			t.Fatalf("%s is not installed (apt-get install docker-registry apache2-utils): %v", b, err)
+		}
+	}
+	dir := t.TempDir()
+	htpasswd, err := exec.Command("/usr/bin/htpasswd", "-Bbn", user, pass).Output()
+	if err != nil {
+		t.Fatalf("htpasswd -Bbn: %v", err)
+	}
+	htpasswdFile := filepath.Join(dir, "htpasswd")
+	if err := os.WriteFile(htpasswdFile, htpasswd, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	config := filepath.Join(dir, "config.yml")
+	err = os.WriteFile(config, []byte(fmt.Sprintf(`version: 0.1
+log:
+  level: info
+storage:
+  filesystem:
+    rootdirectory: %s
+  delete:
+    enabled: true
+http:
+  addr: %s
+auth:
+  htpasswd:
+    realm: podrun-test
+    path: %s
+`, filepath.Join(dir, "storage"), addr, htpasswdFile)), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", config)
+	reg := rgRegistry{Addr: addr, Access: &CmdOutput{}, Log: &CmdOutput{}}
+	cmd.Stdout, cmd.Stderr = reg.Access, reg.Log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Logf("started docker-registry pid %d on %s (htpasswd auth, user %s)", cmd.Process.Pid, addr, user)
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		t.Logf("docker-registry pid %d stopped (%v)", cmd.Process.Pid, cmd.ProcessState)
+	})
+
+	// Ready when /v2/ asks for credentials, and takes them.
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case <-exited:
+			t.Fatalf("docker-registry exited at start (%v); log:\n%s", cmd.ProcessState, reg.Log.String())
+		default:
+		}
+		err := rgCheckAuth(client, addr, user, pass)
+		if err == nil {
+			return reg
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("docker-registry did not answer GET /v2/ as expected within 20s: %v; log:\n%s", err, reg.Log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// rgCheckAuth checks that GET /v2/ is 401 without credentials and 200 with them.
+func rgCheckAuth(client *http.Client, addr, user, pass string) error {
+	for _, withAuth := range []bool{false, true} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/v2/", nil)
+		if err != nil {
+			return err
+		}
+		want := http.StatusUnauthorized
+		if withAuth {
+			req.SetBasicAuth(user, pass)
+			want = http.StatusOK
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			return fmt.Errorf("GET /v2/ (credentials: %v): status %s, want %d", withAuth, resp.Status, want)
+		}
+	}
+	return nil
+}
+
+// rgPush tags the local image from as ref (unless it is ref), pushes it
+// with the credentials (containerd's client, plain HTTP) and deletes the
+// local tag, so that only the registry has ref. The tag is deleted again
+// when the test ends (podrun pulls it back). It returns the pushed digest.
+func rgPush(t *testing.T, reg rgRegistry, from, ref, user, pass string) string {
+	t.Helper()
+	c, ctx := H.Client(t)
+	t.Cleanup(func() { rgDeleteImage(t, ref) })
+	src, err := c.GetImage(ctx, from)
+	if err != nil {
+		t.Fatalf("loading %s: %v", from, err)
+	}
+	if from != ref {
+		if _, err := c.ImageService().Create(ctx, images.Image{Name: ref, Target: src.Target()}); err != nil {
+			t.Fatalf("tagging %s as %s: %v", from, ref, err)
+		}
+	}
+	authorizer := docker.NewDockerAuthorizer(docker.WithAuthCreds(func(string) (string, string, error) { return user, pass, nil }))
+	resolver := docker.NewResolver(docker.ResolverOptions{
+		Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchAllHosts), docker.WithAuthorizer(authorizer)),
+	})
+	if err := c.Push(ctx, ref, src.Target(), containerd.WithResolver(resolver)); err != nil {
+		t.Fatalf("pushing %s: %v\nregistry log:\n%s", ref, err, reg.Log.String())
+	}
+	rgDeleteImage(t, ref)
+	if _, err := c.GetImage(ctx, ref); !errdefs.IsNotFound(err) {
+		t.Fatalf("the local tag %s is still there after deleting it: %v", ref, err)
+	}
+	return src.Target().Digest.String()
+}
+
+// rgDeleteImage removes an image record from containerd.
+func rgDeleteImage(t *testing.T, ref string) {
+	t.Helper()
+	c, ctx := H.Client(t)
+	if err := c.ImageService().Delete(ctx, ref, images.SynchronousDelete()); err != nil && !errdefs.IsNotFound(err) {
+		t.Errorf("deleting image %s: %v", ref, err)
+	}
+}
+
+// rgHasImage reports whether containerd has ref.
+func rgHasImage(t *testing.T, ref string) bool {
+	t.Helper()
+	c, ctx := H.Client(t)
+	_, err := c.GetImage(ctx, ref)
+	return err == nil
+}
+
+// rgDockerConfig writes a Docker config file with the given "auths" entry
+// for host (none when user is "") and returns its path.
+func rgDockerConfig(t *testing.T, host, user, pass string) string {
+	t.Helper()
+	auths := "{}"
+	if user != "" {
+		auths = fmt.Sprintf(`{%q: {"auth": %q}}`, host, base64.StdEncoding.EncodeToString([]byte(user+":"+pass)))
+	}
+	p := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(p, []byte(`{"auths": `+auths+`}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// rgPod is a pod on image with imagePullPolicy Always, with an optional
+// image pull secret (a kubernetes.io/dockerconfigjson Secret in the same
+// file) for registry host.
+func rgPod(name, image, secret, host, user, pass string) string {
+	pod := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: main
+    image: %s
+    imagePullPolicy: Always
+    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+`, name, image)
+	if secret == "" {
+		return pod
+	}
+	dockerconfig := fmt.Sprintf(`{"auths":{"http://%s":{"username":%q,"password":%q}}}`, host, user, pass)
+	return pod + fmt.Sprintf(`  imagePullSecrets:
+  - name: %s
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: %s
+type: kubernetes.io/dockerconfigjson
+data:
+  .dockerconfigjson: %s
+`, secret, secret, base64.StdEncoding.EncodeToString([]byte(dockerconfig)))
+}
+
+// rgDown takes pods down when the test ends.
+func rgDown(t *testing.T, pods ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if _, _, code := H.Podrun(t, "", append([]string{"down", "--grace-period", "2"}, pods...)...); code != 0 {
+			t.Errorf("cleanup: podrun down %v: exit %d", pods, code)
+		}
+	})
+}
+
+// TestRegistryAuth: a registry with htpasswd auth refuses an anonymous pull
+// (ErrImagePull with the registry's 401) and wrong credentials; the pod runs
+// with an imagePullSecret; `podrun image pull` takes --registry-config.
+func TestRegistryAuth(t *testing.T) {
+	H.require(t)
+	reg := rgStartRegistry(t, rgUser, rgPass)
+	ref := reg.Addr + "/rg-busybox:1"
+	digest := rgPush(t, reg, H.Image, ref, rgUser, rgPass)
+	// An empty Docker config, so that root's own ~/.docker/config.json plays no part.
+	noCreds := rgDockerConfig(t, "", "", "")
+
+	t.Run("without credentials", func(t *testing.T) {
+		rgDown(t, "rg-anon")
+		path := H.WriteManifest(t, "anon.yaml", rgPod("rg-anon", ref, "", "", "", ""))
+		stdout, stderr, code := H.Podrun(t, "", "--registry-config", noCreds, "up", "--timeout", "2m", path)
+		if code != 1 || stdout != "" {
+			t.Fatalf("podrun up without credentials: exit %d, stdout %q; want exit 1 and nothing on stdout; stderr:\n%s", code, stdout, stderr)
+		}
+		for _, want := range []string{"ErrImagePull", ref, "401 Unauthorized", "podrun has no credentials for " + reg.Addr} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, stderr)
+			}
+		}
+		if rgHasImage(t, ref) {
+			t.Errorf("%s is in containerd after a refused pull", ref)
+		}
+		stdout, stderr, code = H.Podrun(t, "", "--registry-config", noCreds, "image", "pull", ref)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, "ErrImagePull") || !strings.Contains(stderr, "401 Unauthorized") {
+			t.Errorf("podrun image pull without credentials: exit %d, stdout %q, stderr:\n%s\nwant exit 1, ErrImagePull and 401 Unauthorized", code, stdout, stderr)
+		}
+	})
+
+	t.Run("wrong password in the imagePullSecret", func(t *testing.T) {
+		rgDown(t, "rg-wrong")
+		path := H.WriteManifest(t, "wrong.yaml", rgPod("rg-wrong", ref, "rg-wrong-cred", reg.Addr, rgUser, "not-the-password"))
+		stdout, stderr, code := H.Podrun(t, "", "--registry-config", noCreds, "up", "--timeout", "2m", path)
+		if code != 1 || stdout != "" {
+			t.Fatalf("podrun up with a wrong password: exit %d, stdout %q; want exit 1; stderr:\n%s", code, stdout, stderr)
+		}
+		for _, want := range []string{"ErrImagePull", "401 Unauthorized",
+			fmt.Sprintf(`the registry refused the credentials of user %q from secret "default/rg-wrong-cred"`, rgUser)} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, stderr)
+			}
+		}
+		if strings.Contains(stderr, "not-the-password") {
+			t.Errorf("stderr shows the password:\n%s", stderr)
+		}
+	})
+
+	t.Run("with an imagePullSecret", func(t *testing.T) {
+		rgDown(t, "rg-secret")
+		path := H.WriteManifest(t, "secret.yaml", rgPod("rg-secret", ref, "rg-cred", reg.Addr, rgUser, rgPass))
+		stdout, stderr, code := H.Podrun(t, "", "--registry-config", noCreds, "up", "--timeout", "2m", path)
+		if code != 0 || stdout != "pod/default/rg-secret created (Running)\n" {
+			t.Fatalf("podrun up with an imagePullSecret: exit %d, stdout %q; stderr:\n%s\nregistry log:\n%s", code, stdout, stderr, reg.Log.String())
+		}
+		c, ctx := H.Client(t)
+		if img, err := c.GetImage(ctx, ref); err != nil || img.Target().Digest.String() != digest {
+			t.Errorf("after up, %s in containerd: %v; want digest %s", ref, err, digest)
+		}
+		if !strings.Contains(reg.Log.String(), fmt.Sprintf("auth.user.name=%q", rgUser)) &&
+			!strings.Contains(reg.Log.String(), "auth.user.name="+rgUser) {
+			t.Errorf("the registry's log shows no request authenticated as %s:\n%s", rgUser, reg.Log.String())
+		}
+	})
+
+	t.Run("image pull with --registry-config", func(t *testing.T) {
+		rgDeleteImage(t, ref)
+		cfg := rgDockerConfig(t, reg.Addr, rgUser, rgPass)
+		stdout, stderr, code := H.Podrun(t, "", "--registry-config", cfg, "image", "pull", ref)
+		if want := ref + "\t" + digest + "\n"; code != 0 || stdout != want {
+			t.Fatalf("podrun image pull with --registry-config: exit %d, stdout %q, want %q; stderr:\n%s", code, stdout, want, stderr)
+		}
+		if strings.Contains(stderr, "pulling ") {
+			t.Errorf("progress was shown on a stderr that is not a terminal:\n%q", stderr)
+		}
+		if !rgHasImage(t, ref) {
+			t.Errorf("%s is not in containerd after podrun image pull", ref)
+		}
+		// The same file through the environment.
+		rgDeleteImage(t, ref)
+		cmd := exec.Command(H.Bin, append(H.globalArgs(), "image", "pull", ref)...)
+		cmd.Env = append(os.Environ(), "PODRUN_REGISTRY_CONFIG="+cfg)
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), ref+"\t") {
+			t.Errorf("PODRUN_REGISTRY_CONFIG=%s podrun image pull: %v\n%s", cfg, err, out)
+		}
+	})
+
+	t.Run("progress on a terminal", func(t *testing.T) {
+		// An image of its own, with a 2 MiB layer that only the registry has.
+		ref := reg.Addr + "/rg-progress:1"
+		noise := make([]byte, 2<<20)
+		if _, err := rand.Read(noise); err != nil {
+			t.Fatal(err)
+		}
+		H.ImportImage(t, testimage.Config{Ref: ref, Files: []testimage.File{{Path: "/rg-noise.bin", Data: noise}}})
+		digest := rgPush(t, reg, ref, ref, rgUser, rgPass)
+		cfg := rgDockerConfig(t, reg.Addr, rgUser, rgPass)
+		args := append(H.globalArgs(), "--registry-config", cfg, "image", "pull", ref)
+		quoted := []string{"'" + H.Bin + "'"}
+		for _, a := range args {
+			quoted = append(quoted, "'"+a+"'")
+		}
+		// script(1) runs podrun on a pseudo-terminal: stdout and stderr are both the terminal.
+		out, err := exec.Command("script", "-qec", strings.Join(quoted, " "), "/dev/null").CombinedOutput()
+		t.Logf("podrun image pull on a terminal: %v\n%q", err, out)
+		if err != nil {
+			t.Fatalf("podrun image pull on a terminal: %v\n%s", err, out)
+		}
+		for _, want := range []string{"\r\x1b[Kpulling " + ref + ": ", " MiB (100%)\r\x1b[K", ref + "\t" + digest} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("the terminal did not show %q:\n%q", want, out)
+			}
+		}
+	})
+
+	t.Run("an explicit --registry-config must exist", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "missing.json")
+		_, stderr, code := H.Podrun(t, "", "--registry-config", missing, "image", "pull", ref)
+		if code != 1 || !strings.Contains(stderr, missing) {
+			t.Errorf("podrun image pull with a missing --registry-config: exit %d; stderr:\n%s\nwant exit 1 naming the file", code, stderr)
+		}
+	})
+}
+
+// TestRegistryInputs: manifest and flag problems about registries are
+// invalid input (exit 2) and name the field or flag.
+func TestRegistryInputs(t *testing.T) {
+	H.require(t)
+	path := H.WriteManifest(t, "missing-secret.yaml", rgPod("rg-missing", "127.0.0.1:1/rg:1", "", "", "", "")+
+		"  imagePullSecrets:\n  - name: rg-nowhere\n")
+	_, stderr, code := H.Podrun(t, "", "validate", path)
+	if code != 2 || !strings.Contains(stderr, `spec.imagePullSecrets[0].name: Secret "rg-nowhere" not found in namespace "default"`) {
+		t.Errorf("podrun validate of a pod naming a missing secret: exit %d; stderr:\n%s", code, stderr)
+	}
+	_, stderr, code = H.Podrun(t, "", "--insecure-registry", "http://registry.lan", "image", "pull", "registry.lan/x:1")
+	if code != 2 || !strings.Contains(stderr, "--insecure-registry") {
+		t.Errorf("podrun with --insecure-registry http://registry.lan: exit %d; stderr:\n%s\nwant exit 2 naming the flag", code, stderr)
+	}
+	_, stderr, code = H.Podrun(t, "", "image", "pull", "Not/A Ref")
+	if code != 2 || !strings.Contains(stderr, "InvalidImageName") {
+		t.Errorf("podrun image pull of an invalid reference: exit %d; stderr:\n%s\nwant exit 2 and InvalidImageName", code, stderr)
+	}
+}

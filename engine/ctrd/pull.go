@@ -1,0 +1,185 @@
+package ctrd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/content"
+	"github.com/containerd/containerd/images"
+	"github.com/containerd/containerd/remotes"
+	remotedocker "github.com/containerd/containerd/remotes/docker"
+	remoteerrors "github.com/containerd/containerd/remotes/errors"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/registry"
+)
+
+// Pull fetches an image with containerd's docker resolver, answering the
+// registry's challenges with o.Auth, and unpacks it.
+func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (engine.Image, error) {
+	ctx = e.ns(ctx)
+	ref, err := Normalize(ref)
+	if err != nil {
+		return engine.Image{}, err
+	}
+	resolver := remotedocker.NewResolver(remotedocker.ResolverOptions{Hosts: registryHosts(o)})
+	opts := []containerd.RemoteOpt{
+		containerd.WithResolver(resolver),
+		containerd.WithPullUnpack,
+		containerd.WithPullSnapshotter(snapshotter),
+	}
+	if o.Progress != nil {
+		t := &tracker{}
+		opts = append(opts, containerd.WithImageHandler(images.HandlerFunc(t.add)))
+		stop := t.watch(ctx, e.client.ContentStore(), o.Progress)
+		defer stop()
+	}
+	img, err := e.client.Pull(ctx, ref, opts...)
+	if err != nil {
+		return engine.Image{}, classifyPull(err)
+	}
+	return e.describe(ctx, img)
+}
+
+// registryHosts configures each registry as containerd's CRI plugin does by
+// default: HTTPS with verified certificates, Docker Hub at
+// registry-1.docker.io, loopback registries over plain HTTP; hosts listed in
+// o.Insecure are tried over HTTPS without verifying the certificate and
+// then over plain HTTP, as Docker's insecure-registries.
+func registryHosts(o engine.PullOptions) remotedocker.RegistryHosts {
+	return func(host string) ([]remotedocker.RegistryHost, error) {
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		client := &http.Client{Transport: transport}
+		authOpts := []remotedocker.AuthorizerOpt{remotedocker.WithAuthClient(client)}
+		if o.Auth != nil {
+			authOpts = append(authOpts, remotedocker.WithAuthCreds(func(h string) (string, string, error) {
+				user, secret := o.Auth(h)
+				return user, secret, nil
+			}))
+		}
+		h := remotedocker.RegistryHost{
+			Client:       client,
+			Authorizer:   remotedocker.NewDockerAuthorizer(authOpts...),
+			Host:         registry.APIHost(host),
+			Scheme:       "https",
+			Path:         "/v2",
+			Capabilities: remotedocker.HostCapabilityPull | remotedocker.HostCapabilityResolve,
+		}
+		switch {
+		case registry.IsLocalhost(host):
+			h.Scheme = "http"
+		case registry.IsInsecure(o.Insecure, host):
+			transport.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the user listed it with --insecure-registry
+			client.Transport = remotedocker.NewHTTPFallback(transport)
+		}
+		return []remotedocker.RegistryHost{h}, nil
+	}
+}
+
+// classifyPull marks registry refusals for want of credentials with
+// engine.ErrUnauthorized, keeping containerd's message (which quotes the
+// registry's status, e.g. "401 Unauthorized").
+func classifyPull(err error) error {
+	var status remoteerrors.ErrUnexpectedStatus
+	switch {
+	case errors.Is(err, remotedocker.ErrInvalidAuthorization),
+		errors.As(err, &status) && (status.StatusCode == http.StatusUnauthorized || status.StatusCode == http.StatusForbidden):
+		return marked{err, engine.ErrUnauthorized}
+	}
+	return mapErr(err)
+}
+
+// marked is an error that also matches kind with errors.Is, without
+// changing its message.
+type marked struct{ err, kind error }
+
+func (m marked) Error() string   { return m.err.Error() }
+func (m marked) Unwrap() []error { return []error{m.err, m.kind} }
+
+// tracker follows the blobs of one pull, for progress.
+type tracker struct {
+	mu    sync.Mutex
+	descs []ocispec.Descriptor
+	seen  map[string]bool
+}
+
+func (t *tracker) add(_ context.Context, desc ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.seen == nil {
+		t.seen = map[string]bool{}
+	}
+	if !t.seen[desc.Digest.String()] {
+		t.seen[desc.Digest.String()] = true
+		t.descs = append(t.descs, desc)
+	}
+	return nil, nil
+}
+
+// progressEvery is how often progress is reported.
+const progressEvery = 200 * time.Millisecond
+
+// watch reports the bytes fetched so far (blobs in the store, plus the
+// offsets of ongoing downloads) every progressEvery, and once more when
+// stop is called, so that even a quick pull reports its end.
+func (t *tracker) watch(ctx context.Context, cs content.Store, report func(done, total int64)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	finished := make(chan struct{})
+	complete := map[string]bool{} // digests known to be in the store
+	measure := func(ctx context.Context) {
+		active := map[string]int64{}
+		if sts, err := cs.ListStatuses(ctx); err == nil {
+			for _, st := range sts {
+				active[st.Ref] = st.Offset
+			}
+		}
+		t.mu.Lock()
+		descs := append([]ocispec.Descriptor(nil), t.descs...)
+		t.mu.Unlock()
+		var done, total int64
+		for _, d := range descs {
+			total += d.Size
+			key := d.Digest.String()
+			switch off, ok := active[remotes.MakeRefKey(ctx, d)]; {
+			case complete[key]:
+				done += d.Size
+			case ok:
+				done += off
+			default:
+				if _, err := cs.Info(ctx, d.Digest); err == nil {
+					complete[key] = true
+					done += d.Size
+				}
+			}
+		}
+		if total > 0 {
+			report(done, total)
+		}
+	}
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				measure(ctx)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-finished
+		last, cancelLast := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancelLast()
+		measure(last)
+	}
+}
