@@ -37,17 +37,20 @@ type DownResult struct {
 // that is not there is success (Found false).
 func (h *Host) Down(ctx context.Context, targets []Target, o DownOptions) []DownResult {
 	results := make([]DownResult, len(targets))
+	pods, err := h.Pods(ctx) // one listing for the whole call
+	if err != nil {
+		for i, t := range targets {
+			results[i] = DownResult{Pod: t.String(), Err: err}
+		}
+		return results
+	}
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			results[i] = DownResult{Pod: t.String()}
-			existing, err := h.findPod(ctx, t.Namespace, t.Name)
-			if err != nil {
-				results[i].Err = err
-				return
-			}
+			existing := existingNamed(pods, t.Namespace, t.Name)
 			results[i].Found = len(existing) > 0
 			var errs []error
 			for _, e := range existing {

@@ -110,12 +110,8 @@ func (p *PodInfo) withStatus() *corev1.Pod {
 	return pod
 }
 
-// findPod returns the pods on the node named namespace/name.
-func (h *Host) findPod(ctx context.Context, namespace, name string) ([]Existing, error) {
-	pods, err := h.Pods(ctx)
-	if err != nil {
-		return nil, err
-	}
+// existingNamed returns the pods of a listing named namespace/name.
+func existingNamed(pods []*PodInfo, namespace, name string) []Existing {
 	var out []Existing
 	for _, p := range pods {
 		if p.Namespace != namespace || p.Name != name {
@@ -127,7 +123,7 @@ func (h *Host) findPod(ctx context.Context, namespace, name string) ([]Existing,
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out
 }
 
 // ErrNoPod is returned when no pod has the given namespace/name.

@@ -47,26 +47,29 @@ type Result struct {
 // Up runs every pod of set, concurrently, and returns one Result per pod.
 func (h *Host) Up(ctx context.Context, set *manifest.Set, o UpOptions) []Result {
 	results := make([]Result, len(set.Pods))
+	pods, err := h.Pods(ctx) // one listing for the whole call
+	if err != nil {
+		for i, p := range set.Pods {
+			results[i] = Result{Pod: p.Namespace + "/" + p.Name, UID: p.UID, Err: err}
+		}
+		return results
+	}
 	var wg sync.WaitGroup
 	for i, p := range set.Pods {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = h.upOne(ctx, p, o)
+			results[i] = h.upOne(ctx, p, o, existingNamed(pods, p.Namespace, p.Name))
 		}()
 	}
 	wg.Wait()
 	return results
 }
 
-func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions) Result {
+func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions, existing []Existing) Result {
 	key := p.Namespace + "/" + p.Name
 	res := Result{Pod: key, UID: p.UID, Action: Created}
-	existing, err := h.findPod(ctx, p.Namespace, p.Name)
-	if err != nil {
-		res.Err = err
-		return res
-	}
+	var err error
 	d := Decide(p.UID, existing)
 	switch d.Action {
 	case Unchanged:
