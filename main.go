@@ -372,15 +372,11 @@ func logsCommand() *cli.Command {
 			&cli.BoolFlag{Name: "timestamps", Usage: "prefix each line with its time"},
 		},
 		Action: func(c *cli.Context) error {
-			h, p, err := onePod(c)
+			h, p, name, err := podContainer(c)
 			if err != nil {
 				return err
 			}
 			defer h.Close()
-			name, err := container(c, p)
-			if err != nil {
-				return err
-			}
 			dir := h.LogDir(p, name)
 			restart, err := logs.Latest(dir)
 			if err != nil {
@@ -748,16 +744,23 @@ func statusCommand() *cli.Command {
 	}
 }
 
-// container resolves -c for a pod, saying on stderr which one was defaulted.
-func container(c *cli.Context, p *run.PodInfo) (string, error) {
+// podContainer opens the host, finds the pod named by the first argument
+// and resolves -c, saying on stderr which container was defaulted. The
+// caller closes the host.
+func podContainer(c *cli.Context) (*run.Host, *run.PodInfo, string, error) {
+	h, p, err := onePod(c)
+	if err != nil {
+		return nil, nil, "", err
+	}
 	name, defaulted, err := p.ContainerName(c.String("container"))
 	if err != nil {
-		return "", usageError{err.Error()}
+		h.Close()
+		return nil, nil, "", usageError{err.Error()}
 	}
 	if defaulted {
 		fmt.Fprintf(os.Stderr, "Defaulted container %q (use -c to choose another)\n", name)
 	}
-	return name, nil
+	return h, p, name, nil
 }
 
 func containerFlag() *cli.StringFlag {
@@ -778,15 +781,11 @@ func execCommand() *cli.Command {
 			if c.NArg() < 2 {
 				return usageError{"exec: usage: podrun exec POD -- CMD [ARG...]"}
 			}
-			h, p, err := onePod(c)
+			h, p, name, err := podContainer(c)
 			if err != nil {
 				return err
 			}
 			defer h.Close()
-			name, err := container(c, p)
-			if err != nil {
-				return err
-			}
 			cur := p.Current(name)
 			if cur == nil || cur.Task.State != engine.TaskRunning {
 				return fmt.Errorf("container %q of pod %s/%s is not running", name, p.Namespace, p.Name)

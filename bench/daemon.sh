@@ -72,16 +72,7 @@ cleanup() {
 	local rc=$? left
 	set +e
 	trap - EXIT INT TERM
-	if [[ -n $D_PID ]] && alive "$D_PID"; then
-		log "cleanup: stopping podrun daemon (pid $D_PID) with SIGTERM (--stop-pods-on-exit)"
-		kill -TERM "$D_PID"
-		if ! wait_gone "$D_PID" 180; then
-			log "cleanup: podrun daemon (pid $D_PID) still running after 180s: SIGKILL"
-			kill -KILL "$D_PID"
-			wait_gone "$D_PID" 10
-		fi
-	fi
-	[[ -n $D_PID ]] && wait "$D_PID" 2>/dev/null
+	stop_pid "$D_PID" "podrun daemon (--stop-pods-on-exit)" 180
 	# The stamper ends at the daemon's EOF; stop it if it has not.
 	if [[ -n $STAMP_PID ]] && alive "$STAMP_PID" && ! wait_gone "$STAMP_PID" 5; then
 		kill -TERM "$STAMP_PID"

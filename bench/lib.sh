@@ -60,6 +60,23 @@ wait_gone() {
 	done
 }
 
+# stop_pid PID WHAT SECONDS: SIGTERM a process we started, SIGKILL it if it
+# is still there after SECONDS, then reap it.
+stop_pid() {
+	local pid=$1 what=$2 grace=$3
+	[[ -n $pid ]] || return 0
+	if alive "$pid"; then
+		log "cleanup: stopping $what (pid $pid) with SIGTERM"
+		kill -TERM "$pid"
+		if ! wait_gone "$pid" "$grace"; then
+			log "cleanup: $what (pid $pid) still running after ${grace}s: SIGKILL"
+			kill -KILL "$pid"
+			wait_gone "$pid" 10
+		fi
+	fi
+	wait "$pid" 2>/dev/null
+}
+
 # nap SECONDS: an interruptible sleep (signals are handled at once).
 nap() {
 	sleep "$1" &

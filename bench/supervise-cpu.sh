@@ -47,16 +47,7 @@ cleanup() {
 	local rc=$? left
 	set +e
 	trap - EXIT INT TERM
-	if [[ -n $UP_PID ]] && alive "$UP_PID"; then
-		log "cleanup: stopping podrun up -f (pid $UP_PID) with SIGTERM"
-		kill -TERM "$UP_PID"
-		if ! wait_gone "$UP_PID" 120; then
-			log "cleanup: podrun up -f (pid $UP_PID) still running after 120s: SIGKILL"
-			kill -KILL "$UP_PID"
-			wait_gone "$UP_PID" 10
-		fi
-	fi
-	[[ -n $UP_PID ]] && wait "$UP_PID" 2>/dev/null
+	stop_pid "$UP_PID" "podrun up -f" 120
 	if ((rc != 0)) && [[ -n $TMP ]]; then
 		[[ -s $TMP/up.err ]] && { log "podrun up -f stderr (last 30 lines):"; tail -n 30 "$TMP/up.err" >&2; }
 		bench_dump_containerd_log

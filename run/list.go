@@ -67,9 +67,13 @@ func (h *Host) Pods(ctx context.Context) ([]*PodInfo, error) {
 		p.State = st
 		p.Namespace, p.Name, p.Source = st.Pod.Namespace, st.Pod.Name, st.Source
 	}
+	hostIP := "" // the node's address, looked up once per listing
+	if ips := sandbox.HostIPs(); len(ips) > 0 {
+		hostIP = ips[0].String()
+	}
 	var out []*PodInfo
 	for _, p := range byUID {
-		p.Pod = p.withStatus()
+		p.Pod = p.withStatus(hostIP)
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -83,14 +87,11 @@ func (h *Host) Pods(ctx context.Context) ([]*PodInfo, error) {
 }
 
 // withStatus returns the applied pod with its status computed from the node.
-func (p *PodInfo) withStatus() *corev1.Pod {
+func (p *PodInfo) withStatus(hostIP string) *corev1.Pod {
 	if p.State == nil || p.State.Pod == nil {
 		return nil
 	}
-	o := status.Observed{Containers: map[string][]engine.Container{}, PodIPs: p.State.PodIPs}
-	if ips := sandbox.HostIPs(); len(ips) > 0 {
-		o.HostIP = ips[0].String()
-	}
+	o := status.Observed{Containers: map[string][]engine.Container{}, PodIPs: p.State.PodIPs, HostIP: hostIP}
 	for i, c := range p.Containers {
 		if o.Created.IsZero() || c.CreatedAt.Before(o.Created) {
 			o.Created = c.CreatedAt

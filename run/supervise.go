@@ -67,6 +67,18 @@ func (w *podWorker) waitFor(ctx context.Context, cond func() (bool, error)) erro
 	}
 }
 
+// waitAll blocks until every loop's state satisfies ok, or ctx ends.
+func (w *podWorker) waitAll(ctx context.Context, loops []*ctrLoop, ok func(loopState) bool) error {
+	return w.waitFor(ctx, func() (bool, error) {
+		for _, l := range loops {
+			if !ok(l.state()) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
 // stop ends supervision and waits for the loops to return.
 func (w *podWorker) stop() {
 	w.cancel()

@@ -583,7 +583,7 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s}); err != nil {
 		return "", err
 	}
-	logPath := logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, c.Name, restart)
+	logPath := r.logPath(c.Name, restart)
 	if _, err := r.h.engine.Start(ctx, id, logPath); err != nil {
 		return "", withLogTail(err, logPath)
 	}
@@ -602,6 +602,11 @@ func imageID(img engine.Image) string {
 		repo = repo[:i]
 	}
 	return repo + "@" + img.Digest
+}
+
+// logPath is the log file of attempt restart of a container.
+func (r *podRun) logPath(container string, restart int) string {
+	return logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, container, restart)
 }
 
 // logTailLines is how many log lines an error message quotes.
@@ -680,7 +685,7 @@ func (r *podRun) runToCompletion(ctx context.Context, c *corev1.Container, kind 
 		if exit.Code == 0 {
 			return nil
 		}
-		logPath := logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, c.Name, restart)
+		logPath := r.logPath(c.Name, restart)
 		xerr := &ExitError{Container: c.Name, Code: exit.Code, Tail: readTail(logPath)}
 		if r.pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
 			return xerr
@@ -748,15 +753,7 @@ func (r *podRun) recordRunning(context.Context) error {
 // waitReady waits until every supervised container is ready.
 func (r *podRun) waitReady(ctx context.Context) error {
 	loops := r.w.all()
-	err := r.w.waitFor(ctx, func() (bool, error) {
-		for _, l := range loops {
-			if !l.state().ready {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
+	if err := r.w.waitAll(ctx, loops, func(s loopState) bool { return s.ready }); err != nil {
 		return r.notReady(err, loops)
 	}
 	return r.recordRunning(ctx)
@@ -775,7 +772,7 @@ func (r *podRun) notReady(cause error, loops []*ctrLoop) error {
 		if st.lastFail != "" {
 			fmt.Fprintf(&b, "; %s", st.lastFail)
 		}
-		logPath := logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, l.c.Name, st.restarts)
+		logPath := r.logPath(l.c.Name, st.restarts)
 		if tail := readTail(logPath); tail != "" {
 			fmt.Fprintf(&b, "; last log lines:\n%s", tail)
 		}
@@ -794,21 +791,13 @@ func (r *podRun) waitCompletion(ctx context.Context) error {
 			apps = append(apps, l)
 		}
 	}
-	err := r.w.waitFor(ctx, func() (bool, error) {
-		for _, l := range apps {
-			if !l.state().done {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
+	if err := r.w.waitAll(ctx, apps, func(s loopState) bool { return s.done }); err != nil {
 		return r.notReady(err, apps)
 	}
 	var failures []string
 	for _, l := range apps {
 		if st := l.state(); st.exitCode != 0 {
-			logPath := logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, l.c.Name, st.restarts)
+			logPath := r.logPath(l.c.Name, st.restarts)
 			failures = append(failures, (&ExitError{Container: l.c.Name, Code: st.exitCode, Tail: readTail(logPath)}).Error())
 		}
 	}
