@@ -28,7 +28,8 @@ fmt-check:
 		exit 1; \
 	fi
 
-# Unit tests: everything but the e2e package (no root, no daemon).
+# Unit tests: everything but the e2e package (no containerd; the pure core needs no
+# root, a few volumes tests mount a tmpfs and do).
 unit:
 	$(GO) test $$($(GO) list ./... | grep -v /e2e)
 

@@ -217,6 +217,8 @@ func globalFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "cni-bin-dir", Value: cli.NewStringSlice(sandbox.DefaultBinDirs...), EnvVars: []string{"PODRUN_CNI_BIN_DIR"},
 			Usage: "CNI plugin directories, searched in order"},
 		&cli.StringFlag{Name: "pause-image", EnvVars: []string{"PODRUN_PAUSE_IMAGE"}, Usage: "sandbox image (default: podrun's built-in pause)"},
+		&cli.StringFlag{Name: "cluster-domain", Value: "cluster.local", EnvVars: []string{"PODRUN_CLUSTER_DOMAIN"},
+			Usage: "domain of pod FQDNs (hostname.subdomain.namespace.svc.DOMAIN), like the kubelet's --cluster-domain"},
 		&cli.StringFlag{Name: "registry-config", Value: defaultRegistryConfig(), EnvVars: []string{"PODRUN_REGISTRY_CONFIG"},
 			Usage: "Docker config file whose \"auths\" give registry credentials (used after the pods' imagePullSecrets)"},
 		&cli.StringSliceFlag{Name: "insecure-registry", EnvVars: []string{"PODRUN_INSECURE_REGISTRY"},
@@ -248,6 +250,8 @@ func config(c *cli.Context) (run.Config, error) {
 		CNIBinDirs: c.StringSlice("cni-bin-dir"),
 		PauseImage: c.String("pause-image"),
 		Exe:        exe,
+		// The kubelet's --cluster-domain (pod FQDNs; podrun has no cluster DNS).
+		ClusterDomain: c.String("cluster-domain"),
 		// Registries (pulls.go): credentials file, insecure hosts, progress.
 		RegistryConfig:         c.String("registry-config"),
 		RegistryConfigOptional: !c.IsSet("registry-config"),
@@ -303,7 +307,47 @@ func load(c *cli.Context) (*manifest.Set, error) {
 	if c.NArg() == 0 {
 		return nil, usageError{fmt.Sprintf("%s: name at least one FILE, DIR or -", c.Command.Name)}
 	}
-	return manifest.Load(c.Args().Slice(), os.Stdin)
+	opts, err := admission(c)
+	if err != nil {
+		return nil, err
+	}
+	if files := c.StringSlice("configmap"); len(files) > 0 {
+		objects, err := manifest.LoadObjects(files)
+		if err != nil {
+			return nil, err
+		}
+		return opts.LoadWith(c.Args().Slice(), os.Stdin, objects)
+	}
+	return opts.Load(c.Args().Slice(), os.Stdin)
+}
+
+// admissionFlags are the node's admission rules for the pods of up,
+// validate and daemon (manifest.Options).
+func admissionFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "policy", EnvVars: []string{"PODRUN_POLICY"},
+			Usage: "refuse pods that violate this Pod Security Standards level: baseline or restricted (privileged: anything)"},
+		&cli.StringSliceFlag{Name: "allowed-host-paths", EnvVars: []string{"PODRUN_ALLOWED_HOST_PATHS"},
+			Usage: "hostPath volumes must be under one of these path prefixes, comma-separated (default: any path)"},
+		&cli.StringSliceFlag{Name: "allowed-unsafe-sysctls", EnvVars: []string{"PODRUN_ALLOWED_UNSAFE_SYSCTLS"},
+			Usage: "unsafe namespaced sysctls pods may set besides the safe ones, like the kubelet's flag: names, or prefixes ending in *, comma-separated"},
+	}
+}
+
+// admission reads the admission flags of a command that has them.
+func admission(c *cli.Context) (manifest.Options, error) {
+	o := manifest.Options{Policy: c.String("policy"), AllowedHostPaths: c.StringSlice("allowed-host-paths"),
+		AllowedUnsafeSysctls: c.StringSlice("allowed-unsafe-sysctls")}
+	if err := o.Check(); err != nil {
+		return o, usageError{fmt.Sprintf("%s: %v", c.Command.Name, err)}
+	}
+	return o, nil
+}
+
+// configMapFlag reads ConfigMap and Secret objects from files besides the
+// input, like podman kube play's --configmap.
+func configMapFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "configmap", Usage: "a file of ConfigMap and Secret documents the pods may reference, as if it were part of the input (repeatable)"}
 }
 
 func upCommand() *cli.Command {
@@ -311,14 +355,15 @@ func upCommand() *cli.Command {
 		Name:      "up",
 		Usage:     "run the pods of manifest files (a changed manifest replaces its pod, an unchanged one is left alone)",
 		ArgsUsage: "FILE|DIR|- ...",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on a pod that is not up (or done) after this long"},
 			&cli.StringFlag{Name: "wait", Value: string(run.WaitReady),
 				Usage: "return when pods are: ready (readiness probes pass; run-to-completion pods: finished), running (containers started), none (same as running)"},
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "same as --wait=running"},
 			&cli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay and supervise (probes, hooks, restarts) until SIGINT or SIGTERM, then stop the pods gracefully"},
 			&cli.BoolFlag{Name: "keep-on-failure", Usage: "leave a failed pod's parts in place for inspection"},
-		},
+			configMapFlag(),
+		}, admissionFlags()...),
 		Action: func(c *cli.Context) error {
 			o := run.UpOptions{Timeout: c.Duration("timeout"), Wait: run.Wait(c.String("wait")), KeepOnFailure: c.Bool("keep-on-failure"), Foreground: c.Bool("foreground")}
 			switch {
@@ -403,7 +448,7 @@ func daemonCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "daemon",
 		Usage: "keep the pods of a static-manifest directory running, like the kubelet's static pods",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "manifest-dir", Value: "/etc/podrun/manifests", EnvVars: []string{"PODRUN_MANIFEST_DIR"}, Usage: "directory of Pod manifests (.yaml, .yml, .json; not recursive)"},
 			&cli.StringFlag{Name: "manifest-url", EnvVars: []string{"PODRUN_MANIFEST_URL"}, Usage: "also keep the pods served at this URL (polled every --resync)"},
 			&cli.DurationFlag{Name: "resync", Value: 10 * time.Second, Usage: "full re-scan period, the backstop to inotify"},
@@ -411,7 +456,7 @@ func daemonCommand() *cli.Command {
 			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
-		},
+		}, admissionFlags()...),
 		Action: func(c *cli.Context) error {
 			dir, err := filepath.Abs(c.String("manifest-dir"))
 			if err != nil {
@@ -419,6 +464,10 @@ func daemonCommand() *cli.Command {
 			}
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usageError{fmt.Sprintf("daemon: --manifest-dir %s is not a directory", dir)}
+			}
+			admit, err := admission(c)
+			if err != nil {
+				return err
 			}
 			ctx, stop := signalContext(c)
 			defer stop()
@@ -434,6 +483,7 @@ func daemonCommand() *cli.Command {
 			d := daemon.New(h, daemon.Options{
 				ManifestDir: dir, URL: c.String("manifest-url"), Resync: c.Duration("resync"), Settle: c.Duration("settle"),
 				StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
+				Admission: admit,
 			}, slog.Default(), metrics)
 			if addr := c.String("listen"); addr != "" {
 				l, err := daemon.Listen(addr)
@@ -553,7 +603,10 @@ func downTargets(c *cli.Context) ([]run.Target, error) {
 		targets = append(targets, run.Target{Namespace: ns, Name: name})
 	}
 	if len(paths) > 0 {
-		set, err := manifest.Load(paths, os.Stdin)
+		// Read as the most permissive node would, so that a pod up ran
+		// with --allowed-unsafe-sysctls can be taken down by its file; the
+		// objects its pods reference may be in a --configmap file, or gone.
+		set, err := manifest.Options{AllowedUnsafeSysctls: manifest.NamespacedSysctls}.LoadUnresolved(paths, os.Stdin)
 		if err != nil {
 			return nil, err
 		}
@@ -830,6 +883,7 @@ func validateCommand() *cli.Command {
 		Name:      "validate",
 		Usage:     "load, default and validate manifests; print every problem",
 		ArgsUsage: "FILE|DIR|- ...",
+		Flags:     append([]cli.Flag{configMapFlag()}, admissionFlags()...),
 		Action: func(c *cli.Context) error {
 			set, err := load(c)
 			if err != nil {

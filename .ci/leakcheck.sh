@@ -9,7 +9,8 @@
 # podrun-*, bridges podrun* with ports attached, veth interfaces, mounts
 # mentioning /pods/ or podrun, iptables rules mentioning CNI (minus the chains
 # portmap/firewall install once and keep), host-local IP reservations in
-# /var/lib/cni/networks, runc state of the e2e namespace, containerd shims
+# /var/lib/cni/networks, runc state of the e2e namespace, pod cgroups
+# (/sys/fs/cgroup[/<controller>]/<namespace>/pod<uid>), containerd shims
 # whose containerd socket is gone, private containerds and temp dirs of the
 # e2e suite.
 # Prints each leak and exits 1 when there is any; reports only, removes nothing.
@@ -60,6 +61,15 @@ ipam_files() {
 
 runc_state() { ls -1 /run/containerd/runc/podrun-e2e 2>/dev/null || true; }
 
+# Pod cgroups of podrun's containerd namespaces, in every hierarchy (v1) or
+# in the unified one (v2).
+pod_cgroups() {
+	local d
+	for d in /sys/fs/cgroup/podrun*/pod* /sys/fs/cgroup/*/podrun*/pod*; do
+		if [ -d "$d" ]; then echo "$d"; fi
+	done
+}
+
 # containerd shims whose containerd socket is gone, and any shim of the e2e namespace.
 shims() {
 	local pid args addr ns id
@@ -95,7 +105,7 @@ tmp_dirs() {
 	done | sort -u
 }
 
-checks=(netns bridges veths mounts iptables ipam_files runc_state shims e2e_containerds tmp_dirs)
+checks=(netns bridges veths mounts iptables ipam_files runc_state pod_cgroups shims e2e_containerds tmp_dirs)
 
 current() {
 	case "$1" in

@@ -33,6 +33,9 @@ type Options struct {
 	StopPodsOnExit bool
 	StatusFile     string        // where ps and status read the daemon's problems
 	PodTimeout     time.Duration // for starting one pod
+	// Admission is the node's policy for the pods read: a pod it refuses is
+	// the problem of its source, like an invalid manifest.
+	Admission manifest.Options
 }
 
 // quick is the delay before acting on a created, renamed or removed file.
@@ -50,7 +53,9 @@ type Daemon struct {
 
 // New returns a daemon on a connected host.
 func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
-	return &Daemon{o: o, h: h, src: NewSources(o.ManifestDir, o.URL), log: log, metrics: m, health: &health{}}
+	src := NewSources(o.ManifestDir, o.URL)
+	src.Admission = o.Admission
+	return &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}}
 }
 
 // Health reports the daemon's state for /healthz and /readyz.
@@ -86,6 +91,13 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	if retry {
 		schedule(time.Now().Add(backoff))
 	}
+	// A pod whose image is in back-off is tried again when the back-off ends.
+	wake := func() {
+		if at := d.h.NextPullRetry(); !at.IsZero() {
+			schedule(at)
+		}
+	}
+	wake()
 	for {
 		select {
 		case ev, ok := <-w.Events:
@@ -114,11 +126,14 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 			} else {
 				backoff = time.Second
 			}
+			wake()
 		case <-resync.C:
 			d.sync(ctx, writing(settle, time.Now(), schedule))
+			wake()
 		case <-hup:
 			d.log.Info("SIGHUP: re-scanning")
 			d.sync(ctx, writing(settle, time.Now(), schedule))
+			wake()
 		case <-ctx.Done():
 			return d.shutdown()
 		}
@@ -153,7 +168,7 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	if err != nil {
 		d.log.Error("container runtime unavailable; retrying", "err", err)
 		d.health.set(false, "container runtime unavailable: "+err.Error())
-		d.writeStatus(problems)
+		d.writeStatus(problems, nil)
 		return true
 	}
 	var haves []Have
@@ -162,9 +177,10 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 			Complete: p.State != nil && p.State.Complete, Supervised: d.h.Supervised(p.UID)})
 	}
 	plan := Decide(wants, broken, haves)
-	problems = append(problems, d.apply(ctx, plan)...)
+	failed, waiting := d.apply(ctx, plan)
+	problems = append(problems, failed...)
 	d.health.set(true, "")
-	d.writeStatus(problems)
+	d.writeStatus(problems, waiting)
 	if !plan.Empty() {
 		if pods, err = d.h.Pods(ctx); err != nil {
 			return true
@@ -185,9 +201,12 @@ func (d *Daemon) owned(pods []*run.PodInfo) []*run.PodInfo {
 	return out
 }
 
-// apply carries a plan out: removals first, then adoptions and starts.
-func (d *Daemon) apply(ctx context.Context, plan Plan) []Problem {
+// apply carries a plan out: removals first, then adoptions and starts. It
+// returns the pods that failed to start, and those waiting for an image
+// (tried again with the kubelet's image back-off).
+func (d *Daemon) apply(ctx context.Context, plan Plan) ([]Problem, []Waiting) {
 	var problems []Problem
+	var waiting []Waiting
 	if len(plan.Down) > 0 {
 		var targets []run.Target
 		for _, h := range plan.Down {
@@ -200,14 +219,27 @@ func (d *Daemon) apply(ctx context.Context, plan Plan) []Problem {
 			}
 		}
 	}
+	for _, p := range plan.Refresh {
+		if err := d.h.UpdateConfigVolumes(p); err != nil {
+			d.log.Error("updating config volumes; retrying at the next re-scan", "pod", p.Namespace+"/"+p.Name, "err", err)
+			problems = append(problems, Problem{Source: p.Namespace + "/" + p.Name, Msg: err.Error()})
+		}
+	}
 	for _, uid := range plan.Adopt {
-		if err := d.h.Adopt(ctx, uid); err != nil {
+		if err := d.h.Adopt(ctx, uid, nil); err != nil {
 			d.log.Error("adopting pod", "uid", uid, "err", err)
 		}
 	}
 	if len(plan.Up) > 0 {
 		set := &manifest.Set{Pods: plan.Up}
-		for _, r := range d.h.Up(ctx, set, run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout}) {
+		opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true}
+		for i, r := range d.h.Up(ctx, set, opts) {
+			if perr := (*run.ImagePullError)(nil); errors.As(r.Err, &perr) {
+				d.log.Warn("pod waiting for its image", "pod", r.Pod, "reason", perr.Reason, "image", perr.Image, "message", perr.Err.Error())
+				waiting = append(waiting, Waiting{Pod: r.Pod, Source: plan.Up[i].Source.Origin(), Phase: string(r.Phase),
+					Reason: perr.Reason, Image: perr.Image, Message: perr.Err.Error()})
+				continue
+			}
 			if r.Err != nil {
 				d.log.Error("starting pod; retrying at the next re-scan", "pod", r.Pod, "err", r.Err)
 				problems = append(problems, Problem{Source: r.Pod, Msg: r.Err.Error()})
@@ -218,7 +250,7 @@ func (d *Daemon) apply(ctx context.Context, plan Plan) []Problem {
 			}
 		}
 	}
-	return problems
+	return problems, waiting
 }
 
 func (d *Daemon) shutdown() error {
@@ -239,10 +271,24 @@ type Status struct {
 	URL         string    `json:"url,omitempty"`
 	Updated     time.Time `json:"updated"`
 	Problems    []Problem `json:"problems,omitempty"`
+	Waiting     []Waiting `json:"waiting,omitempty"`
 }
 
-func (d *Daemon) writeStatus(problems []Problem) {
-	st := Status{PID: os.Getpid(), ManifestDir: d.o.ManifestDir, URL: d.o.URL, Updated: time.Now().UTC(), Problems: problems}
+// Waiting is a pod that could not start for its image, as the kubelet
+// shows it: Pending, with its containers' waiting reason (ErrImagePull at a
+// failed pull, ImagePullBackOff until the next one, ErrImageNeverPull,
+// InvalidImageName) and the registry's message.
+type Waiting struct {
+	Pod     string `json:"pod"` // namespace/name
+	Source  string `json:"source"`
+	Phase   string `json:"phase"`
+	Reason  string `json:"reason"`
+	Image   string `json:"image"`
+	Message string `json:"message"`
+}
+
+func (d *Daemon) writeStatus(problems []Problem, waiting []Waiting) {
+	st := Status{PID: os.Getpid(), ManifestDir: d.o.ManifestDir, URL: d.o.URL, Updated: time.Now().UTC(), Problems: problems, Waiting: waiting}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(d.o.StatusFile), 0o755)

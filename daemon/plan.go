@@ -31,6 +31,10 @@ type Plan struct {
 	Up    []*manifest.Pod // create, replace (graceful down, then up), or adopt unchanged ones
 	Adopt []string        // UIDs of pods to keep as they are and supervise (their source is broken)
 	Down  []Have          // pods no source wants any more
+	// Refresh are unchanged pods this process supervises, whose config
+	// volumes are rewritten in place when their ConfigMaps or Secrets
+	// changed (unsupervised ones are in Up, which does the same).
+	Refresh []*manifest.Pod
 }
 
 // Empty reports whether the plan does nothing.
@@ -49,6 +53,8 @@ func Decide(wants map[string]Want, broken map[string]bool, haves []Have) Plan {
 			seen[h.key()] = true
 			if !h.Supervised {
 				p.Up = append(p.Up, w.Pod) // unchanged: Up adopts it
+			} else {
+				p.Refresh = append(p.Refresh, w.Pod)
 			}
 		case wanted:
 			// Changed or half made: Up replaces it (once per key).

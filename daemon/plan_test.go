@@ -32,11 +32,15 @@ func TestDecide(t *testing.T) {
 		up     []string
 		adopt  []string
 		down   []string
+		// refresh are the unchanged supervised pods whose config volumes
+		// are rewritten in place.
+		refresh []string
 	}{
 		{name: "new file starts its pods", wants: []Want{want("web", "u1", a), want("db", "u2", a)},
 			up: []string{"db@u2", "web@u1"}},
-		{name: "unchanged and supervised: nothing", wants: []Want{want("web", "u1", a)},
-			haves: []Have{{UID: "u1", Namespace: "default", Name: "web", Source: a, Complete: true, Supervised: true}}},
+		{name: "unchanged and supervised: only its config volumes refreshed", wants: []Want{want("web", "u1", a)},
+			haves:   []Have{{UID: "u1", Namespace: "default", Name: "web", Source: a, Complete: true, Supervised: true}},
+			refresh: []string{"web@u1"}},
 		{name: "unchanged but not supervised (daemon restarted): adopt via Up", wants: []Want{want("web", "u1", a)},
 			haves: []Have{{UID: "u1", Namespace: "default", Name: "web", Source: a, Complete: true}},
 			up:    []string{"web@u1"}},
@@ -44,7 +48,7 @@ func TestDecide(t *testing.T) {
 			wants: []Want{want("web", "u1b", a), want("db", "u2", a)},
 			haves: []Have{{UID: "u1", Namespace: "default", Name: "web", Source: a, Complete: true, Supervised: true},
 				{UID: "u2", Namespace: "default", Name: "db", Source: a, Complete: true, Supervised: true}},
-			up: []string{"web@u1b"}},
+			up: []string{"web@u1b"}, refresh: []string{"db@u2"}},
 		{name: "half made pod is replaced", wants: []Want{want("web", "u1", a)},
 			haves: []Have{{UID: "u1", Namespace: "default", Name: "web", Source: a}},
 			up:    []string{"web@u1"}},
@@ -76,6 +80,9 @@ func TestDecide(t *testing.T) {
 			}
 			if !reflect.DeepEqual(p.Adopt, tt.adopt) {
 				t.Errorf("adopt = %v, want %v", p.Adopt, tt.adopt)
+			}
+			if got := names(p.Refresh); !reflect.DeepEqual(got, tt.refresh) {
+				t.Errorf("refresh = %v, want %v", got, tt.refresh)
 			}
 			if !reflect.DeepEqual(down, tt.down) {
 				t.Errorf("down = %v, want %v", down, tt.down)

@@ -33,10 +33,12 @@ type sourceState struct {
 // Sources reads the manifest directory and URL, keeping the last good
 // content of each source so that a broken write never tears anything down.
 type Sources struct {
-	Dir    string // absolute
-	URL    string
-	client *http.Client
-	state  map[string]*sourceState
+	Dir string // absolute
+	URL string
+	// Admission is applied to every pod read (see Options.Admission).
+	Admission manifest.Options
+	client    *http.Client
+	state     map[string]*sourceState
 }
 
 // NewSources returns Sources for an absolute directory and an optional URL.
@@ -140,7 +142,9 @@ func (s *Sources) update(source string, data []byte, readErr error) {
 		return
 	}
 	st.sum = sum
-	set, err := manifest.Parse(source, data)
+	// References to ConfigMaps and Secrets are resolved over every source
+	// (collect): a pod may use the objects of another file.
+	set, err := s.Admission.ParseUnresolved(source, data)
 	if err != nil {
 		st.err = err
 		return
@@ -155,6 +159,12 @@ func (s *Sources) collect(files []string, problems []Problem) (map[string]Want, 
 	if s.URL != "" {
 		order = append(append([]string{}, files...), s.URL)
 	}
+	var all []*manifest.Set // the objects of every source, first by name first
+	for _, source := range order {
+		if st := s.state[source]; st != nil && st.good != nil {
+			all = append(all, st.good)
+		}
+	}
 	for _, source := range order {
 		st := s.state[source]
 		if st == nil {
@@ -167,7 +177,15 @@ func (s *Sources) collect(files []string, problems []Problem) (map[string]Want, 
 		if st.good == nil {
 			continue
 		}
-		for _, p := range st.good.Pods {
+		set, err := manifest.Resolve(st.good, all...)
+		if err != nil {
+			// A reference no source satisfies any more: the source's pods
+			// keep running as last applied.
+			broken[source] = true
+			problems = append(problems, Problem{Source: source, Msg: problemText(err)})
+			continue
+		}
+		for _, p := range set.Pods {
 			key := p.Namespace + "/" + p.Name
 			if first, ok := wants[key]; ok {
 				problems = append(problems, Problem{Source: source,

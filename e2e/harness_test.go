@@ -741,6 +741,7 @@ type e2eHost struct {
 	ipFiles     map[string]bool     // host-local reservations under /var/lib/cni/networks
 	cniCache    map[string]bool     // libcni result cache under /var/lib/cni/results
 	runc        map[string]bool     // runc state dirs of the suite's namespace
+	cgroups     map[string]bool     // pod cgroups of the suite's namespace (resources_test.go)
 	strayDirs   map[string]bool     // entries named *podrun* in $TMPDIR, /tmp, /run, /var/lib
 	errs        []string
 }
@@ -813,6 +814,7 @@ func e2eCapture(tmp string) e2eHost {
 			h.runc[e.Name()] = true
 		}
 	}
+	h.cgroups = e2ePodCgroups()
 	for _, dir := range []string{os.TempDir(), "/tmp", "/run", "/var/lib"} {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -922,6 +924,9 @@ func e2eHostLeaks(before, after e2eHost, tmp string) []e2eLeak {
 			}
 			return e2eRun("runc", "--root", e2eRuncDir, "delete", "--force", id)
 		}})
+	}
+	for _, p := range e2eNew(before.cgroups, after.cgroups) {
+		out = append(out, e2eLeak{what: "pod cgroup " + p, fix: func() error { return e2eRemoveCgroup(p) }})
 	}
 	for _, p := range e2eNew(before.strayDirs, after.strayDirs) {
 		out = append(out, e2eLeak{what: "stray file or dir outside the suite's temp dir: " + p})

@@ -44,6 +44,19 @@ type rgRegistry struct {
 // stops it by PID when the test ends.
 func rgStartRegistry(t *testing.T, user, pass string) rgRegistry {
 	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return rgStartRegistryAt(t, addr, user, pass)
+}
+
+// rgStartRegistryAt is rgStartRegistry on a given 127.0.0.1:PORT (a test
+// starts it where a pod's image already points).
+func rgStartRegistryAt(t *testing.T, addr, user, pass string) rgRegistry {
+	t.Helper()
 	const bin = "/usr/bin/docker-registry"
 	for _, b := range []string{bin, "/usr/bin/htpasswd"} {
 		if _, err := os.Stat(b); err != nil {
@@ -59,12 +72,6 @@ func rgStartRegistry(t *testing.T, user, pass string) rgRegistry {
 	if err := os.WriteFile(htpasswdFile, htpasswd, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
 	config := filepath.Join(dir, "config.yml")
 	err = os.WriteFile(config, []byte(fmt.Sprintf(`version: 0.1
 log:

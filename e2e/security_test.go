@@ -264,7 +264,7 @@ spec:
 	}
 	for _, want := range []string{
 		"spec.securityContext.seLinuxOptions: field not supported by podrun yet",
-		`spec.securityContext.sysctls[0].name: Invalid value: "kernel.msgmax": not a safe namespaced sysctl`,
+		`spec.securityContext.sysctls[0].name: Invalid value: "kernel.msgmax": forbidden sysctl: not allowlisted (not one of the safe sysctls: allow an unsafe one with --allowed-unsafe-sysctls)`,
 		`spec.containers[0].securityContext.procMount: Invalid value: "Unmasked"`,
 		`spec.containers[0].securityContext.capabilities.add[0]: Invalid value: "SUPERPOWER"`,
 	} {

@@ -30,6 +30,11 @@ var ErrInvalidImageName = errors.New("invalid image name")
 // want of valid credentials (401/403, or a challenge without credentials).
 var ErrUnauthorized = errors.New("unauthorized")
 
+// ErrTemporary is returned (wrapped) by a pull that failed for a reason
+// that may pass by itself: the registry could not be reached or timed out,
+// or it answered 429 Too Many Requests or a 5xx status.
+var ErrTemporary = errors.New("temporary registry failure")
+
 // PullOptions are how Pull reaches the registry. They are plain data from
 // podrun's point of view: the caller finds the credentials (registry
 // package); the engine only answers the registry's challenges with them.
@@ -97,6 +102,9 @@ type Container struct {
 type Exit struct {
 	Code     uint32
 	ExitedAt time.Time
+	// OOMKilled: the kernel's OOM killer killed a process of the container
+	// before it exited. Only known from the Exits stream.
+	OOMKilled bool
 }
 
 // ExecSpec is a process to run inside a running container. The process
@@ -111,11 +119,15 @@ type ExecSpec struct {
 	Stderr io.Writer // nil: discarded (ignored with TTY)
 }
 
-// TaskExit is an event: a container's main process exited.
+// TaskExit is an event: a container's main process exited, or, with OOM
+// set, the kernel's OOM killer killed a process of the container
+// (containerd's /tasks/oom, which carries no code or time; the exit it
+// causes follows as its own event).
 type TaskExit struct {
 	ContainerID string
 	Code        uint32
 	ExitedAt    time.Time
+	OOM         bool
 }
 
 // Engine is the container runtime as podrun uses it. Every method that
@@ -152,8 +164,10 @@ type Engine interface {
 	// Exec runs a process in the container's running task until it exits
 	// or ctx ends (then it is killed), and returns its exit code.
 	Exec(ctx context.Context, id string, p ExecSpec) (int, error)
-	// Exits streams the exits of containers' main processes until ctx ends.
-	// The error channel reports a broken stream (e.g. containerd restarted).
+	// Exits streams the exits of containers' main processes and the OOM
+	// kills in containers, in the order the runtime saw them, until ctx
+	// ends. The error channel reports a broken stream (e.g. containerd
+	// restarted).
 	Exits(ctx context.Context) (<-chan TaskExit, <-chan error)
 	// SetLabels adds or replaces labels on a container.
 	SetLabels(ctx context.Context, id string, labels map[string]string) error

@@ -44,6 +44,9 @@ const (
 	BackoffUntil = prefix + "container.backoff-until"
 	// LastProbe is the last failed probe's kind and output, for errors and status.
 	LastProbe = prefix + "container.last-probe"
+	// Reason is why a container's task ended when its exit code does not
+	// say it: "OOMKilled" once the kernel's OOM killer killed in it.
+	Reason = prefix + "container.reason"
 	// PodIPs is the comma-separated list of the pod's IPs, on the sandbox.
 	PodIPs = prefix + "pod.ips"
 

@@ -37,13 +37,29 @@ var supportedPodFields = join(
 		"spec.volumes[].hostPath.type",
 		"spec.volumes[].emptyDir.medium",
 		"spec.volumes[].emptyDir.sizeLimit",
+		// Config volumes (configvolumes.go, configrefs.go); projected
+		// serviceAccountToken, clusterTrustBundle and podCertificate sources
+		// need an API server and stay rejected.
+		"spec.volumes[].configMap",
+		"spec.volumes[].secret",
+		"spec.volumes[].downwardAPI",
+		"spec.volumes[].projected.defaultMode",
+		"spec.volumes[].projected.sources[].configMap",
+		"spec.volumes[].projected.sources[].secret",
+		"spec.volumes[].projected.sources[].downwardAPI",
 
 		"spec.restartPolicy",
 		"spec.terminationGracePeriodSeconds",
 		"spec.hostNetwork",
+		"spec.hostPID",
+		"spec.hostIPC",
+		"spec.shareProcessNamespace",
 		"spec.hostname",
 		"spec.subdomain",
-		"spec.dnsPolicy", // "None" is refused by Validate: it needs dnsConfig
+		"spec.setHostnameAsFQDN",
+		"spec.dnsPolicy", // ClusterFirst falls back to Default: podrun has no cluster DNS
+		"spec.dnsConfig",
+		"spec.hostAliases",
 		"spec.enableServiceLinks",
 		"spec.imagePullSecrets", // each must name a pull Secret of the same input (pullsecrets.go)
 		// podrun runs no API server: the service account names are accepted,
@@ -71,6 +87,15 @@ var supportedPodFields = join(
 		"spec.tolerations",
 		"spec.nodeSelector",
 		"spec.affinity",
+		"spec.topologySpreadConstraints",
+		// The node's side of a pod's life: the active deadline is enforced as
+		// the kubelet does (run/deadline.go); os.name must be linux (node.go).
+		"spec.activeDeadlineSeconds",
+		"spec.os",
+		// cpu and memory become cgroup settings (resources.go); other
+		// resource names are refused by validation.
+		"spec.resources.requests",
+		"spec.resources.limits",
 	},
 	prefixed("spec.initContainers[].", supportedContainerFields),
 	[]string{"spec.initContainers[].restartPolicy"}, // "Always": a native sidecar
@@ -91,10 +116,19 @@ var supportedContainerFields = []string{
 	"ports[].hostIP",
 	"env[].name",
 	"env[].value",
+	// valueFrom.fileKeyRef (the EnvFiles feature) is not supported (env.go).
+	"env[].valueFrom.fieldRef",
+	"env[].valueFrom.resourceFieldRef",
+	"env[].valueFrom.configMapKeyRef",
+	"env[].valueFrom.secretKeyRef",
+	"envFrom[].prefix",
+	"envFrom[].configMapRef",
+	"envFrom[].secretRef",
 	"volumeMounts[].name",
 	"volumeMounts[].mountPath",
 	"volumeMounts[].readOnly",
 	"volumeMounts[].subPath",
+	"volumeMounts[].subPathExpr",
 	"imagePullPolicy",
 	"terminationMessagePath",
 	"terminationMessagePolicy",
@@ -118,6 +152,12 @@ var supportedContainerFields = []string{
 	"securityContext.seccompProfile",
 	"securityContext.appArmorProfile",
 	"securityContext.procMount",
+	// cpu and memory (resources.go); not claims (dynamic resource allocation).
+	"resources.requests",
+	"resources.limits",
+	// Accepted and ignored: podrun never resizes a container in place (a
+	// changed resources field replaces the pod), so no policy applies.
+	"resizePolicy",
 }
 
 // zeroMatters lists the fields whose zero value means something else than

@@ -70,6 +70,10 @@ func (r *reader) readPod(src Source, prefix string, data []byte, raw map[string]
 	pod.Status = corev1.PodStatus{} // accepted and dropped, as kubectl apply does
 	Default(pod)
 	r.fieldProblems(src, prefix, Validate(pod))
+	r.fieldProblems(src, prefix, r.opts.admit(pod)) // policy.go
+	for _, msg := range r.opts.violations(pod) {
+		r.problem(src, strings.TrimSuffix(prefix, "."), msg)
+	}
 	p := &Pod{Pod: pod, Source: src}
 	p.Hash, p.UID = Identity(pod)
 	pod.UID = types.UID(p.UID)
@@ -85,6 +89,7 @@ func (r *reader) readConfigMap(src Source, prefix string, data []byte, raw map[s
 		return
 	}
 	r.readMeta(src, prefix, &cm.ObjectMeta)
+	r.readConfigData(src, prefix, cm) // configrefs.go
 	r.names = append(r.names, named{"configmap", cm.Namespace + "/" + cm.Name, src})
 	r.set.ConfigMaps = append(r.set.ConfigMaps, cm)
 }
@@ -96,6 +101,7 @@ func (r *reader) readSecret(src Source, prefix string, data []byte, raw map[stri
 		return
 	}
 	r.readMeta(src, prefix, &secret.ObjectMeta)
+	r.readSecretData(src, prefix, secret) // configrefs.go
 	r.names = append(r.names, named{"secret", secret.Namespace + "/" + secret.Name, src})
 	r.located(secret, src, prefix)
 	r.set.Secrets = append(r.set.Secrets, secret)

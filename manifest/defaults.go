@@ -25,6 +25,7 @@ func Default(pod *corev1.Pod) {
 	for i := range pod.Spec.Volumes {
 		defaultVolume(&pod.Spec.Volumes[i])
 	}
+	defaultResources(pod) // resources.go
 }
 
 func defaultSpec(spec *corev1.PodSpec) {
@@ -55,6 +56,7 @@ func defaultSpec(spec *corev1.PodSpec) {
 }
 
 func defaultContainer(c *corev1.Container, hostNetwork bool) {
+	defaultEnv(c) // env.go
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = defaultPullPolicy(c.Image)
 	}
@@ -96,6 +98,7 @@ func defaultVolume(v *corev1.Volume) {
 	if v.HostPath != nil && v.HostPath.Type == nil {
 		v.HostPath.Type = ptr(corev1.HostPathUnset)
 	}
+	defaultConfigVolume(v) // configvolumes.go
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -15,15 +15,9 @@ import (
 // meaning stdin. It splits multi-document YAML (---) and JSON streams, decodes
 // strictly, defaults and validates, and returns either the whole Set or
 // Problems listing every problem of every path (never a partial Set).
+// The pods are admitted with the zero Options: see Options.Load.
 func Load(paths []string, stdin io.Reader) (*Set, error) {
-	var r reader
-	if len(paths) == 0 {
-		r.problem(Source{}, "", "no manifest given")
-	}
-	for _, p := range paths {
-		r.load(p, stdin)
-	}
-	return r.result()
+	return Options{}.Load(paths, stdin)
 }
 
 // load reads one path given by the user.

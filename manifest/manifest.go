@@ -63,15 +63,22 @@ type Pod struct {
 	// PullSecrets are the Secrets named in spec.imagePullSecrets, found in
 	// the same input (pullsecrets.go); they travel with the pod.
 	PullSecrets []*corev1.Secret
+	// ConfigMaps and Secrets are the objects of the pod's namespace that its
+	// volumes, env and envFrom name, by name, found in the same input (for
+	// the daemon, the same directory); they travel with the pod.
+	ConfigMaps map[string]*corev1.ConfigMap
+	Secrets    map[string]*corev1.Secret
 }
 
 // Set is everything one Load or Parse call read.
 type Set struct {
 	Pods []*Pod
-	// ConfigMaps and Secrets are loaded and kept for a later issue; only their
-	// names are validated.
+	// ConfigMaps and Secrets are the objects read, for the pods' references
+	// (configrefs.go); a Secret's stringData is merged into its data.
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
+
+	where map[any]where // of pods and Secrets, for Resolve's field paths
 }
 
 // Problem is one thing wrong with the input.
@@ -108,28 +115,39 @@ func (ps Problems) Error() string {
 // file in problems. It splits multi-document YAML and JSON streams, decodes
 // strictly, defaults and validates, and returns either the whole Set or
 // Problems listing every problem (never a partial Set).
+// The pods are admitted with the zero Options: see Options.Parse.
 func Parse(file string, data []byte) (*Set, error) {
-	var r reader
-	r.parse(file, data)
-	return r.result()
+	return Options{}.Parse(file, data)
 }
 
 // reader accumulates the objects and problems of one Load or Parse call.
 type reader struct {
+	opts     Options // policy.go
 	set      Set
 	problems Problems
 	names    []named       // of every object read, for checkDuplicates
-	where    map[any]where // of pods and Secrets, for checkPullSecrets
+	where    map[any]where // of pods and Secrets, for checkPullSecrets and Resolve
+	// unresolved leaves the pods' references to ConfigMaps and Secrets to a
+	// later Resolve (configrefs.go).
+	unresolved bool
 }
 
 // result checks the set as a whole and returns it, or the problems.
 func (r *reader) result() (*Set, error) {
 	r.checkDuplicates()
 	r.checkPullSecrets() // pullsecrets.go
+	r.mergeStringData()  // configrefs.go
+	r.set.where = r.where
+	set := &r.set
+	if !r.unresolved {
+		var problems Problems
+		set, problems = resolve(set) // configrefs.go
+		r.problems = append(r.problems, problems...)
+	}
 	if len(r.problems) > 0 {
 		return nil, r.problems
 	}
-	return &r.set, nil
+	return set, nil
 }
 
 // named is the namespace/name of an object and where it was read.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podrun/podrun/registry"
 )
@@ -24,21 +25,11 @@ func (r *reader) located(obj any, src Source, prefix string) {
 	r.where[obj] = where{src, prefix}
 }
 
-// checkPullSecrets checks image pull Secrets against the whole input: the
-// credentials of each kubernetes.io/dockerconfigjson or dockercfg Secret
-// parse (the API server checks that much), and each name in a pod's
-// spec.imagePullSecrets is such a Secret of the pod's namespace, which it
-// then carries in Pod.PullSecrets. With no API
-// server to fetch it from later, a missing Secret would mean an anonymous
-// pull that fails far from its cause, so it is a problem here (the kubelet
-// only warns).
+// checkPullSecrets checks that the credentials of each
+// kubernetes.io/dockerconfigjson or dockercfg Secret parse (the API server
+// checks that much); resolver.pullSecrets checks the pods' references.
 func (r *reader) checkPullSecrets() {
-	secrets := map[string]*corev1.Secret{}
 	for _, s := range r.set.Secrets {
-		key := s.Namespace + "/" + s.Name
-		if _, dup := secrets[key]; !dup {
-			secrets[key] = s
-		}
 		if !registry.IsPullSecretType(s.Type) {
 			continue
 		}
@@ -54,27 +45,33 @@ func (r *reader) checkPullSecrets() {
 			r.problem(w.src, w.prefix+fld, err.Error())
 		}
 	}
-	for _, p := range r.set.Pods {
-		w := r.where[p.Pod]
-		for i, ref := range p.Spec.ImagePullSecrets {
-			fld := fmt.Sprintf("%sspec.imagePullSecrets[%d].name", w.prefix, i)
-			s := secrets[p.Namespace+"/"+ref.Name]
-			switch {
-			case ref.Name == "":
-				r.problem(p.Source, fld, "Required value")
-			case s == nil:
-				r.problem(p.Source, fld, fmt.Sprintf("Secret %q not found in namespace %q: define it in the same input, with type %s",
-					ref.Name, p.Namespace, registry.TypeDockerConfigJSON))
-			case !registry.IsPullSecretType(s.Type):
-				typ := s.Type
-				if typ == "" {
-					typ = corev1.SecretTypeOpaque
-				}
-				r.problem(p.Source, fld, fmt.Sprintf("Secret %q has type %q; an image pull secret must have type %s or %s",
-					ref.Name, typ, registry.TypeDockerConfigJSON, registry.TypeDockercfg))
-			default:
-				p.PullSecrets = append(p.PullSecrets, s)
+}
+
+// pullSecrets checks that each name in the pod's spec.imagePullSecrets is a
+// pull Secret of the pod's namespace (in the whole input: Resolve), which
+// the pod then carries in Pod.PullSecrets. With no API server to fetch it
+// from later, a missing Secret would mean an anonymous pull that fails far
+// from its cause, so it is a problem here (the kubelet only warns).
+func (r *resolver) pullSecrets() {
+	p := r.pod
+	for i, ref := range p.Spec.ImagePullSecrets {
+		fld := field.NewPath("spec", "imagePullSecrets").Index(i).Child("name")
+		s := r.idx.secrets[p.Namespace+"/"+ref.Name]
+		switch {
+		case ref.Name == "":
+			r.problem(fld, "Required value")
+		case s == nil:
+			r.problem(fld, fmt.Sprintf("Secret %q not found in namespace %q: define it in the same input, with type %s",
+				ref.Name, p.Namespace, registry.TypeDockerConfigJSON))
+		case !registry.IsPullSecretType(s.Type):
+			typ := s.Type
+			if typ == "" {
+				typ = corev1.SecretTypeOpaque
 			}
+			r.problem(fld, fmt.Sprintf("Secret %q has type %q; an image pull secret must have type %s or %s",
+				ref.Name, typ, registry.TypeDockerConfigJSON, registry.TypeDockercfg))
+		default:
+			p.PullSecrets = append(p.PullSecrets, s)
 		}
 	}
 }

@@ -19,7 +19,8 @@ import (
 var appArmorSupported = apparmor.HostSupports
 
 // SafeSysctls are the namespaced sysctls the kubelet allows by default
-// (pkg/kubelet/sysctl/safe_sysctls.go); podrun allows only these.
+// (pkg/kubelet/sysctl/safe_sysctls.go); others only with
+// Options.AllowedUnsafeSysctls (policy.go).
 var SafeSysctls = []string{
 	"kernel.shm_rmid_forced",
 	"net.ipv4.ip_local_port_range",
@@ -36,7 +37,10 @@ var SafeSysctls = []string{
 // validateSecurity checks the pod's and its containers' securityContexts the
 // way the API server does, plus what podrun cannot honour on this host.
 func validateSecurity(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
-	errs := validatePodSecurity(spec.SecurityContext, spec.HostNetwork, fld.Child("securityContext"))
+	errs := validatePodSecurity(spec, fld.Child("securityContext"))
+	if share := spec.ShareProcessNamespace; share != nil && *share && spec.HostPID {
+		errs = append(errs, field.Invalid(fld.Child("shareProcessNamespace"), true, "ShareProcessNamespace and HostPID cannot both be enabled"))
+	}
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		errs = append(errs, validateContainerSecurity(c.SecurityContext, fld.Child("initContainers").Index(i).Child("securityContext"))...)
@@ -48,7 +52,8 @@ func validateSecurity(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	return errs
 }
 
-func validatePodSecurity(sc *corev1.PodSecurityContext, hostNetwork bool, fld *field.Path) field.ErrorList {
+func validatePodSecurity(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
+	sc := spec.SecurityContext
 	if sc == nil {
 		return nil
 	}
@@ -64,7 +69,7 @@ func validatePodSecurity(sc *corev1.PodSecurityContext, hostNetwork bool, fld *f
 	}
 	errs = append(errs, validateSeccomp(sc.SeccompProfile, fld.Child("seccompProfile"))...)
 	errs = append(errs, validateAppArmor(sc.AppArmorProfile, fld.Child("appArmorProfile"))...)
-	return append(errs, validateSysctls(sc.Sysctls, hostNetwork, fld.Child("sysctls"))...)
+	return append(errs, validateSysctls(sc.Sysctls, spec.HostNetwork, spec.HostIPC, fld.Child("sysctls"))...)
 }
 
 func validateContainerSecurity(sc *corev1.SecurityContext, fld *field.Path) field.ErrorList {
@@ -198,9 +203,10 @@ func sysctlName(name string) string {
 	}, name)
 }
 
-// validateSysctls allows the kubelet's safe, namespaced sysctls only, each
-// once; net.* ones need the pod's own network namespace.
-func validateSysctls(sysctls []corev1.Sysctl, hostNetwork bool, fld *field.Path) field.ErrorList {
+// validateSysctls checks sysctl names as the API server does: well-formed,
+// each once, and none of the network (IPC) namespace with hostNetwork
+// (hostIPC). Which sysctls the node allows is Options.admit's (policy.go).
+func validateSysctls(sysctls []corev1.Sysctl, hostNetwork, hostIPC bool, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	for i, s := range sysctls {
@@ -212,11 +218,12 @@ func validateSysctls(sysctls []corev1.Sysctl, hostNetwork bool, fld *field.Path)
 			continue
 		case seen[name]:
 			errs = append(errs, field.Duplicate(nfld, s.Name))
-		case !slices.Contains(SafeSysctls, name):
-			errs = append(errs, field.Invalid(nfld, s.Name, "not a safe namespaced sysctl: podrun allows "+strings.Join(SafeSysctls, ", ")+
-				" (unsafe sysctls are not supported)"))
-		case hostNetwork && strings.HasPrefix(name, "net."):
+		case len(s.Name) > sysctlMaxLength || !sysctlNameRE.MatchString(s.Name):
+			errs = append(errs, field.Invalid(nfld, s.Name, fmt.Sprintf("must have at most %d characters and match regex %s", sysctlMaxLength, sysctlNameFmt)))
+		case hostNetwork && sysctlNamespace(name) == "net":
 			errs = append(errs, field.Invalid(nfld, s.Name, "may not be specified when 'hostNetwork' is true"))
+		case hostIPC && sysctlNamespace(name) == "ipc":
+			errs = append(errs, field.Invalid(nfld, s.Name, "may not be specified when 'hostIPC' is true"))
 		}
 		seen[name] = true
 	}

@@ -99,8 +99,13 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	if g := spec.TerminationGracePeriodSeconds; g != nil {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(*g, fld.Child("terminationGracePeriodSeconds"))...)
 	}
-	errs = append(errs, validateDNSPolicy(spec.DNSPolicy, fld.Child("dnsPolicy"))...)
+	errs = append(errs, validateNetwork(spec, fld)...)  // network.go
 	errs = append(errs, validateSecurity(spec, fld)...) // security.go
+	errs = append(errs, validateResources(spec, fld)...)
+	errs = append(errs, validateNodeFields(spec, fld)...) // node.go
+
+	// env valueFrom, envFrom and subPathExpr (env.go)
+	errs = append(errs, validateEnvSources(spec, fld)...)
 	if spec.Hostname != "" {
 		errs = append(errs, invalid(fld.Child("hostname"), spec.Hostname, validation.IsDNS1123Label(spec.Hostname))...)
 	}
@@ -121,13 +126,6 @@ func validateEnum[T ~string](value T, fld *field.Path, allowed ...T) field.Error
 		}
 	}
 	return field.ErrorList{field.NotSupported(fld, value, allowed)}
-}
-
-func validateDNSPolicy(policy corev1.DNSPolicy, fld *field.Path) field.ErrorList {
-	if policy == corev1.DNSNone {
-		return field.ErrorList{field.Invalid(fld, policy, "not supported by podrun yet: it needs dnsConfig")}
-	}
-	return validateEnum(policy, fld, corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault)
 }
 
 // validateVolumes checks the volumes and returns the set of their names.
@@ -159,7 +157,7 @@ func validateVolumeSource(src *corev1.VolumeSource, fld *field.Path) field.Error
 	case src.EmptyDir != nil:
 		return validateEmptyDir(src.EmptyDir, fld.Child("emptyDir"))
 	}
-	return nil
+	return validateConfigVolume(src, fld) // configvolumes.go
 }
 
 // countSources counts the volume sources set (every field of VolumeSource is

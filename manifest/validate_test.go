@@ -53,9 +53,9 @@ func TestValidate(t *testing.T) {
 		{"terminationMessagePolicy", func(p *corev1.Pod) { p.Spec.Containers[0].TerminationMessagePolicy = "Stdout" },
 			[]string{`spec.containers[0].terminationMessagePolicy: Unsupported value: "Stdout": supported values: "File", "FallbackToLogsOnError"`}},
 		{"dnsPolicy None", func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSNone },
-			[]string{`spec.dnsPolicy: Invalid value: "None": not supported by podrun yet: it needs dnsConfig`}},
+			[]string{"spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None"}},
 		{"dnsPolicy unknown", func(p *corev1.Pod) { p.Spec.DNSPolicy = "Google" },
-			[]string{`spec.dnsPolicy: Unsupported value: "Google": supported values: "ClusterFirst", "ClusterFirstWithHostNet", "Default"`}},
+			[]string{`spec.dnsPolicy: Unsupported value: "Google": supported values: "ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"`}},
 		{"dnsPolicy Default", func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }, nil},
 		{"hostname", func(p *corev1.Pod) { p.Spec.Hostname = "web.local" },
 			[]string{`spec.hostname: Invalid value: "web.local": must not contain dots`}},
@@ -141,16 +141,23 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pod := basePod()
-			tt.mutate(pod)
-			Default(pod)
-			var got []string
-			for _, e := range Validate(pod) {
-				got = append(got, e.Error())
-			}
-			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
-				t.Errorf("got:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(tt.want, "\n\t"))
-			}
+			checkValidate(t, tt.mutate, tt.want)
 		})
+	}
+}
+
+// checkValidate validates basePod changed by mutate and defaulted, and
+// compares the problems with want, in order.
+func checkValidate(t *testing.T, mutate func(*corev1.Pod), want []string) {
+	t.Helper()
+	pod := basePod()
+	mutate(pod)
+	Default(pod)
+	var got []string
+	for _, e := range Validate(pod) {
+		got = append(got, e.Error())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
 	}
 }

@@ -22,11 +22,17 @@ var ErrNotAdoptable = errors.New("pod cannot be adopted")
 // Adopt takes over the supervision of a pod already on the node (left by a
 // `podrun up` that exited, or by a daemon that restarted): probes resume,
 // exited containers restart per policy with their back-off, and nothing
-// that runs is restarted.
-func (h *Host) Adopt(ctx context.Context, uid string) error {
+// that runs is restarted. from, when not nil, is the pod as read from its
+// manifest: the objects it references (ConfigMaps, Secrets, pull Secrets),
+// which its state on disk does not keep (Secrets never reach the disk), are
+// taken from it for the env of restarted containers.
+func (h *Host) Adopt(ctx context.Context, uid string, from *manifest.Pod) error {
 	r, err := h.rebuild(ctx, uid)
 	if err != nil {
 		return err
+	}
+	if from != nil {
+		r.pod.ConfigMaps, r.pod.Secrets, r.pod.PullSecrets = from.ConfigMaps, from.Secrets, from.PullSecrets
 	}
 	r.w = newPodWorker(r, h.clock)
 	ctrs, err := h.engine.List(ctx, map[string]string{labels.PodUID: uid})
@@ -88,7 +94,7 @@ func (h *Host) rebuild(ctx context.Context, uid string) (*podRun, error) {
 	pod := &manifest.Pod{Pod: st.Pod, UID: st.UID, Hash: st.Hash}
 	r := &podRun{h: h, pod: pod, key: pod.Namespace + "/" + pod.Name, layout: h.layout(uid), state: st,
 		source: st.Source, sandboxID: SandboxID(uid), wait: WaitRunning}
-	if r.vols, err = volumes.Setup(r.layout, pod.Pod); err != nil {
+	if r.vols, err = volumes.Setup(r.layout, pod.Pod, nil); err != nil {
 		return nil, fmt.Errorf("%w: volumes: %w", ErrNotAdoptable, err)
 	}
 	r.images = map[string]engine.Image{}
@@ -107,7 +113,7 @@ func (h *Host) rebuild(ctx context.Context, uid string) (*podRun, error) {
 	if !pod.Spec.HostNetwork {
 		r.netns = sandbox.NetNSPath(sandbox.NetNSName(uid))
 	}
-	if r.hostname, err = sandbox.Hostname(pod.Pod); err != nil {
+	if r.hostname, err = sandbox.Hostname(pod.Pod, h.cfg.ClusterDomain); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -28,6 +28,9 @@ type Config struct {
 	CNIBinDirs []string
 	// PauseImage is the sandbox image; "" means podrun's built-in pause.
 	PauseImage string
+	// ClusterDomain is the kubelet's --cluster-domain: the suffix of a pod's
+	// FQDN (hostname.subdomain.namespace.svc.<ClusterDomain>).
+	ClusterDomain string
 	// Exe is podrun's own (static) binary: the built-in pause and the log driver.
 	Exe string
 	// RegistryConfig is a Docker config file (~/.docker/config.json) whose
@@ -62,6 +65,12 @@ type UpOptions struct {
 	// Foreground keeps supervising the pods after Up returns, until
 	// Supervise's context ends.
 	Foreground bool
+	// PullBackOff (the daemon) keeps a failed pull's image in the kubelet's
+	// back-off for the pod: Up fails at once while it lasts, and a pod
+	// whose image failed stays listed as Pending with the reason. Without
+	// it (`podrun up`), pulls that failed for a reason that may pass are
+	// retried with the same back-off until Timeout (imagepull.go).
+	PullBackOff bool
 }
 
 // DownOptions tune Down.

@@ -113,13 +113,11 @@ func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration)
 	for _, c := range ctrs {
 		errs = append(errs, h.engine.Delete(ctx, c.ID))
 	}
-	a := sandbox.Attachment{ContainerID: SandboxID(uid), NetNS: sandbox.NetNSPath(sandbox.NetNSName(uid)), PodUID: uid}
-	if pod != nil {
-		a.PodNamespace, a.PodName = pod.Namespace, pod.Name
-	}
 	errs = append(errs,
-		h.delNetwork(ctx, uid, a),
+		h.delNetwork(ctx, uid, attachment(uid, pod)), // with the pod's ports, for portmap to remove its rules
+
 		sandbox.RemoveNetNS(sandbox.NetNSName(uid)),
+		removeCgroup(h.podCgroup(uid)), // empty once every task is gone (cgroups.go)
 		h.layout(uid).Remove())
 	err = errors.Join(errs...)
 	h.report(Event{Pod: key, Step: "down", Elapsed: time.Since(start), Err: err})

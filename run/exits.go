@@ -6,21 +6,25 @@ import (
 	"time"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/status"
 )
 
 // exitRouter delivers containerd's task-exit events to whoever waits for a
-// given container: one event subscription for the whole process, no polling.
+// given container, with whether an OOM event for the container came first:
+// one event subscription for the whole process, no polling.
 type exitRouter struct {
 	engine engine.Engine
 	ctx    context.Context // the router's lifetime
 	once   sync.Once
 	mu     sync.Mutex
-	subs   map[string]chan engine.TaskExit
+	subs   map[string]chan engine.Exit
+	oom    map[string]bool // registered containers OOM-killed before their exit
 }
 
 // newExitRouter returns a router that lives until ctx ends.
 func newExitRouter(ctx context.Context, e engine.Engine) *exitRouter {
-	return &exitRouter{engine: e, ctx: ctx, subs: map[string]chan engine.TaskExit{}}
+	return &exitRouter{engine: e, ctx: ctx, subs: map[string]chan engine.Exit{}, oom: map[string]bool{}}
 }
 
 // resubscribeDelay is the pause before re-subscribing after the event
@@ -64,10 +68,14 @@ func (x *exitRouter) deliverAll(ctx context.Context, exits <-chan engine.TaskExi
 	for {
 		select {
 		case e, ok := <-exits:
-			if !ok {
+			switch {
+			case !ok:
 				return
+			case e.OOM:
+				x.oomKilled(ctx, e.ContainerID)
+			default:
+				x.deliver(e.ContainerID, engine.Exit{Code: e.Code, ExitedAt: e.ExitedAt})
 			}
-			x.deliver(e)
 		case <-errs:
 			return
 		case <-ctx.Done():
@@ -78,11 +86,11 @@ func (x *exitRouter) deliverAll(ctx context.Context, exits <-chan engine.TaskExi
 
 // register returns the channel that will receive id's exit. Register before
 // starting the task so that no exit is missed.
-func (x *exitRouter) register(id string) <-chan engine.TaskExit {
+func (x *exitRouter) register(id string) <-chan engine.Exit {
 	x.start()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	ch := make(chan engine.TaskExit, 1)
+	ch := make(chan engine.Exit, 1)
 	x.subs[id] = ch
 	return ch
 }
@@ -90,18 +98,35 @@ func (x *exitRouter) register(id string) <-chan engine.TaskExit {
 func (x *exitRouter) unregister(id string) {
 	x.mu.Lock()
 	delete(x.subs, id)
+	delete(x.oom, id)
 	x.mu.Unlock()
 }
 
 // deliver hands an exit to its waiter, at most once.
-func (x *exitRouter) deliver(e engine.TaskExit) {
+func (x *exitRouter) deliver(id string, e engine.Exit) {
 	x.mu.Lock()
-	ch := x.subs[e.ContainerID]
-	delete(x.subs, e.ContainerID)
+	ch := x.subs[id]
+	delete(x.subs, id)
+	e.OOMKilled = x.oom[id]
+	delete(x.oom, id)
 	x.mu.Unlock()
 	if ch != nil {
 		ch <- e
 	}
+}
+
+// oomKilled records an OOM kill in container id, as the CRI plugin marks
+// the container: on its labels, which status reads (also when its exit was
+// delivered already, or someone else waits for it), and for the exit its
+// waiter gets.
+func (x *exitRouter) oomKilled(ctx context.Context, id string) {
+	x.mu.Lock()
+	if _, ok := x.subs[id]; ok {
+		x.oom[id] = true
+	}
+	x.mu.Unlock()
+	// A container being removed meanwhile has nothing left to mark.
+	_ = x.engine.SetLabels(ctx, id, map[string]string{labels.Reason: status.ReasonOOMKilled})
 }
 
 // check delivers the exit of a registered container whose task has already
@@ -109,7 +134,7 @@ func (x *exitRouter) deliver(e engine.TaskExit) {
 func (x *exitRouter) check(ctx context.Context, id string) {
 	t, err := x.engine.Task(ctx, id)
 	if err == nil && t.State == engine.TaskStopped {
-		x.deliver(engine.TaskExit{ContainerID: id, Code: t.ExitCode, ExitedAt: t.ExitedAt})
+		x.deliver(id, engine.Exit{Code: t.ExitCode, ExitedAt: t.ExitedAt})
 	}
 }
 

@@ -28,6 +28,9 @@ type Host struct {
 
 	mu      sync.Mutex
 	workers map[string]*podWorker // by pod UID: the pods this process supervises
+	pulls   pullBackoffs          // image back-offs of the pods started with UpOptions.PullBackOff
+
+	said sync.Map // notes about the host already reported (sayOnce, network.go)
 }
 
 // dialTimeout bounds connecting to containerd.

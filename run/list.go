@@ -91,7 +91,8 @@ func (p *PodInfo) withStatus(hostIP string) *corev1.Pod {
 	if p.State == nil || p.State.Pod == nil {
 		return nil
 	}
-	o := status.Observed{Containers: map[string][]engine.Container{}, PodIPs: p.State.PodIPs, HostIP: hostIP}
+	o := status.Observed{Containers: map[string][]engine.Container{}, PodIPs: p.State.PodIPs, HostIP: hostIP,
+		Ended: p.State.Ended, ImageWait: p.State.ImagePull}
 	for i, c := range p.Containers {
 		if o.Created.IsZero() || c.CreatedAt.Before(o.Created) {
 			o.Created = c.CreatedAt

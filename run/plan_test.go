@@ -34,7 +34,7 @@ func stepNames(r *podRun) []string {
 }
 
 func TestPlan(t *testing.T) {
-	sandboxed := []string{"pod directory", "volumes", "images", "sandbox: netns", "sandbox: pause + network", "sandbox: files"}
+	sandboxed := []string{"pod directory", "volumes", "images", "pod cgroup", "sandbox: netns", "sandbox: pause + network", "sandbox: files"}
 	always := corev1.ContainerRestartPolicyAlways
 	tests := []struct {
 		name   string
@@ -45,7 +45,7 @@ func TestPlan(t *testing.T) {
 		{"pod network, restartPolicy Always, wait ready", func(*corev1.Pod) {},
 			WaitReady, append(append([]string{}, sandboxed...), "init/setup", "container/app", "container/side", "wait: ready")},
 		{"hostNetwork skips netns and CNI", func(p *corev1.Pod) { p.Spec.HostNetwork = true },
-			WaitReady, []string{"pod directory", "volumes", "images", "sandbox: pause", "sandbox: files", "init/setup", "container/app", "container/side", "wait: ready"}},
+			WaitReady, []string{"pod directory", "volumes", "images", "pod cgroup", "sandbox: pause", "sandbox: files", "init/setup", "container/app", "container/side", "wait: ready"}},
 		{"run to completion waits for completion", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever; p.Spec.InitContainers = nil },
 			WaitReady, append(append([]string{}, sandboxed...), "container/app", "container/side", "wait: completion")},
 		{"wait running only records", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
@@ -69,7 +69,7 @@ func TestPlan(t *testing.T) {
 func TestPlanRegistersUndoFirstForHalfSucceedingSteps(t *testing.T) {
 	for _, s := range (&podRun{pod: basePod()}).plan() {
 		switch s.Name {
-		case "sandbox: pause + network", "init/setup", "container/app":
+		case "pod cgroup", "sandbox: pause + network", "init/setup", "container/app":
 			if !s.UndoFirst || s.Undo == nil {
 				t.Errorf("step %q: undo must be registered before Do", s.Name)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/renameio/v2"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/volumes"
 )
 
@@ -25,6 +26,13 @@ type State struct {
 	Complete bool `json:"complete"`
 	// PodIPs are the addresses CNI gave the pod.
 	PodIPs []string `json:"podIPs,omitempty"`
+	// Ended is why the node ended the pod (evict.go: an eviction, the
+	// active deadline): it is Failed whatever its containers say, and none
+	// is restarted.
+	Ended *status.Ended `json:"ended,omitempty"`
+	// ImagePull is the image failure a pod that could not start waits on
+	// (imagepull.go): its containers show it as their waiting reason.
+	ImagePull *status.ImageWait `json:"imagePull,omitempty"`
 }
 
 const (

@@ -16,6 +16,7 @@ import (
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/probes"
+	"github.com/podrun/podrun/status"
 )
 
 // podWorker supervises one pod's long-running containers: it starts them,
@@ -94,6 +95,13 @@ func (h *Host) supervise(w *podWorker) {
 	if old != nil && old != w {
 		old.stop()
 	}
+	if old != w && w.r.state.Ended == nil {
+		vols := sizeLimited(w.r.pod.Pod)
+		if len(vols) > 0 || w.r.pod.Spec.ActiveDeadlineSeconds != nil {
+			w.wg.Add(1)
+			go w.housekeep(vols) // emptyDir sizeLimit, active deadline (evict.go)
+		}
+	}
 }
 
 // unsupervise stops supervising a pod (not its containers).
@@ -165,6 +173,7 @@ type loopState struct {
 	ready    bool
 	done     bool // exited and will not restart
 	exitCode uint32
+	oomKill  bool   // the last attempt was OOM-killed (an OOM event came before its exit)
 	startErr error  // the last attempt's failure to start
 	lastFail string // the last probe or hook failure
 }
@@ -224,6 +233,9 @@ func (w *podWorker) all() []*ctrLoop {
 func (s loopState) describe() string {
 	switch {
 	case s.done:
+		if s.oomKill {
+			return fmt.Sprintf("exited with code %d (%s)", s.exitCode, status.ReasonOOMKilled)
+		}
 		return fmt.Sprintf("exited with code %d", s.exitCode)
 	case s.startErr != nil:
 		return fmt.Sprintf("failed to start: %v", s.startErr)
@@ -383,7 +395,7 @@ func (l *ctrLoop) attempt(ctx context.Context) (ranFor time.Duration, code uint3
 // (resume is -1 when none was pending).
 func (l *ctrLoop) adoptExited(ctx context.Context, a engine.Container) (ranFor time.Duration, code uint32, resume time.Duration) {
 	r := l.w.r
-	l.update(func(s *loopState) { s.id = a.ID })
+	l.update(func(s *loopState) { s.id, s.oomKill = a.ID, a.Labels[labels.Reason] == status.ReasonOOMKilled })
 	code = a.Task.ExitCode
 	if a.Task.State == engine.TaskStopped {
 		_ = r.h.finish(ctx, a.ID, engine.Exit{Code: a.Task.ExitCode, ExitedAt: a.Task.ExitedAt})
@@ -409,14 +421,14 @@ func (l *ctrLoop) adoptExited(ctx context.Context, a engine.Container) (ranFor t
 
 // waitExit waits for the attempt's exit, handling probe updates meanwhile.
 // Probe workers run on probeCtx, which ends with the attempt.
-func (l *ctrLoop) waitExit(ctx, probeCtx context.Context, id string, exitC <-chan engine.TaskExit, updates chan probes.Update, start time.Time, target probes.Target) (time.Duration, uint32, error) {
+func (l *ctrLoop) waitExit(ctx, probeCtx context.Context, id string, exitC <-chan engine.Exit, updates chan probes.Update, start time.Time, target probes.Target) (time.Duration, uint32, error) {
 	r := l.w.r
 	for {
 		select {
 		case e := <-exitC:
-			l.update(func(s *loopState) { s.running, s.started, s.ready = false, false, false })
+			l.update(func(s *loopState) { s.running, s.started, s.ready, s.oomKill = false, false, false, e.OOMKilled })
 			fctx := context.WithoutCancel(ctx)
-			if err := r.h.finish(fctx, id, engine.Exit{Code: e.Code, ExitedAt: e.ExitedAt}); err != nil {
+			if err := r.h.finish(fctx, id, e); err != nil {
 				r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("recording the exit of %s: %v", id, err)})
 			}
 			return l.w.clock.Now().Sub(start), e.Code, nil

@@ -615,7 +615,7 @@ func TestExitRouterDeliversOnce(t *testing.T) {
 		eng.Exit("a", 3)
 		x.check(ctx, "a") // the task is stopped already
 		got := recvExit(t, ch)
-		if got.ContainerID != "a" || got.Code != 3 {
+		if got.Code != 3 {
 			t.Errorf("got %+v", got)
 		}
 		x.check(ctx, "a")
@@ -636,7 +636,7 @@ func TestExitRouterDeliversOnce(t *testing.T) {
 		ch := idle.register("b")
 		eng.Exit("b", 4)
 		idle.check(ctx, "b")
-		if got := recvExit(t, ch); got.ContainerID != "b" || got.Code != 4 {
+		if got := recvExit(t, ch); got.Code != 4 {
 			t.Errorf("got %+v", got)
 		}
 		idle.check(ctx, "b")
@@ -667,7 +667,7 @@ func TestExitRouterDeliversOnce(t *testing.T) {
 	})
 }
 
-func recvExit(t *testing.T, ch <-chan engine.TaskExit) engine.TaskExit {
+func recvExit(t *testing.T, ch <-chan engine.Exit) engine.Exit {
 	t.Helper()
 	select {
 	case e := <-ch:
@@ -675,7 +675,7 @@ func recvExit(t *testing.T, ch <-chan engine.TaskExit) engine.TaskExit {
 	case <-time.After(waitTimeout):
 		t.Fatal("no exit delivered")
 	}
-	return engine.TaskExit{}
+	return engine.Exit{}
 }
 
 // TestExitRouterResubscribes: after the event stream breaks (containerd
@@ -698,7 +698,7 @@ func TestExitRouterResubscribes(t *testing.T) {
 	cha := x.register("a")
 	eng.BreakExits(errors.New("containerd restarted"))
 	eng.Exit("a", 5) // missed: no stream
-	if got := recvExit(t, cha); got.ContainerID != "a" || got.Code != 5 {
+	if got := recvExit(t, cha); got.Code != 5 {
 		t.Errorf("missed exit reconciled as %+v", got)
 	}
 	if n := countCalls(eng.Calls(), "Exits"); n != 2 {
@@ -706,7 +706,7 @@ func TestExitRouterResubscribes(t *testing.T) {
 	}
 	chb := x.register("b")
 	eng.Exit("b", 6)
-	if got := recvExit(t, chb); got.ContainerID != "b" || got.Code != 6 {
+	if got := recvExit(t, chb); got.Code != 6 {
 		t.Errorf("exit through the new stream: %+v", got)
 	}
 }

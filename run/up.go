@@ -19,6 +19,7 @@ import (
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/status"
@@ -54,8 +55,13 @@ func (h *Host) Up(ctx context.Context, set *manifest.Set, o UpOptions) []Result 
 		}
 		return results
 	}
+	conflicts := hostPortConflicts(set.Pods, pods) // network.go
 	var wg sync.WaitGroup
 	for i, p := range set.Pods {
+		if err := conflicts[i]; err != nil {
+			results[i] = Result{Pod: p.Namespace + "/" + p.Name, UID: p.UID, Err: err}
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -75,8 +81,14 @@ func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions, existing
 	case Unchanged:
 		res.Action = Unchanged
 		res.Phase = d.Phase
+		// The ConfigMaps and Secrets are not part of the pod's identity: a
+		// changed one is written into the running pod (configvolumes.go).
+		if err := h.UpdateConfigVolumes(p); err != nil {
+			res.Err = err
+			return res
+		}
 		if o.Foreground && !h.Supervised(p.UID) {
-			if err := h.Adopt(ctx, p.UID); errors.Is(err, ErrNotAdoptable) {
+			if err := h.Adopt(ctx, p.UID, p); errors.Is(err, ErrNotAdoptable) {
 				h.report(Event{Pod: key, Msg: fmt.Sprintf("%v; replacing it", err)})
 				d = Decision{Action: Replaced, Remove: []string{p.UID}}
 				break
@@ -87,6 +99,16 @@ func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions, existing
 			h.report(Event{Pod: key, Msg: "unchanged; supervising it"})
 		}
 		if d.Action == Unchanged {
+			return res
+		}
+	}
+	if o.PullBackOff && d.Action == Replaced && len(d.Remove) == 1 && d.Remove[0] == p.UID {
+		if perr := h.pullWaiting(ctx, p); perr != nil {
+			// Its image is in back-off: the pod stays Pending as it is (imagepull.go).
+			res.Phase, res.Err = corev1.PodPending, perr
+			if err := h.keepPending(p, p.Source.Origin(), perr); err != nil {
+				res.Err = errors.Join(perr, err)
+			}
 			return res
 		}
 	}
@@ -110,7 +132,7 @@ func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions, existing
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin()}
+	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff}
 	r.w = newPodWorker(r, h.clock)
 	err = Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report)
 	if err != nil || !o.Foreground {
@@ -121,6 +143,13 @@ func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions, existing
 	if err != nil {
 		res.Err = err
 		res.Phase = corev1.PodFailed
+		if perr := (*ImagePullError)(nil); o.PullBackOff && errors.As(err, &perr) {
+			// Listed as Pending with the image's reason (imagepull.go).
+			res.Phase = corev1.PodPending
+			if kerr := h.keepPending(p, r.source, perr); kerr != nil {
+				res.Err = errors.Join(err, kerr)
+			}
+		}
 		return res
 	}
 	res.Phase = r.phase
@@ -178,6 +207,9 @@ type podRun struct {
 	source string // for labels and listings: "stdin" or a file's absolute path
 	wait   Wait
 	w      *podWorker
+	// objMu guards pod.ConfigMaps and pod.Secrets, which a supervised pod's
+	// container starts read and UpdateConfigVolumes replaces.
+	objMu sync.Mutex
 
 	state     *State
 	vols      *volumes.Prepared
@@ -190,6 +222,8 @@ type podRun struct {
 	phase     corev1.PodPhase
 	failure   string
 	sandboxID string
+	// pullBackOff: image failures go into the host's back-off (UpOptions.PullBackOff).
+	pullBackOff bool
 }
 
 func (r *podRun) hostNetwork() bool { return r.pod.Spec.HostNetwork }
@@ -201,6 +235,7 @@ func (r *podRun) plan() []Step {
 		{Name: "pod directory", Do: r.createDirs, Undo: r.removeDirs, UndoFirst: true},
 		{Name: "volumes", Do: r.setupVolumes, Undo: r.undoVolumes},
 		{Name: "images", Do: r.ensureImages},
+		{Name: "pod cgroup", Do: r.createPodCgroup, Undo: r.removePodCgroup, UndoFirst: true}, // cgroups.go
 	}
 	if !r.hostNetwork() {
 		steps = append(steps, Step{Name: "sandbox: netns", Do: r.createNetNS, Undo: r.removeNetNS, UndoFirst: true})
@@ -289,7 +324,11 @@ func (r *podRun) removeDirs(context.Context) error { return r.layout.Remove() }
 
 func (r *podRun) setupVolumes(context.Context) error {
 	var err error
-	r.vols, err = volumes.Setup(r.layout, r.pod.Pod)
+	cfg, err := r.h.configFor(r.pod) // configvolumes.go
+	if err != nil {
+		return err
+	}
+	r.vols, err = volumes.Setup(r.layout, r.pod.Pod, cfg)
 	return err
 }
 
@@ -306,7 +345,7 @@ func (r *podRun) ensureImages(ctx context.Context) error {
 		if _, ok := r.images[c.Image]; ok {
 			continue
 		}
-		img, err := r.h.ensureImage(ctx, c.Image, c.ImagePullPolicy, r.pod.PullSecrets)
+		img, err := r.image(ctx, c.Image, c.ImagePullPolicy, r.pod.PullSecrets) // with back-off (imagepull.go)
 		if err != nil {
 			return fmt.Errorf("container %q: %w", c.Name, err)
 		}
@@ -314,7 +353,7 @@ func (r *podRun) ensureImages(ctx context.Context) error {
 	}
 	if r.h.cfg.PauseImage != "" {
 		// The node's credentials only, as the CRI pulls the sandbox image.
-		img, err := r.h.ensureImage(ctx, r.h.cfg.PauseImage, corev1.PullIfNotPresent, nil)
+		img, err := r.image(ctx, r.h.cfg.PauseImage, corev1.PullIfNotPresent, nil)
 		if err != nil {
 			return fmt.Errorf("pause image: %w", err)
 		}
@@ -335,11 +374,11 @@ func allContainers(p *corev1.Pod) []*corev1.Container {
 	return out
 }
 
-// ImagePullError carries the Kubernetes reason for an image failure.
-// podrun does not retry a failed pull (`up` fails the pod; the daemon tries
-// again at its next re-scan), so ImagePullBackOff is never a reason here.
+// ImagePullError carries the Kubernetes reason for an image failure. Failed
+// pulls are retried with the kubelet's back-off (imagepull.go): ImagePullBackOff
+// is the reason of a pod whose image waits for its next pull.
 type ImagePullError struct {
-	Reason string // ErrImageNeverPull, ErrImagePull, InvalidImageName
+	Reason string // ErrImageNeverPull, ErrImagePull, ImagePullBackOff, InvalidImageName
 	Image  string
 	Err    error
 }
@@ -402,11 +441,13 @@ func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[s
 
 func (r *podRun) startPause(ctx context.Context) error {
 	var err error
-	if r.hostname, err = sandbox.Hostname(r.pod.Pod); err != nil {
+	if r.hostname, err = sandbox.Hostname(r.pod.Pod, r.h.cfg.ClusterDomain); err != nil {
 		return err
 	}
 	in := spec.PauseInput{ID: r.sandboxID, Pod: r.pod.Pod, NetNSPath: r.netns, Hostname: r.hostname,
 		Security: spec.DetectHost(r.h.cfg.Root)} // seccomp on this host (spec/security.go)
+	in.Cgroup = r.h.podCgroup(r.pod.UID)
+	in.Resources, in.OOMScoreAdj = pauseResources() // cgroups.go
 	image := r.h.cfg.PauseImage
 	if image == "" {
 		if in.Rootfs, err = r.h.pauseRootfs(); err != nil {
@@ -454,20 +495,7 @@ func checkStatic(exe string) error {
 	return nil
 }
 
-func (r *podRun) attachment() sandbox.Attachment {
-	a := sandbox.Attachment{
-		ContainerID: r.sandboxID, NetNS: sandbox.NetNSPath(sandbox.NetNSName(r.pod.UID)),
-		PodNamespace: r.pod.Namespace, PodName: r.pod.Name, PodUID: r.pod.UID,
-	}
-	for _, c := range allContainers(r.pod.Pod) {
-		for _, p := range c.Ports {
-			if p.HostPort > 0 {
-				a.Ports = append(a.Ports, sandbox.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort, Protocol: strings.ToLower(string(p.Protocol)), HostIP: p.HostIP})
-			}
-		}
-	}
-	return a
-}
+func (r *podRun) attachment() sandbox.Attachment { return attachment(r.pod.UID, r.pod.Pod) } // network.go
 
 func (r *podRun) addNetwork(ctx context.Context) error {
 	conf, err := r.h.network.Config()
@@ -525,23 +553,17 @@ func (r *podRun) writeFiles(ctx context.Context) error {
 	if err := r.h.engine.SetLabels(ctx, r.sandboxID, ipLabel); err != nil {
 		return err
 	}
-	var hosts []byte
-	if r.hostNetwork() {
-		host, err := os.ReadFile("/etc/hosts")
-		if err != nil {
-			return err
-		}
-		hosts = sandbox.HostEtcHosts(host)
-	} else {
-		hosts = sandbox.EtcHosts(r.hostname, r.ips)
-	}
-	resolv, err := os.ReadFile("/etc/resolv.conf")
+	hosts, err := r.hostsFile() // network.go
 	if err != nil {
-		return fmt.Errorf("reading the host's resolv.conf: %w", err)
+		return err
+	}
+	resolv, err := r.resolvConf()
+	if err != nil {
+		return err
 	}
 	for name, data := range map[string][]byte{
 		"etc-hosts":   hosts,
-		"resolv.conf": sandbox.ResolvConf(resolv),
+		"resolv.conf": resolv,
 		"hostname":    []byte(r.hostname + "\n"),
 	} {
 		if err := os.WriteFile(r.layout.File(name), data, 0o644); err != nil {
@@ -555,7 +577,15 @@ func (r *podRun) writeFiles(ctx context.Context) error {
 func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind string, restart int) (string, error) {
 	id := ContainerID(r.pod.UID, c.Name, restart)
 	img := r.images[c.Image]
-	mounts, err := volumes.Mounts(c, r.vols)
+	sources, err := r.envSources() // env.go
+	if err != nil {
+		return "", err
+	}
+	env, err := spec.ResolveEnv(c, sources)
+	if err != nil {
+		return "", err
+	}
+	mounts, err := volumes.Mounts(c, r.vols, spec.VarMap(env))
 	if err != nil {
 		return "", err
 	}
@@ -566,13 +596,15 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	if err := os.WriteFile(termLog, nil, 0o666); err != nil {
 		return "", err
 	}
+	limits, oomScoreAdj := resources.Container(r.pod.Pod, c, hostNode()) // cgroups.go
 	s, err := spec.Container(ctx, spec.ContainerInput{
-		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Mounts: mounts, TerminationLog: termLog,
-		Security: spec.DetectHost(r.h.cfg.Root), // seccomp, AppArmor, <root>/seccomp profiles (spec/security.go)
+		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Env: env, Mounts: mounts, TerminationLog: termLog,
+		Security:  spec.DetectHost(r.h.cfg.Root), // seccomp, AppArmor, <root>/seccomp profiles (spec/security.go)
+		Resources: limits, OOMScoreAdj: oomScoreAdj,
 		Sandbox: spec.Sandbox{
 			ID: r.sandboxID, PID: int(r.pausePID), NetNSPath: r.netns, HostNetwork: r.hostNetwork(), Hostname: r.hostname,
 			EtcHosts: r.layout.File("etc-hosts"), ResolvConf: r.layout.File("resolv.conf"),
-			HostnameFile: r.layout.File("hostname"), Shm: r.layout.Shm(),
+			HostnameFile: r.layout.File("hostname"), Shm: r.layout.Shm(), Cgroup: r.h.podCgroup(r.pod.UID),
 		},
 	})
 	if err != nil {
@@ -640,6 +672,9 @@ func (h *Host) finish(ctx context.Context, id string, exit engine.Exit) error {
 		labels.ExitCode:   strconv.Itoa(int(exit.Code)),
 		labels.FinishedAt: exit.ExitedAt.UTC().Format(time.RFC3339Nano),
 	}
+	if exit.OOMKilled { // the exit router has labelled it too; this is for certain
+		l[labels.Reason] = status.ReasonOOMKilled
+	}
 	if err := h.engine.SetLabels(ctx, id, l); err != nil {
 		return err
 	}
@@ -653,11 +688,15 @@ func (h *Host) finish(ctx context.Context, id string, exit engine.Exit) error {
 type ExitError struct {
 	Container string
 	Code      uint32
+	OOMKilled bool
 	Tail      string
 }
 
 func (e *ExitError) Error() string {
 	s := fmt.Sprintf("container %q exited with code %d", e.Container, e.Code)
+	if e.OOMKilled {
+		s += " (" + status.ReasonOOMKilled + ")"
+	}
 	if e.Tail != "" {
 		s += "; last log lines:\n" + e.Tail
 	}
@@ -671,13 +710,9 @@ func (e *ExitError) Error() string {
 func (r *podRun) runToCompletion(ctx context.Context, c *corev1.Container, kind string) error {
 	var backoff Backoff
 	for restart := 0; ; restart++ {
-		id, err := r.startContainer(ctx, c, kind, restart)
+		id, exit, err := r.runAttempt(ctx, c, kind, restart)
 		if err != nil {
 			return err
-		}
-		exit, err := r.h.engine.Wait(ctx, id)
-		if err != nil {
-			return fmt.Errorf("waiting for container %q: %w", c.Name, err)
 		}
 		if err := r.h.finish(ctx, id, exit); err != nil {
 			return err
@@ -686,7 +721,7 @@ func (r *podRun) runToCompletion(ctx context.Context, c *corev1.Container, kind 
 			return nil
 		}
 		logPath := r.logPath(c.Name, restart)
-		xerr := &ExitError{Container: c.Name, Code: exit.Code, Tail: readTail(logPath)}
+		xerr := &ExitError{Container: c.Name, Code: exit.Code, OOMKilled: exit.OOMKilled, Tail: readTail(logPath)}
 		if r.pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
 			return xerr
 		}
@@ -697,6 +732,24 @@ func (r *podRun) runToCompletion(ctx context.Context, c *corev1.Container, kind 
 		case <-ctx.Done():
 			return fmt.Errorf("%w; gave up: %w", xerr, ctx.Err())
 		}
+	}
+}
+
+// runAttempt starts attempt restart of container c and waits for its exit,
+// which the exit router delivers with whether it was OOM-killed.
+func (r *podRun) runAttempt(ctx context.Context, c *corev1.Container, kind string, restart int) (string, engine.Exit, error) {
+	id := ContainerID(r.pod.UID, c.Name, restart)
+	exitC := r.h.exits.register(id) // before the start, so that no exit is missed
+	defer r.h.exits.unregister(id)
+	if _, err := r.startContainer(ctx, c, kind, restart); err != nil {
+		return id, engine.Exit{}, err
+	}
+	r.h.exits.check(ctx, id)
+	select {
+	case exit := <-exitC:
+		return id, exit, nil
+	case <-ctx.Done():
+		return id, engine.Exit{}, fmt.Errorf("waiting for container %q: %w", c.Name, ctx.Err())
 	}
 }
 
@@ -750,10 +803,16 @@ func (r *podRun) recordRunning(context.Context) error {
 	return r.h.saveState(r.state)
 }
 
-// waitReady waits until every supervised container is ready.
+// waitReady waits until every supervised container is ready, or the pod's
+// active deadline ends it (deadline.go).
 func (r *podRun) waitReady(ctx context.Context) error {
 	loops := r.w.all()
-	if err := r.w.waitAll(ctx, loops, func(s loopState) bool { return s.ready }); err != nil {
+	dctx, passed, cancel := r.untilDeadline(ctx)
+	defer cancel()
+	if err := r.w.waitAll(dctx, loops, func(s loopState) bool { return s.ready }); err != nil {
+		if passed() {
+			return r.failDeadline(ctx)
+		}
 		return r.notReady(err, loops)
 	}
 	return r.recordRunning(ctx)
@@ -791,14 +850,19 @@ func (r *podRun) waitCompletion(ctx context.Context) error {
 			apps = append(apps, l)
 		}
 	}
-	if err := r.w.waitAll(ctx, apps, func(s loopState) bool { return s.done }); err != nil {
+	dctx, passed, cancel := r.untilDeadline(ctx) // deadline.go
+	defer cancel()
+	if err := r.w.waitAll(dctx, apps, func(s loopState) bool { return s.done }); err != nil {
+		if passed() {
+			return r.failDeadline(ctx)
+		}
 		return r.notReady(err, apps)
 	}
 	var failures []string
 	for _, l := range apps {
 		if st := l.state(); st.exitCode != 0 {
 			logPath := r.logPath(l.c.Name, st.restarts)
-			failures = append(failures, (&ExitError{Container: l.c.Name, Code: st.exitCode, Tail: readTail(logPath)}).Error())
+			failures = append(failures, (&ExitError{Container: l.c.Name, Code: st.exitCode, OOMKilled: st.oomKill, Tail: readTail(logPath)}).Error())
 		}
 	}
 	r.phase = corev1.PodSucceeded

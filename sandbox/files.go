@@ -10,24 +10,49 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Hostname is the pod's hostname as the kubelet sets it: spec.hostname, else
-// the pod name, truncated to 63 characters (without a trailing '-' or '.').
-func Hostname(pod *corev1.Pod) (string, error) {
+// PodHostname is a pod's hostname and domain as the kubelet generates them
+// (GeneratePodHostNameAndDomain): spec.hostname, else the pod name,
+// truncated to 63 characters (without a trailing '-' or '.'); with
+// spec.subdomain, the domain <subdomain>.<namespace>.svc.<clusterDomain>.
+func PodHostname(pod *corev1.Pod, clusterDomain string) (hostname, domain string) {
+	hostname = pod.Spec.Hostname
+	if hostname == "" {
+		hostname = pod.Name
+	}
+	if len(hostname) > 63 {
+		hostname = strings.TrimRight(hostname[:63], "-.")
+	}
+	if pod.Spec.Subdomain != "" {
+		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
+	}
+	return hostname, domain
+}
+
+// Hostname is the pod's kernel hostname (UTS namespace, /etc/hostname,
+// $HOSTNAME): the node's for a hostNetwork pod; else PodHostname's, or
+// hostname.domain with setHostnameAsFQDN and a subdomain, which must fit the
+// kernel's 64 characters (the kubelet's GetNodenameForKernel).
+func Hostname(pod *corev1.Pod, clusterDomain string) (string, error) {
 	if pod.Spec.HostNetwork {
 		return os.Hostname()
 	}
-	h := pod.Spec.Hostname
-	if h == "" {
-		h = pod.Name
+	hostname, domain := PodHostname(pod, clusterDomain)
+	if domain == "" || pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN {
+		return hostname, nil
 	}
-	if len(h) > 63 {
-		h = strings.TrimRight(h[:63], "-.")
+	const fqdnMaxLen = 64
+	fqdn := hostname + "." + domain
+	if len(fqdn) > fqdnMaxLen {
+		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)",
+			fqdn, fqdnMaxLen, len(fqdn))
 	}
-	return h, nil
+	return fqdn, nil
 }
 
-// EtcHosts renders the kubelet-managed /etc/hosts of a pod network pod.
-func EtcHosts(hostname string, ips []net.IP) []byte {
+// EtcHosts renders the kubelet-managed /etc/hosts of a pod network pod
+// (managedHostsFileContent): localhost entries, a line for each pod IP
+// with the FQDN first when the pod has a domain, then the host aliases.
+func EtcHosts(hostname, domain string, ips []net.IP, aliases []corev1.HostAlias) []byte {
 	var b bytes.Buffer
 	b.WriteString("# Kubernetes-managed hosts file.\n")
 	b.WriteString("127.0.0.1\tlocalhost\n")
@@ -37,21 +62,35 @@ func EtcHosts(hostname string, ips []net.IP) []byte {
 	b.WriteString("fe00::1\tip6-allnodes\n")
 	b.WriteString("fe00::2\tip6-allrouters\n")
 	for _, ip := range ips {
-		fmt.Fprintf(&b, "%s\t%s\n", ip, hostname)
+		if domain != "" {
+			fmt.Fprintf(&b, "%s\t%s.%s\t%s\n", ip, hostname, domain, hostname)
+		} else {
+			fmt.Fprintf(&b, "%s\t%s\n", ip, hostname)
+		}
 	}
+	b.Write(hostAliasEntries(aliases))
 	return b.Bytes()
 }
 
 // HostEtcHosts is /etc/hosts for a hostNetwork pod: the host's own file, as
-// the kubelet does, with its managed-file header.
-func HostEtcHosts(hostFile []byte) []byte {
-	return append([]byte("# Kubernetes-managed hosts file (host network).\n"), hostFile...)
+// the kubelet does, with its managed-file header and the host aliases.
+func HostEtcHosts(hostFile []byte, aliases []corev1.HostAlias) []byte {
+	b := append([]byte("# Kubernetes-managed hosts file (host network).\n"), hostFile...)
+	return append(b, hostAliasEntries(aliases)...)
 }
 
-// ResolvConf is the pod's resolv.conf. With no cluster DNS, ClusterFirst
-// falls back to the host's resolver, like Default: the host's file is used.
-func ResolvConf(hostFile []byte) []byte {
-	return hostFile
+// hostAliasEntries is the kubelet's hostsEntriesFromHostAliases: a blank
+// line, a comment, then one line per alias with all its hostnames.
+func hostAliasEntries(aliases []corev1.HostAlias) []byte {
+	if len(aliases) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	b.WriteString("\n# Entries added by HostAliases.\n")
+	for _, a := range aliases {
+		fmt.Fprintf(&b, "%s\t%s\n", a.IP, strings.Join(a.Hostnames, "\t"))
+	}
+	return b.Bytes()
 }
 
 // HostIPs are the node's addresses as the kubelet reports them: the global

@@ -45,7 +45,8 @@ type Sandbox struct {
 	// on every container of the pod.
 	ID string
 	// PID is the pause task's pid: containers join /proc/<PID>/ns/ipc and
-	// /proc/<PID>/ns/uts.
+	// /proc/<PID>/ns/uts, and /proc/<PID>/ns/pid with hostPID or
+	// shareProcessNamespace.
 	PID int
 	// NetNSPath is the pod's network namespace (e.g. /run/netns/podrun-xxx);
 	// "" with HostNetwork.
@@ -54,6 +55,8 @@ type Sandbox struct {
 	// Hostname is the pod's hostname (the node's with HostNetwork); it becomes
 	// the HOSTNAME variable.
 	Hostname string
+	// Cgroup is the pod cgroup (PodCgroup), the parent of the container's.
+	Cgroup string
 	// Host files bind-mounted into every init and app container; "" means
 	// not mounted. Shm is a host tmpfs directory mounted at /dev/shm, shared
 	// within the pod.
@@ -68,6 +71,8 @@ type ContainerInput struct {
 	Container *corev1.Container
 	Image     Image
 	Sandbox   Sandbox
+	// Env is the container's variables, as ResolveEnv returns them.
+	Env []EnvVar
 	// Mounts are the container's resolved volume mounts, in volumeMounts order.
 	Mounts []Mount
 	// TerminationLog is the host file mounted read-write at the container's
@@ -76,6 +81,10 @@ type ContainerInput struct {
 	// Security is what the host offers for confining the container (see
 	// security.go); the zero value is a host with seccomp, without AppArmor.
 	Security HostSecurity
+	// Resources are the container's cgroup limits and OOMScoreAdj its
+	// oom_score_adj, as package resources computes them; nil: no limits.
+	Resources   *specs.LinuxResources
+	OOMScoreAdj int
 }
 
 // Paths of the files the kubelet and the CRI plugin mount into containers.
@@ -88,7 +97,8 @@ const (
 
 // Container builds the OCI spec of an init or app container of a pod: it
 // joins the sandbox's IPC and UTS namespaces and its network namespace (the
-// host's with HostNetwork), gets its own mount and PID namespaces, and runs
+// host's with HostNetwork), gets its own mount and PID namespaces (see
+// withSandboxNamespaces for hostPID and shareProcessNamespace), and runs
 // with the process, user and mounts the kubelet and the CRI plugin would give
 // it. Its securityContext (merged with the pod's) and podrun's secure
 // defaults are applied by securityOpts (security.go).
@@ -97,7 +107,7 @@ func Container(ctx context.Context, in ContainerInput) (*specs.Spec, error) {
 		return nil, err
 	}
 	c := in.Container
-	env, vars := Env(c, in.Image, in.Sandbox.Hostname)
+	env, vars := Env(in.Env, in.Image, in.Sandbox.Hostname)
 	args, err := Args(c, in.Image, vars)
 	if err != nil {
 		return nil, err
@@ -106,7 +116,7 @@ func Container(ctx context.Context, in ContainerInput) (*specs.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	cgroups, err := cgroupsPath(in.Pod, in.ID)
+	cgroups, err := cgroupsPath(in.Pod, in.Sandbox.Cgroup, in.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +132,9 @@ func Container(ctx context.Context, in ContainerInput) (*specs.Spec, error) {
 		withProcessEnv(env),
 		oci.WithProcessCwd(workingDir(c, in.Image)),
 		withPodMounts(containerMounts(in, readOnlyRoot)),
-		withSandboxNamespaces(in.Sandbox),
+		withSandboxNamespaces(in.Sandbox, in.Pod),
 		oci.WithCgroup(cgroups),
+		withResources(in.Resources, in.OOMScoreAdj),
 		oci.WithAnnotations(annotations),
 	}
 	if readOnlyRoot {
@@ -148,14 +159,6 @@ func checkContainerInput(in ContainerInput) error {
 		return errors.New("sandbox network namespace path is empty")
 	case in.Sandbox.Hostname == "":
 		return errors.New("sandbox hostname is empty")
-	}
-	if len(in.Container.EnvFrom) > 0 {
-		return errors.New("envFrom is not supported yet")
-	}
-	for _, e := range in.Container.Env {
-		if e.ValueFrom != nil {
-			return fmt.Errorf("env %q: valueFrom is not supported yet", e.Name)
-		}
 	}
 	for _, m := range in.Mounts {
 		if !path.IsAbs(m.Destination) {
@@ -218,13 +221,20 @@ func withNoNewPrivileges(on bool) oci.SpecOpts {
 }
 
 // withSandboxNamespaces joins the sandbox's IPC, UTS and network namespaces
-// (no network namespace entry with HostNetwork) and keeps new PID and mount
-// namespaces. Hostname stays empty: the joined UTS namespace already has it.
-func withSandboxNamespaces(sb Sandbox) oci.SpecOpts {
+// (no network namespace entry with HostNetwork) and keeps a new mount
+// namespace, as the CRI plugin does (WithPodNamespaces): with hostIPC the
+// sandbox's IPC namespace is the host's. The PID namespace is the
+// container's own, or with hostPID (the host's) or shareProcessNamespace
+// (the pod's, where the pause is PID 1) the sandbox's. Hostname stays
+// empty: the joined UTS namespace already has it.
+func withSandboxNamespaces(sb Sandbox, pod *corev1.Pod) oci.SpecOpts {
 	opts := []oci.SpecOpts{
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: procNS(sb.PID, "ipc")}),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: procNS(sb.PID, "uts")}),
 		oci.WithHostname(""),
+	}
+	if share := pod.Spec.ShareProcessNamespace; pod.Spec.HostPID || share != nil && *share {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: procNS(sb.PID, "pid")}))
 	}
 	if sb.HostNetwork {
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace))
@@ -258,11 +268,20 @@ func containerMounts(in ContainerInput, readOnlyRoot bool) []Mount {
 	// CRI plugin (containerMounts)
 	add(in.Sandbox.HostnameFile, etcHostname, readOnlyRoot)
 	add(in.Sandbox.ResolvConf, etcResolvConf, readOnlyRoot)
-	add(in.Sandbox.Shm, devShm, false)
+	add(podShm(in), devShm, false)
 	sort.SliceStable(mounts, func(i, j int) bool {
 		return depth(mounts[i].Destination) < depth(mounts[j].Destination)
 	})
 	return mounts
+}
+
+// podShm is the host directory mounted at a container's /dev/shm: the
+// pod's, or with hostIPC the host's /dev/shm, as the CRI plugin mounts it.
+func podShm(in ContainerInput) string {
+	if in.Pod.Spec.HostIPC {
+		return devShm
+	}
+	return in.Sandbox.Shm
 }
 
 func hasDestination(mounts []Mount, dst string) bool {

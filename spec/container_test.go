@@ -43,6 +43,7 @@ func baseInput() ContainerInput {
 			ResolvConf:   "/pods/uid/resolv.conf",
 			HostnameFile: "/pods/uid/hostname",
 			Shm:          "/pods/uid/shm",
+			Cgroup:       "/podrun/pod" + testPodUID,
 		},
 		TerminationLog: "/pods/uid/containers/app/abcd",
 	}
@@ -127,7 +128,7 @@ func TestContainerNamespaces(t *testing.T) {
 
 func TestContainerProcess(t *testing.T) {
 	in := baseInput()
-	in.Container.Env = envVars("PORT=8080")
+	in.Env = []EnvVar{{Name: "PORT", Value: "8080"}}
 	in.Container.Args = []string{"echo $(PORT)"}
 	in.Image.User = "1000:2000"
 	s := mustContainer(t, in)
@@ -153,7 +154,7 @@ func TestContainerProcess(t *testing.T) {
 	if got := len(p.Capabilities.Bounding); got != 13 {
 		t.Errorf("%d bounding capabilities, want containerd's 14 minus NET_RAW", got)
 	}
-	if s.Linux.CgroupsPath != "/podrun/"+testPodUID+"/ctr-1" {
+	if s.Linux.CgroupsPath != "/podrun/pod"+testPodUID+"/ctr-1" {
 		t.Errorf("CgroupsPath = %q", s.Linux.CgroupsPath)
 	}
 	if s.Root.Path != "rootfs" || s.Root.Readonly {
@@ -374,12 +375,6 @@ func TestContainerErrors(t *testing.T) {
 		{"no pod uid", func(in *ContainerInput) { in.Pod.UID = "" }, "pod default/web has no uid"},
 		{"no id", func(in *ContainerInput) { in.ID = "" }, "empty container id"},
 		{"no command", func(in *ContainerInput) { in.Container.Args = nil; in.Image.Entrypoint = nil }, "no command specified"},
-		{"valueFrom", func(in *ContainerInput) {
-			in.Container.Env = []corev1.EnvVar{{Name: "IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
-		}, `env "IP": valueFrom is not supported yet`},
-		{"envFrom", func(in *ContainerInput) {
-			in.Container.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}}}
-		}, "envFrom is not supported yet"},
 		{"relative mount", func(in *ContainerInput) { in.Mounts = []Mount{{Source: "/a", Destination: "data"}} }, `mount destination "data" is not absolute`},
 	}
 	for _, tc := range cases {

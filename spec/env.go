@@ -2,50 +2,227 @@ package spec
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"path"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/downward"
 )
 
 // defaultPathEnv is the PATH containerd's CRI plugin sets when the image sets
 // none (oci.WithDefaultPathEnv).
 const defaultPathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// Env returns the process environment of container c and the variables
-// $(VAR) references in its command and args resolve against.
+// EnvVar is one variable of a container's environment.
+type EnvVar struct {
+	Name, Value string
+}
+
+// EnvSources are what env valueFrom and envFrom read: the ConfigMaps and
+// Secrets of the pod's namespace by name, and what the downward API exposes
+// of the pod (Downward.Pod is the pod).
+type EnvSources struct {
+	ConfigMaps map[string]*corev1.ConfigMap
+	Secrets    map[string]*corev1.Secret
+	Downward   downward.Info
+}
+
+// ResolveEnv returns the variables of container c as the kubelet computes
+// them at each start of the container (makeEnvironmentVariables):
 //
-// Values are computed as the kubelet does (makeEnvironmentVariables): each
-// env[i].value is expanded against the container's variables declared before
-// it; the image's env, HOSTNAME and later entries are not visible, so such
-// references stay literal. An entry with an empty value (or a valueFrom, which
-// Env does not resolve) is set to "". The vars map holds exactly these
-// kubelet-side variables.
+//   - first each envFrom source in order, each key of the ConfigMap's data or
+//     the Secret's data as a variable named prefix+key; a missing optional
+//     source is skipped;
+//   - then each env entry in order, replacing a variable of the same name: a
+//     non-empty value expanded ($(VAR), see Expand) against the variables
+//     set so far, else valueFrom resolved, else "". An optional
+//     configMapKeyRef or secretKeyRef whose object or key is missing sets
+//     nothing.
 //
-// The environment is then merged as containerd's CRI plugin does: a default
-// PATH, HOSTNAME=hostname, the image's env, then the container's env, each
-// later entry replacing an earlier one of the same name in place (an image
-// entry without "=" unsets the name). Unlike containerd 1.7, which keeps both
-// when a name is in the image and the container env, the container's value
-// replaces the image's.
-func Env(c *corev1.Container, img Image, hostname string) (env []string, vars map[string]string) {
-	vars = make(map[string]string, len(c.Env))
-	lookup := func(name string) (string, bool) {
-		v, ok := vars[name]
-		return v, ok
+// A missing non-optional object or key is an error (the manifest's checks
+// refuse such a pod before it runs; a key only in a ConfigMap's binaryData
+// is missing here, as for the kubelet). The kubelet passes the variables in
+// no particular order (a map); podrun keeps each at its first position:
+// envFrom keys sorted within a source, then env entries in order.
+func ResolveEnv(c *corev1.Container, src EnvSources) ([]EnvVar, error) {
+	var out []EnvVar
+	index := map[string]int{}
+	set := func(name, value string) {
+		if i, ok := index[name]; ok {
+			out[i].Value = value
+			return
+		}
+		index[name] = len(out)
+		out = append(out, EnvVar{Name: name, Value: value})
 	}
-	declared := make([]string, 0, len(c.Env))
+	for i, ef := range c.EnvFrom {
+		data, err := envFromData(ef, src)
+		if err != nil {
+			return nil, fmt.Errorf("envFrom[%d]: %w", i, err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			set(ef.Prefix+k, data[k])
+		}
+	}
+	lookup := func(name string) (string, bool) {
+		if i, ok := index[name]; ok {
+			return out[i].Value, true
+		}
+		return "", false
+	}
 	for _, e := range c.Env {
 		v := e.Value
-		if v != "" {
+		switch {
+		case v != "":
 			v = Expand(v, lookup)
+		case e.ValueFrom != nil:
+			var found bool
+			var err error
+			if v, found, err = valueFrom(c.Name, e.ValueFrom, src); err != nil {
+				return nil, fmt.Errorf("env %q: %w", e.Name, err)
+			}
+			if !found {
+				continue
+			}
 		}
-		vars[e.Name] = v
-		declared = append(declared, e.Name+"="+v)
+		set(e.Name, v)
+	}
+	return out, nil
+}
+
+// envFromData returns the variables of an envFrom source without the
+// prefix; nil for a missing optional source.
+func envFromData(ef corev1.EnvFromSource, src EnvSources) (map[string]string, error) {
+	switch {
+	case ef.ConfigMapRef != nil:
+		cm, ok := src.ConfigMaps[ef.ConfigMapRef.Name]
+		if !ok {
+			return nil, missing("configmap", ef.ConfigMapRef.Name, ef.ConfigMapRef.Optional)
+		}
+		return cm.Data, nil
+	case ef.SecretRef != nil:
+		s, ok := src.Secrets[ef.SecretRef.Name]
+		if !ok {
+			return nil, missing("secret", ef.SecretRef.Name, ef.SecretRef.Optional)
+		}
+		data := make(map[string]string, len(s.Data))
+		for k, v := range s.Data {
+			data[k] = string(v)
+		}
+		return data, nil
+	}
+	return nil, errors.New("neither configMapRef nor secretRef is set")
+}
+
+// missing is the error of a ConfigMap or Secret that is not there: nil when
+// the reference is optional.
+func missing(kind, name string, optional *bool) error {
+	if optional != nil && *optional {
+		return nil
+	}
+	return fmt.Errorf("%s %q not found", kind, name)
+}
+
+// valueFrom resolves an env valueFrom of container; found is false when an
+// optional reference finds nothing.
+func valueFrom(container string, vf *corev1.EnvVarSource, src EnvSources) (value string, found bool, err error) {
+	switch {
+	case vf.FieldRef != nil:
+		v, err := downward.FieldValue(src.Downward, vf.FieldRef)
+		return v, err == nil, err
+	case vf.ResourceFieldRef != nil:
+		v, err := downward.ResourceValue(src.Downward, container, vf.ResourceFieldRef)
+		return v, err == nil, err
+	case vf.ConfigMapKeyRef != nil:
+		ref := vf.ConfigMapKeyRef
+		cm, ok := src.ConfigMaps[ref.Name]
+		if !ok {
+			return "", false, missing("configmap", ref.Name, ref.Optional)
+		}
+		v, ok := cm.Data[ref.Key]
+		if !ok {
+			return "", false, missingKey("ConfigMap", cm.Namespace, ref.Name, ref.Key, ref.Optional)
+		}
+		return v, true, nil
+	case vf.SecretKeyRef != nil:
+		ref := vf.SecretKeyRef
+		s, ok := src.Secrets[ref.Name]
+		if !ok {
+			return "", false, missing("secret", ref.Name, ref.Optional)
+		}
+		v, ok := s.Data[ref.Key]
+		if !ok {
+			return "", false, missingKey("Secret", s.Namespace, ref.Name, ref.Key, ref.Optional)
+		}
+		return string(v), true, nil
+	}
+	return "", false, errors.New("valueFrom sets no source")
+}
+
+func missingKey(kind, namespace, name, key string, optional *bool) error {
+	if optional != nil && *optional {
+		return nil
+	}
+	return fmt.Errorf("couldn't find key %s in %s %s/%s", key, kind, namespace, name)
+}
+
+// Env returns the process environment of a container whose variables
+// ResolveEnv returned, and the variables $(VAR) references in its command
+// and args resolve against (the same variables, as a map).
+//
+// The environment is merged as containerd's CRI plugin does: a default
+// PATH, HOSTNAME=hostname, the image's env, then the container's variables,
+// each later entry replacing an earlier one of the same name in place (an
+// image entry without "=" unsets the name). Unlike containerd 1.7, which
+// keeps both when a name is in the image and the container env, the
+// container's value replaces the image's.
+func Env(declared []EnvVar, img Image, hostname string) (env []string, vars map[string]string) {
+	kv := make([]string, len(declared))
+	for i, v := range declared {
+		kv[i] = v.Name + "=" + v.Value
 	}
 	env = mergeEnv([]string{defaultPathEnv, "HOSTNAME=" + hostname}, img.Env)
-	env = mergeEnv(env, declared)
-	return env, vars
+	env = mergeEnv(env, kv)
+	return env, VarMap(declared)
+}
+
+// VarMap returns variables by name: what $(VAR) in command, args and
+// subPathExpr resolves against.
+func VarMap(declared []EnvVar) map[string]string {
+	vars := make(map[string]string, len(declared))
+	for _, v := range declared {
+		vars[v.Name] = v.Value
+	}
+	return vars
+}
+
+// SubPathExpr expands a volumeMount's subPathExpr against the container's
+// variables as the kubelet does (ExpandContainerVolumeMounts): a reference
+// to a variable that is unset or empty is an error, and the result must be
+// a relative path without "..".
+func SubPathExpr(expr string, vars map[string]string) (string, error) {
+	var unset []string
+	sub := Expand(expr, func(name string) (string, bool) {
+		v := vars[name]
+		if v == "" && !slices.Contains(unset, name) {
+			unset = append(unset, name)
+		}
+		return v, true
+	})
+	switch {
+	case len(unset) > 0:
+		slices.Sort(unset)
+		return "", fmt.Errorf("subPathExpr %q: missing value for %s", expr, strings.Join(unset, ", "))
+	case path.IsAbs(sub):
+		return "", fmt.Errorf("subPathExpr %q expands to %q, which must not be an absolute path", expr, sub)
+	case slices.Contains(strings.Split(sub, "/"), ".."):
+		return "", fmt.Errorf("subPathExpr %q expands to %q, which must not contain '..'", expr, sub)
+	}
+	return sub, nil
 }
 
 // mergeEnv returns base with each "K=V" of overrides replacing the entry of

@@ -95,8 +95,11 @@ func TestEnv(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &corev1.Container{Name: "c", Env: tc.env}
-			got, vars := Env(c, Image{Env: tc.image}, tc.hostname)
+			declared, err := ResolveEnv(&corev1.Container{Name: "c", Env: tc.env}, EnvSources{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, vars := Env(declared, Image{Env: tc.image}, tc.hostname)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("env = %q, want %q", got, tc.want)
 			}

@@ -32,19 +32,26 @@ type PauseInput struct {
 	ExtraMounts []Mount
 	// Security is what the host offers for confining the pause (seccomp).
 	Security HostSecurity
+	// Cgroup is the pod cgroup (PodCgroup), the parent of the pause's.
+	Cgroup string
+	// Resources are the pause's cgroup limits and OOMScoreAdj its
+	// oom_score_adj (the CRI plugin's: 2 cpu shares, -998); nil: no limits.
+	Resources   *specs.LinuxResources
+	OOMScoreAdj int
 }
 
 // Pause builds the spec of a pod's sandbox (pause) container: new IPC, UTS and
 // PID namespaces, the given network namespace (or, with NetNSPath "", the
 // host's network and UTS namespaces, as the CRI plugin does for hostNetwork
-// pods), the hostname, a read-only root, no capabilities, the runtime's
+// pods; likewise the host's PID namespace with hostPID and the host's IPC
+// namespace with hostIPC), the hostname, a read-only root, no capabilities, the runtime's
 // default seccomp profile, the pod's sysctls, and the ShimGroup annotation
 // set to its own ID.
 func Pause(ctx context.Context, in PauseInput) (*specs.Spec, error) {
 	if err := checkPauseInput(in); err != nil {
 		return nil, err
 	}
-	cgroups, err := cgroupsPath(in.Pod, in.ID)
+	cgroups, err := cgroupsPath(in.Pod, in.Cgroup, in.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +63,9 @@ func Pause(ctx context.Context, in PauseInput) (*specs.Spec, error) {
 		withNoCapabilities,
 		pauseSecurityOpts(in.Pod, in.Security),
 		withPauseNetwork(in.NetNSPath, in.Hostname),
+		withHostNamespaces(in.Pod),
 		oci.WithCgroup(cgroups),
+		withResources(in.Resources, in.OOMScoreAdj),
 		oci.WithAnnotations(podAnnotations(in.Pod, in.ID, containerTypeSandbox)),
 	}
 	if in.Rootfs != "" {
@@ -115,4 +124,18 @@ func withPauseNetwork(netnsPath, hostname string) oci.SpecOpts {
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netnsPath}),
 		oci.WithHostname(hostname),
 	)
+}
+
+// withHostNamespaces leaves the sandbox in the host's PID namespace with
+// hostPID and in its IPC namespace with hostIPC, as the CRI plugin does; the
+// containers then join them through the pause (withSandboxNamespaces).
+func withHostNamespaces(pod *corev1.Pod) oci.SpecOpts {
+	var opts []oci.SpecOpts
+	if pod.Spec.HostPID {
+		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
+	}
+	if pod.Spec.HostIPC {
+		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
+	}
+	return oci.Compose(opts...)
 }

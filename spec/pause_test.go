@@ -20,6 +20,7 @@ func basePause() PauseInput {
 		Rootfs:      "/var/lib/podrun/pause-root",
 		Args:        []string{"/pause"},
 		ExtraMounts: []Mount{{Source: "/usr/libexec/podrun/pause", Destination: "/pause", ReadOnly: true}},
+		Cgroup:      "/podrun/pod" + testPodUID,
 	}
 }
 
@@ -51,7 +52,7 @@ func TestPause(t *testing.T) {
 	if len(c.Bounding)+len(c.Effective)+len(c.Permitted)+len(c.Inheritable)+len(c.Ambient) != 0 {
 		t.Errorf("capabilities = %+v, want none", c)
 	}
-	if s.Linux.CgroupsPath != "/podrun/"+testPodUID+"/pause-1" {
+	if s.Linux.CgroupsPath != "/podrun/pod"+testPodUID+"/pause-1" {
 		t.Errorf("CgroupsPath = %q", s.Linux.CgroupsPath)
 	}
 	wantAnn := map[string]string{

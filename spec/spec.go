@@ -41,10 +41,6 @@ const (
 	containerTypeContainer = "container"
 )
 
-// cgroupRoot is the cgroupfs parent of every podrun cgroup:
-// /podrun/<pod uid>/<container id>.
-const cgroupRoot = "/podrun"
-
 // defaultNamespace is the containerd namespace assumed when ctx has none; the
 // namespace only feeds the default cgroup path, which is always replaced.
 const defaultNamespace = "podrun"
@@ -64,12 +60,44 @@ func generate(ctx context.Context, id string, opts ...oci.SpecOpts) (*specs.Spec
 	return s, nil
 }
 
-// cgroupsPath returns the cgroupfs path of a container of pod.
-func cgroupsPath(pod *corev1.Pod, id string) (string, error) {
+// PodCgroup is the cgroupfs path of the cgroup that holds the pause and
+// every container of pod uid: /<containerd namespace>/pod<uid>, e.g.
+// /podrun/pod<uid>, like the kubelet's kubepods/pod<uid> with the cgroupfs
+// driver. The namespace keeps apart the same pod run in two namespaces, as
+// containerd's default /<namespace>/<id> does.
+func PodCgroup(namespace, uid string) string {
+	return path.Join("/", namespace, "pod"+uid)
+}
+
+// cgroupsPath returns the cgroupfs path of container id of pod, in the pod
+// cgroup.
+func cgroupsPath(pod *corev1.Pod, podCgroup, id string) (string, error) {
 	if pod.UID == "" {
 		return "", fmt.Errorf("pod %s/%s has no uid", pod.Namespace, pod.Name)
 	}
-	return path.Join(cgroupRoot, string(pod.UID), id), nil
+	if !path.IsAbs(podCgroup) {
+		return "", fmt.Errorf("pod cgroup %q is not an absolute path", podCgroup)
+	}
+	return path.Join(podCgroup, id), nil
+}
+
+// withResources sets the cgroup limits of r (keeping the default device
+// rules) and the process's oom_score_adj, as the CRI plugin's WithResources
+// and WithOOMScoreAdj do; a nil r sets no limits.
+func withResources(r *specs.LinuxResources, oomScoreAdj int) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+		s.Process.OOMScoreAdj = &oomScoreAdj
+		if r == nil {
+			return nil
+		}
+		if s.Linux.Resources == nil {
+			s.Linux.Resources = &specs.LinuxResources{}
+		}
+		s.Linux.Resources.CPU = r.CPU
+		s.Linux.Resources.Memory = r.Memory
+		s.Linux.Resources.Unified = r.Unified
+		return nil
+	}
 }
 
 // podAnnotations returns the annotations the CRI plugin sets on every

@@ -13,6 +13,7 @@ import (
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/resources"
 )
 
 // Observed is what is known of a pod on the node.
@@ -21,7 +22,25 @@ type Observed struct {
 	Containers map[string][]engine.Container // by container name, every attempt kept
 	PodIPs     []string
 	HostIP     string
-	Created    time.Time // when the pod was first set up (PodScheduled)
+	Created    time.Time  // when the pod was first set up (PodScheduled)
+	Ended      *Ended     // the pod was ended by its node (evicted), not by its containers
+	ImageWait  *ImageWait // the image failure the pod waits on
+}
+
+// Ended is a pod ended by the node, as the kubelet's eviction manager does:
+// phase Failed with this reason and message.
+type Ended struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// ImageWait is an image that could not be made present: the containers
+// that use it and have not run wait with this reason (ErrImagePull,
+// ImagePullBackOff, ErrImageNeverPull, InvalidImageName) and message.
+type ImageWait struct {
+	Image   string `json:"image"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 // Latest returns the attempt with the highest restart count.
@@ -101,7 +120,7 @@ func state(c engine.Container) corev1.ContainerState {
 	case engine.TaskStopped:
 		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ExitCode:    int32(c.Task.ExitCode),
-			Reason:      terminatedReason(c.Task.ExitCode),
+			Reason:      terminatedReason(c.Task.ExitCode, c.Labels[labels.Reason]),
 			StartedAt:   startedAt(c),
 			FinishedAt:  metav1.NewTime(c.Task.ExitedAt),
 			ContainerID: "containerd://" + c.ID,
@@ -111,8 +130,17 @@ func state(c engine.Container) corev1.ContainerState {
 	}
 }
 
-func terminatedReason(code uint32) string {
-	if code == 0 {
+// ReasonOOMKilled is the terminated reason of a container in which the
+// kernel's OOM killer killed a process.
+const ReasonOOMKilled = "OOMKilled"
+
+// terminatedReason is the CRI plugin's: a recorded reason (OOMKilled) wins
+// over the exit code, whatever the code.
+func terminatedReason(code uint32, recorded string) string {
+	switch {
+	case recorded != "":
+		return recorded
+	case code == 0:
 		return "Completed"
 	}
 	return "Error"
@@ -153,7 +181,14 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 		}
 		st.ContainerStatuses = append(st.ContainerStatuses, ContainerStatus(c, o.Containers[c.Name], reason))
 	}
+	if w := o.ImageWait; w != nil {
+		imageWaiting(pod.Spec.InitContainers, st.InitContainerStatuses, w)
+		imageWaiting(pod.Spec.Containers, st.ContainerStatuses, w)
+	}
 	st.Phase = Phase(pod.Spec.RestartPolicy, initDone, initFailed, st.ContainerStatuses)
+	if o.Ended != nil {
+		st.Phase, st.Reason, st.Message = corev1.PodFailed, o.Ended.Reason, o.Ended.Message
+	}
 	for _, ip := range o.PodIPs {
 		st.PodIPs = append(st.PodIPs, corev1.PodIP{IP: ip})
 	}
@@ -169,7 +204,18 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 		st.StartTime = &t
 	}
 	st.Conditions = conditions(pod, o, initDone, st)
+	st.QOSClass = resources.QOSClass(pod)
 	return st
+}
+
+// imageWaiting gives the containers on w's image that never ran w's reason
+// and message, as the kubelet shows an image it could not pull.
+func imageWaiting(ctrs []corev1.Container, sts []corev1.ContainerStatus, w *ImageWait) {
+	for i := range sts {
+		if ctrs[i].Image == w.Image && sts[i].ContainerID == "" {
+			sts[i].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
+		}
+	}
 }
 
 // Phase applies the kubelet's getPhase rules.
@@ -274,8 +320,14 @@ func Reason(pod *corev1.Pod, st corev1.PodStatus) string {
 			return "Init:" + strconv.Itoa(i) + "/" + strconv.Itoa(len(pod.Spec.InitContainers))
 		}
 	}
+	if st.Phase == corev1.PodFailed && st.Reason != "" {
+		// Ended by the node (Evicted): that, not the killed containers' Error.
+		return st.Reason
+	}
 	reason := string(st.Phase)
-	for _, s := range st.ContainerStatuses {
+	// Last to first, as kubectl: the first container's reason wins.
+	for i := len(st.ContainerStatuses) - 1; i >= 0; i-- {
+		s := st.ContainerStatuses[i]
 		switch {
 		case s.State.Waiting != nil && s.State.Waiting.Reason != "":
 			reason = s.State.Waiting.Reason

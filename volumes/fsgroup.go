@@ -40,6 +40,14 @@ func SetOwnership(dir string, pod *corev1.Pod, readOnly bool) error {
 	if p := sc.FSGroupChangePolicy; p != nil && *p == corev1.FSGroupChangeOnRootMismatch && ownedBy(dir, gid, mask|fsGroupExec) {
 		return nil
 	}
+	return setOwnership(dir, gid, mask)
+}
+
+// setOwnership gives every file and directory below dir to group gid with
+// the permission bits mask (and, for directories, group execute and
+// setgid), whatever fsGroupChangePolicy says: config volumes (config.go)
+// call it on every write, as the kubelet's atomic writer does.
+func setOwnership(dir string, gid int, mask os.FileMode) error {
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

@@ -46,7 +46,7 @@ func TestFSGroupEmptyDir(t *testing.T) {
 	pod := fsGroupPod(gid, nil,
 		corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hostDir}}})
-	p, err := Setup(l, pod)
+	p, err := Setup(l, pod, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,15 +18,23 @@ import (
 type Prepared struct {
 	Paths   map[string]string // volume name -> host path
 	Created []string          // hostPaths Setup created (DirectoryOrCreate, FileOrCreate)
+	// ReadOnly are the volumes always mounted read-only (config volumes,
+	// as the kubelet mounts them since 1.10).
+	ReadOnly map[string]bool
 }
 
-// Setup prepares every volume of the pod under layout l. On error, what was
-// done so far is in the returned Prepared, for Undo.
-func Setup(l Layout, pod *corev1.Pod) (*Prepared, error) {
-	p := &Prepared{Paths: map[string]string{}}
-	for _, v := range pod.Spec.Volumes {
+// Setup prepares every volume of the pod under layout l; cfg is what its
+// config volumes are made of (config.go), nil for a pod whose config volumes
+// were written already. On error, what was done so far is in the returned
+// Prepared, for Undo.
+func Setup(l Layout, pod *corev1.Pod, cfg *Config) (*Prepared, error) {
+	p := &Prepared{Paths: map[string]string{}, ReadOnly: map[string]bool{}}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
 		var err error
 		switch {
+		case configPlugin(v) != "":
+			err = p.configVolume(l, pod, v, cfg) // config.go
 		case v.HostPath != nil:
 			err = p.hostPath(v.Name, v.HostPath)
 		case v.EmptyDir != nil:
@@ -170,23 +178,35 @@ func typeMismatch(path, what string) error {
 	return fmt.Errorf("hostPath type check failed: %s is not %s", path, what)
 }
 
-// Mounts resolves a container's volumeMounts into bind mounts. A subPath is
-// created as a directory when missing (as the kubelet does) and refused when
-// it resolves, through symlinks, outside its volume.
-func Mounts(c *corev1.Container, p *Prepared) ([]spec.Mount, error) {
+// Mounts resolves a container's volumeMounts into bind mounts. A
+// subPathExpr is expanded against vars, the container's variables
+// (spec.SubPathExpr). A subPath is created as a directory when missing (as
+// the kubelet does) and refused when it resolves, through symlinks, outside
+// its volume.
+func Mounts(c *corev1.Container, p *Prepared, vars map[string]string) ([]spec.Mount, error) {
 	var out []spec.Mount
 	for i, vm := range c.VolumeMounts {
 		src, ok := p.Paths[vm.Name]
 		if !ok {
 			return nil, fmt.Errorf("volumeMounts[%d]: volume %q is not prepared", i, vm.Name)
 		}
-		if vm.SubPath != "" {
+		sub := vm.SubPath
+		if vm.SubPathExpr != "" {
 			var err error
-			if src, err = subPath(src, vm.SubPath); err != nil {
+			if sub, err = spec.SubPathExpr(vm.SubPathExpr, vars); err != nil {
 				return nil, fmt.Errorf("volumeMounts[%d] (%s): %w", i, vm.MountPath, err)
 			}
 		}
-		out = append(out, spec.Mount{Source: src, Destination: vm.MountPath, ReadOnly: vm.ReadOnly})
+		if sub != "" {
+			var err error
+			if src, err = subPath(src, sub); err != nil {
+				if vm.SubPathExpr != "" {
+					err = fmt.Errorf("subPathExpr %q: %w", vm.SubPathExpr, err)
+				}
+				return nil, fmt.Errorf("volumeMounts[%d] (%s): %w", i, vm.MountPath, err)
+			}
+		}
+		out = append(out, spec.Mount{Source: src, Destination: vm.MountPath, ReadOnly: vm.ReadOnly || p.ReadOnly[vm.Name]})
 	}
 	return out, nil
 }

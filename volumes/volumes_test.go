@@ -48,7 +48,7 @@ func TestHostPathTypes(t *testing.T) {
 		{dir, corev1.HostPathFileOrCreate, "is not a file"},
 	}
 	for _, tt := range tests {
-		_, err := Setup(Layout{Root: t.TempDir(), UID: "u"}, hostPathPod(tt.path, tt.typ))
+		_, err := Setup(Layout{Root: t.TempDir(), UID: "u"}, hostPathPod(tt.path, tt.typ), nil)
 		switch {
 		case tt.wantErr == "" && err != nil:
 			t.Errorf("%s %q: unexpected error %v", tt.typ, tt.path, err)
@@ -61,7 +61,7 @@ func TestHostPathTypes(t *testing.T) {
 func TestOrCreateMakesAndUndoRemovesOnlyWhatItMade(t *testing.T) {
 	dir := t.TempDir()
 	newDir := filepath.Join(dir, "a", "b")
-	p, err := Setup(Layout{Root: t.TempDir(), UID: "u"}, hostPathPod(newDir, corev1.HostPathDirectoryOrCreate))
+	p, err := Setup(Layout{Root: t.TempDir(), UID: "u"}, hostPathPod(newDir, corev1.HostPathDirectoryOrCreate), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestOrCreateMakesAndUndoRemovesOnlyWhatItMade(t *testing.T) {
 		t.Fatalf("DirectoryOrCreate made %v, %v", st, err)
 	}
 	newFile := filepath.Join(dir, "f")
-	q, err := Setup(Layout{Root: t.TempDir(), UID: "u"}, hostPathPod(newFile, corev1.HostPathFileOrCreate))
+	q, err := Setup(Layout{Root: t.TempDir(), UID: "u"}, hostPathPod(newFile, corev1.HostPathFileOrCreate), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestSubPath(t *testing.T) {
 	}
 	p := &Prepared{Paths: map[string]string{"v": vol}}
 	mount := func(sub string) (string, error) {
-		ms, err := Mounts(&corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/m", SubPath: sub}}}, p)
+		ms, err := Mounts(&corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/m", SubPath: sub}}}, p, nil)
 		if err != nil {
 			return "", err
 		}

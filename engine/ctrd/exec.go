@@ -141,12 +141,15 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Exits streams task exit events of main processes in podrun's namespace.
+// Exits streams the task exit events of main processes and the OOM events
+// in podrun's namespace, on one subscription so that their order is kept.
 func (e *Engine) Exits(ctx context.Context) (<-chan engine.TaskExit, <-chan error) {
 	ctx = e.ns(ctx)
 	out := make(chan engine.TaskExit, 64)
 	errc := make(chan error, 1)
-	envs, errs := e.client.Subscribe(ctx, fmt.Sprintf(`namespace==%q,topic=="/tasks/exit"`, e.namespace))
+	envs, errs := e.client.Subscribe(ctx, // filters are alternatives
+		fmt.Sprintf(`namespace==%q,topic=="/tasks/exit"`, e.namespace),
+		fmt.Sprintf(`namespace==%q,topic=="/tasks/oom"`, e.namespace))
 	go func() {
 		defer close(out)
 		for {
@@ -159,13 +162,20 @@ func (e *Engine) Exits(ctx context.Context) (<-chan engine.TaskExit, <-chan erro
 				if err != nil {
 					continue
 				}
-				ev, ok := v.(*eventtypes.TaskExit)
-				if !ok || ev.ID != ev.ContainerID { // an exec process, not the container
+				var exit engine.TaskExit
+				switch ev := v.(type) {
+				case *eventtypes.TaskOOM:
+					exit = engine.TaskExit{ContainerID: ev.ContainerID, OOM: true}
+				case *eventtypes.TaskExit:
+					if ev.ID != ev.ContainerID { // an exec process, not the container
+						continue
+					}
+					exit = engine.TaskExit{ContainerID: ev.ContainerID, Code: ev.ExitStatus}
+					if ev.ExitedAt != nil {
+						exit.ExitedAt = ev.ExitedAt.AsTime()
+					}
+				default:
 					continue
-				}
-				exit := engine.TaskExit{ContainerID: ev.ContainerID, Code: ev.ExitStatus}
-				if ev.ExitedAt != nil {
-					exit.ExitedAt = ev.ExitedAt.AsTime()
 				}
 				select {
 				case out <- exit:

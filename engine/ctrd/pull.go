@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/containerd/containerd"
@@ -83,14 +86,23 @@ func registryHosts(o engine.PullOptions) remotedocker.RegistryHosts {
 }
 
 // classifyPull marks registry refusals for want of credentials with
-// engine.ErrUnauthorized, keeping containerd's message (which quotes the
-// registry's status, e.g. "401 Unauthorized").
+// engine.ErrUnauthorized, and failures that may pass by themselves (no
+// answer, a timeout, 429, 5xx) with engine.ErrTemporary, keeping
+// containerd's message (which quotes the registry's status, e.g. "401
+// Unauthorized").
 func classifyPull(err error) error {
 	var status remoteerrors.ErrUnexpectedStatus
+	var netErr net.Error
 	switch {
 	case errors.Is(err, remotedocker.ErrInvalidAuthorization),
 		errors.As(err, &status) && (status.StatusCode == http.StatusUnauthorized || status.StatusCode == http.StatusForbidden):
 		return marked{err, engine.ErrUnauthorized}
+	case errors.As(err, &status) && (status.StatusCode == http.StatusTooManyRequests || status.StatusCode >= 500),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.As(err, &netErr) && netErr.Timeout():
+		return marked{err, engine.ErrTemporary}
 	}
 	return mapErr(err)
 }

@@ -159,6 +159,22 @@ func (e *Engine) Exit(id string, code uint32) {
 	}
 }
 
+// OOMKill makes the kernel's OOM killer end the live task of container id:
+// subscribers get an OOM event, then its exit with CodeKilled, as from
+// containerd.
+func (e *Engine) OOMKill(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.ctrs[id]
+	if c == nil || c.task == nil || !c.task.live() {
+		return
+	}
+	for s := range e.subs {
+		s.push(&engine.TaskExit{ContainerID: id, OOM: true}, nil)
+	}
+	e.exitLocked(id, c.task, CodeKilled)
+}
+
 // IgnoreSignals makes the task of container id survive every signal but
 // SIGKILL (under DefaultKill).
 func (e *Engine) IgnoreSignals(id string) {

@@ -1,0 +1,186 @@
+package manifest
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Compute resources: podrun turns cpu and memory requests and limits into
+// cgroup settings (package resources). Other resources (ephemeral-storage,
+// hugepages-<size>, extended resources such as nvidia.com/gpu) are refused
+// by name: podrun enforces none of them.
+var supportedResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// defaultResources sets the API server's defaults for resources
+// (pkg/apis/core/v1/defaults.go SetDefaults_Pod): a container's request
+// defaults to its limit; with pod-level limits, a pod-level request defaults
+// to the containers' aggregate request, else to the pod-level limit.
+func defaultResources(pod *corev1.Pod) {
+	for _, c := range containersOf(pod) {
+		for name, lim := range c.Resources.Limits {
+			if _, ok := c.Resources.Requests[name]; ok {
+				continue
+			}
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = corev1.ResourceList{}
+			}
+			c.Resources.Requests[name] = lim.DeepCopy()
+		}
+	}
+	r := pod.Spec.Resources
+	if r == nil || len(r.Limits) == 0 {
+		return
+	}
+	reqs := corev1.ResourceList{}
+	for name, q := range r.Requests {
+		reqs[name] = q
+	}
+	for name, q := range containerRequests(pod) {
+		if _, ok := reqs[name]; !ok && isSupportedResource(name) {
+			reqs[name] = q
+		}
+	}
+	for name, q := range r.Limits {
+		if _, ok := reqs[name]; !ok && isSupportedResource(name) {
+			reqs[name] = q.DeepCopy()
+		}
+	}
+	if len(reqs) > 0 {
+		r.Requests = reqs
+	}
+}
+
+// containerRequests is the containers' aggregate request: the app
+// containers and native sidecars together, or an init container's peak (it
+// and the sidecars started before it) when that is more.
+func containerRequests(pod *corev1.Pod) corev1.ResourceList {
+	sum, sidecars, initPeak := corev1.ResourceList{}, corev1.ResourceList{}, corev1.ResourceList{}
+	for _, c := range pod.Spec.Containers {
+		addResources(sum, c.Resources.Requests)
+	}
+	for _, c := range pod.Spec.InitContainers {
+		peak := corev1.ResourceList{}
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			addResources(sum, c.Resources.Requests)
+			addResources(sidecars, c.Resources.Requests)
+		} else {
+			addResources(peak, c.Resources.Requests)
+		}
+		addResources(peak, sidecars)
+		for name, q := range peak {
+			if v, ok := initPeak[name]; !ok || q.Cmp(v) > 0 {
+				initPeak[name] = q
+			}
+		}
+	}
+	for name, q := range initPeak {
+		if v, ok := sum[name]; !ok || q.Cmp(v) > 0 {
+			sum[name] = q
+		}
+	}
+	return sum
+}
+
+func addResources(to, l corev1.ResourceList) {
+	for name, q := range l {
+		v := to[name]
+		v.Add(q)
+		to[name] = v
+	}
+}
+
+func containersOf(pod *corev1.Pod) []*corev1.Container {
+	var out []*corev1.Container
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+func isSupportedResource(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory
+}
+
+// validateResources checks the containers' and the pod's resources as the
+// API server does (ValidateResourceRequirements, validatePodResources):
+// supported names, non-negative quantities, requests not above limits, and
+// pod-level resources that cover the containers'.
+func validateResources(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range spec.InitContainers {
+		errs = append(errs, validateRequirements(&spec.InitContainers[i].Resources, fld.Child("initContainers").Index(i).Child("resources"))...)
+	}
+	for i := range spec.Containers {
+		errs = append(errs, validateRequirements(&spec.Containers[i].Resources, fld.Child("containers").Index(i).Child("resources"))...)
+	}
+	if spec.Resources == nil {
+		return errs
+	}
+	rfld := fld.Child("resources")
+	errs = append(errs, validateRequirements(spec.Resources, rfld)...)
+	if len(errs) > 0 {
+		return errs
+	}
+	aggregate := containerRequests(&corev1.Pod{Spec: *spec})
+	for _, name := range sortedResourceNames(aggregate) {
+		podReq, ok := spec.Resources.Requests[name]
+		if q := aggregate[name]; ok && !podReq.IsZero() && q.Cmp(podReq) > 0 {
+			errs = append(errs, field.Invalid(rfld.Child("requests").Key(string(name)), podReq.String(),
+				fmt.Sprintf("must be greater than or equal to aggregate container requests of %s", q.String())))
+		}
+	}
+	for _, c := range spec.Containers {
+		for _, name := range sortedResourceNames(c.Resources.Limits) {
+			podLim, ok := spec.Resources.Limits[name]
+			if q := c.Resources.Limits[name]; ok && q.Cmp(podLim) > 0 {
+				errs = append(errs, field.Invalid(rfld.Child("limits").Key(string(name)), podLim.String(),
+					fmt.Sprintf("must be greater than or equal to container limit of %s", q.String())))
+			}
+		}
+	}
+	return errs
+}
+
+// validateRequirements checks one set of requests and limits.
+func validateRequirements(r *corev1.ResourceRequirements, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, part := range []struct {
+		name string
+		list corev1.ResourceList
+	}{{"limits", r.Limits}, {"requests", r.Requests}} {
+		for _, name := range sortedResourceNames(part.list) {
+			f := fld.Child(part.name).Key(string(name))
+			q := part.list[name]
+			switch {
+			case !isSupportedResource(name):
+				errs = append(errs, field.NotSupported(f, name, supportedResources))
+			case q.Sign() < 0:
+				errs = append(errs, field.Invalid(f, q.String(), "must be greater than or equal to 0"))
+			}
+		}
+	}
+	for _, name := range sortedResourceNames(r.Requests) {
+		req := r.Requests[name]
+		lim, ok := r.Limits[name]
+		if ok && isSupportedResource(name) && req.Cmp(lim) > 0 {
+			errs = append(errs, field.Invalid(fld.Child("requests").Key(string(name)), req.String(),
+				fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
+		}
+	}
+	return errs
+}
+
+func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(l))
+	for name := range l {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
+}

@@ -1,0 +1,139 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/status"
+	"github.com/podrun/podrun/volumes"
+)
+
+// The kubelet's eviction manager for local storage (pkg/kubelet/eviction,
+// localStorageEviction): it measures every housekeeping interval, and an
+// emptyDir over its sizeLimit evicts the pod with a grace period of 1 s
+// (immediateEvictionGracePeriodSeconds; stop raises it to minGrace, as the
+// kubelet's killContainer does).
+const (
+	housekeepingInterval = 10 * time.Second
+	evictionGrace        = 1 * time.Second
+	// ReasonEvicted is the pod's status reason after an eviction.
+	ReasonEvicted = "Evicted"
+)
+
+// sizeLimited lists the pod's disk-backed emptyDirs that have a sizeLimit
+// (a memory-backed one is a tmpfs of that size already).
+func sizeLimited(pod *corev1.Pod) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range pod.Spec.Volumes {
+		if e := v.EmptyDir; e != nil && e.Medium != corev1.StorageMediumMemory && e.SizeLimit != nil && e.SizeLimit.Sign() == 1 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// overLimit returns the kubelet's eviction message for the first emptyDir
+// of vols whose usage (usage(name)) exceeds its sizeLimit, or "". A volume
+// that cannot be measured is skipped, as the kubelet skips missing stats.
+func overLimit(vols []corev1.Volume, usage func(name string) (int64, error)) string {
+	for _, v := range vols {
+		used, err := usage(v.Name)
+		if err != nil {
+			continue
+		}
+		if used > v.EmptyDir.SizeLimit.Value() {
+			return fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", v.Name, v.EmptyDir.SizeLimit.String())
+		}
+	}
+	return ""
+}
+
+// housekeep measures the pod's size-limited emptyDirs every housekeeping
+// interval while the pod is supervised, and evicts the pod when one is
+// over its limit; it also ends the pod at its active deadline
+// (deadline.go). It runs only in a supervising process (`up -f`, the
+// daemon): nothing measures or times a pod nobody supervises.
+func (w *podWorker) housekeep(vols []corev1.Volume) {
+	defer w.wg.Done()
+	r := w.r
+	usage := func(name string) (int64, error) { return volumes.DiskUsage(r.layout.EmptyDir(name)) }
+	due := r.deadlineTimer(w.ctx)
+	var tick <-chan time.Time
+	for len(vols) > 0 || due != nil {
+		if tick == nil && len(vols) > 0 {
+			tick = w.clock.After(housekeepingInterval)
+		}
+		var err error
+		select {
+		case <-tick:
+			tick = nil
+			if !r.sandboxAlive(w.ctx) {
+				continue // not started yet, or finished: only active pods are evicted
+			}
+			msg := overLimit(vols, usage)
+			if msg == "" {
+				continue
+			}
+			r.h.report(Event{Pod: r.key, Msg: "evicted: " + msg})
+			err = r.end(w.ctx, status.Ended{Reason: ReasonEvicted, Message: msg}, evictionGrace)
+		case <-due:
+			due = nil
+			if !r.active(w.ctx) {
+				continue // finished before its deadline: a terminal pod stays as it ended
+			}
+			err = r.exceedDeadline(w.ctx)
+		case <-w.ctx.Done():
+			return
+		}
+		if err != nil && w.ctx.Err() == nil {
+			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("ending the pod: %v", err)})
+		}
+		return
+	}
+}
+
+// end ends the pod as the kubelet ends a pod that fails on the node (the
+// eviction manager, the active deadline): its containers are stopped with
+// grace and not restarted, its sandbox and network go, and the pod is
+// Failed with why's reason and message from then on. The containers and the
+// pod directory stay for status and logs until `down`.
+func (r *podRun) end(ctx context.Context, why status.Ended, grace time.Duration) error {
+	// No restarts: the loops end before their containers are stopped.
+	for _, l := range r.w.all() {
+		l.stop()
+	}
+	ctrs, err := r.h.engine.List(ctx, map[string]string{labels.PodUID: r.pod.UID})
+	if err != nil {
+		return err
+	}
+	ips := r.state.PodIPs
+	stopped := withLabel(ctrs, labels.Kind, labels.KindApp)
+	errs := []error{r.h.stopGroup(ctx, stopped, r.pod.Pod, ips, grace)}
+	for i := len(r.pod.Spec.InitContainers) - 1; i >= 0; i-- {
+		sidecar := named(ctrs, r.pod.Spec.InitContainers[i].Name)
+		errs = append(errs, r.h.stopGroup(ctx, sidecar, r.pod.Pod, ips, grace))
+		stopped = append(stopped, sidecar...)
+	}
+	// Their exits are recorded as the supervisor would have (finish).
+	for _, c := range stopped {
+		if c.Task.State != engine.TaskRunning && c.Task.State != engine.TaskPaused {
+			continue
+		}
+		t, err := r.h.engine.Task(ctx, c.ID)
+		if err != nil || t.State != engine.TaskStopped {
+			continue
+		}
+		errs = append(errs, r.h.finish(ctx, c.ID, engine.Exit{Code: t.ExitCode, ExitedAt: t.ExitedAt}))
+	}
+	errs = append(errs, r.h.stopSandbox(ctx, r.pod.UID, r.attachment()))
+	// Failed once nothing runs, as the kubelet reports a terminated pod.
+	r.state.Ended = &why
+	errs = append(errs, r.h.saveState(r.state))
+	return errors.Join(errs...)
+}
