@@ -533,6 +533,9 @@ func (s *e2eSuite) tearDown(failed bool) error {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+	if err := e2eRemoveNamespaceCgroups(); err != nil {
+		errs = append(errs, fmt.Errorf("removing the namespace's cgroups: %w", err))
+	}
 	if s.tmp == "" {
 		return errors.Join(errs...)
 	}

@@ -67,6 +67,19 @@ func e2eRemoveCgroup(dir string) error {
 	return nil
 }
 
+// e2eRemoveNamespaceCgroups removes the parent cgroups podrun made for the
+// suite's containerd namespace (/<namespace> in each hierarchy), once the
+// leak check has removed every pod cgroup below them.
+func e2eRemoveNamespaceCgroups() error {
+	dirs, _ := filepath.Glob(filepath.Join(rsCgroupMount, "*", e2eNamespace))
+	dirs = append(dirs, filepath.Join(rsCgroupMount, e2eNamespace))
+	var errs []error
+	for _, d := range dirs {
+		errs = append(errs, e2eRemoveCgroup(d))
+	}
+	return errors.Join(errs...)
+}
+
 // rsPodCgroup is pod uid's cgroup path relative to a hierarchy's root.
 func rsPodCgroup(uid string) string { return filepath.Join(e2eNamespace, "pod"+uid) }
 

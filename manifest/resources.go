@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podrun/podrun/resources"
 )
 
 // Compute resources: podrun turns cpu and memory requests and limits into
@@ -19,7 +21,7 @@ var supportedResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.Resour
 // defaults to its limit; with pod-level limits, a pod-level request defaults
 // to the containers' aggregate request, else to the pod-level limit.
 func defaultResources(pod *corev1.Pod) {
-	for _, c := range containersOf(pod) {
+	for _, c := range resources.Containers(pod) {
 		for name, lim := range c.Resources.Limits {
 			if _, ok := c.Resources.Requests[name]; ok {
 				continue
@@ -90,17 +92,6 @@ func addResources(to, l corev1.ResourceList) {
 		v.Add(q)
 		to[name] = v
 	}
-}
-
-func containersOf(pod *corev1.Pod) []*corev1.Container {
-	var out []*corev1.Container
-	for i := range pod.Spec.InitContainers {
-		out = append(out, &pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		out = append(out, &pod.Spec.Containers[i])
-	}
-	return out
 }
 
 func isSupportedResource(name corev1.ResourceName) bool {

@@ -60,7 +60,7 @@ func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 		return requirementsQOS(pod.Spec.Resources)
 	}
 	var qos corev1.PodQOSClass
-	for _, c := range containers(pod) {
+	for _, c := range Containers(pod) {
 		switch q := requirementsQOS(&c.Resources); {
 		case q == corev1.PodQOSBurstable:
 			return q
@@ -342,8 +342,8 @@ func podLevelRequestsSet(pod *corev1.Pod) bool {
 	return pod.Spec.Resources != nil && len(pod.Spec.Resources.Requests) > 0
 }
 
-// containers lists the init containers, then the app containers.
-func containers(pod *corev1.Pod) []*corev1.Container {
+// Containers lists the init containers, then the app containers.
+func Containers(pod *corev1.Pod) []*corev1.Container {
 	var out []*corev1.Container
 	for i := range pod.Spec.InitContainers {
 		out = append(out, &pod.Spec.InitContainers[i])

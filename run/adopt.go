@@ -10,6 +10,7 @@ import (
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/volumes"
@@ -98,7 +99,7 @@ func (h *Host) rebuild(ctx context.Context, uid string) (*podRun, error) {
 		return nil, fmt.Errorf("%w: volumes: %w", ErrNotAdoptable, err)
 	}
 	r.images = map[string]engine.Image{}
-	for _, c := range allContainers(pod.Pod) {
+	for _, c := range resources.Containers(pod.Pod) {
 		img, err := h.engine.Image(ctx, c.Image)
 		if err != nil {
 			return nil, fmt.Errorf("%w: image %q: %w", ErrNotAdoptable, c.Image, err)

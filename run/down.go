@@ -16,6 +16,7 @@ import (
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/probes"
+	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
 )
 
@@ -145,7 +146,7 @@ func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
 	if pod == nil {
 		return nil
 	}
-	for _, c := range allContainers(pod) {
+	for _, c := range resources.Containers(pod) {
 		if c.Name == name {
 			return c
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/status"
 )
 
@@ -173,7 +174,7 @@ func (h *Host) ensureImageGated(ctx context.Context, uid, ref string, policy cor
 // back-off, or nil: Up then leaves the pod as it is (Pending) instead of
 // replacing it only to fail again.
 func (h *Host) pullWaiting(ctx context.Context, p *manifest.Pod) *ImagePullError {
-	for _, c := range allContainers(p.Pod) {
+	for _, c := range resources.Containers(p.Pod) {
 		last, ok := h.pulls.waiting(pullKey(p.UID, c.Image), h.clock.Now())
 		if !ok {
 			continue

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
 )
 
@@ -69,7 +70,7 @@ func attachment(uid string, pod *corev1.Pod) sandbox.Attachment {
 		return a
 	}
 	a.PodNamespace, a.PodName = pod.Namespace, pod.Name
-	for _, c := range allContainers(pod) {
+	for _, c := range resources.Containers(pod) {
 		for _, p := range c.Ports {
 			if p.HostPort > 0 {
 				a.Ports = append(a.Ports, sandbox.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort,
@@ -105,7 +106,7 @@ func (a hostPort) String() string {
 // are host ports: defaulting set hostPort to containerPort).
 func hostPorts(p *corev1.Pod) []hostPort {
 	var out []hostPort
-	for _, c := range allContainers(p) {
+	for _, c := range resources.Containers(p) {
 		for _, port := range c.Ports {
 			if port.HostPort > 0 {
 				out = append(out, hostPort{protocol: port.Protocol, ip: port.HostIP, port: port.HostPort})

@@ -341,7 +341,7 @@ func (r *podRun) undoVolumes(context.Context) error {
 
 func (r *podRun) ensureImages(ctx context.Context) error {
 	r.images = map[string]engine.Image{}
-	for _, c := range allContainers(r.pod.Pod) {
+	for _, c := range resources.Containers(r.pod.Pod) {
 		if _, ok := r.images[c.Image]; ok {
 			continue
 		}
@@ -360,18 +360,6 @@ func (r *podRun) ensureImages(ctx context.Context) error {
 		r.images[r.h.cfg.PauseImage] = img
 	}
 	return nil
-}
-
-// allContainers lists init containers then app containers.
-func allContainers(p *corev1.Pod) []*corev1.Container {
-	var out []*corev1.Container
-	for i := range p.Spec.InitContainers {
-		out = append(out, &p.Spec.InitContainers[i])
-	}
-	for i := range p.Spec.Containers {
-		out = append(out, &p.Spec.Containers[i])
-	}
-	return out
 }
 
 // ImagePullError carries the Kubernetes reason for an image failure. Failed
