@@ -8,6 +8,7 @@ package e2e
 // pods named cv-*.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -371,6 +372,10 @@ spec:
   - name: app
     image: `+H.Image+`
     command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+    env:
+    - name: LEVEL
+      valueFrom:
+        configMapKeyRef: {name: cv-config, key: level}
     volumeMounts:
     - {name: cm, mountPath: /etc/cm}
 `)
@@ -394,6 +399,20 @@ spec:
 	}
 	if !strings.Contains(d.stderr(), "config volumes updated: cm") {
 		t.Errorf("the daemon did not log the update")
+	}
+
+	// The running container's env keeps the value it started with; the
+	// container's next start reads the new one, as the kubelet's would.
+	if got := cvExec(t, "cv-daemon", "echo $LEVEL"); got != "one\n" {
+		t.Errorf("LEVEL in the running container = %q, want one (env does not change under a running container)", got)
+	}
+	cvExec(t, "cv-daemon", "kill 1") // the trap exits 0; restartPolicy Always restarts it after the back-off
+	svEventually(t, 30*time.Second, "the restarted container", func() (bool, string) {
+		p := dmPods(t)["cv-daemon"]
+		return dmRestarts(p) == 1 && dmRunning(p), fmt.Sprintf("restarts %d running %v", dmRestarts(p), dmRunning(p))
+	})
+	if got := cvExec(t, "cv-daemon", "echo $LEVEL"); got != "two\n" {
+		t.Errorf("LEVEL after the restart = %q, want two (the ConfigMap of the time of the start)", got)
 	}
 
 	// Without its ConfigMap the pod's file is broken: the pod keeps running.
