@@ -783,18 +783,32 @@ func statusCommand() *cli.Command {
 					}
 				}
 			}
-			pod := p.Pod.DeepCopy()
-			pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
-			format := c.String("output")
-			if format == "" {
-				format = "yaml"
-			}
-			if format != "yaml" && format != "json" {
-				return usageError{fmt.Sprintf("unknown output format %q", format)}
-			}
-			return printObject(os.Stdout, pod, format)
+			return printStatus(os.Stdout, p, c.String("output"))
 		},
 	}
+}
+
+// printStatus prints a pod for `podrun status`: the v1 Pod, preceded by
+// default (no -o) by a comment naming its SOURCE as ps shows it, which
+// Kubernetes has no field for; a comment keeps the output valid YAML.
+func printStatus(w io.Writer, p *run.PodInfo, format string) error {
+	switch format {
+	case "":
+		src := p.Source
+		if src == "" {
+			src = "<none>"
+		}
+		if _, err := fmt.Fprintf(w, "# source: %s\n", src); err != nil {
+			return err
+		}
+		format = "yaml"
+	case "yaml", "json":
+	default:
+		return usageError{fmt.Sprintf("unknown output format %q", format)}
+	}
+	pod := p.Pod.DeepCopy()
+	pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
+	return printObject(w, pod, format)
 }
 
 // podContainer opens the host, finds the pod named by the first argument

@@ -161,10 +161,16 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	start := time.Now()
 	defer func() { d.metrics.observeSync(time.Since(start), retry) }()
 	wants, broken, problems := d.src.Scan(ctx, settling)
+	if d.interrupted(ctx) {
+		return false
+	}
 	for _, p := range problems {
 		d.log.Error("manifest not applied; its pods keep running as last applied", "source", p.Source, "problem", p.Msg)
 	}
 	pods, err := d.h.Pods(ctx)
+	if d.interrupted(ctx) {
+		return false
+	}
 	if err != nil {
 		d.log.Error("container runtime unavailable; retrying", "err", err)
 		d.health.set(false, "container runtime unavailable: "+err.Error())
@@ -178,6 +184,9 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	}
 	plan := Decide(wants, broken, haves)
 	failed, waiting := d.apply(ctx, plan)
+	if d.interrupted(ctx) {
+		return false
+	}
 	problems = append(problems, failed...)
 	d.health.set(true, "")
 	d.writeStatus(problems, waiting)
@@ -188,6 +197,16 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	}
 	d.metrics.setPods(d.owned(pods))
 	return false
+}
+
+// interrupted reports, and logs, a sync that the shutdown (SIGTERM) cut
+// short: its errors are the shutdown's, not a source's or the runtime's.
+func (d *Daemon) interrupted(ctx context.Context) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	d.log.Info("sync interrupted by the shutdown")
+	return true
 }
 
 // owned keeps the pods that come from the daemon's sources.
@@ -214,7 +233,7 @@ func (d *Daemon) apply(ctx context.Context, plan Plan) ([]Problem, []Waiting) {
 			targets = append(targets, run.Target{Namespace: h.Namespace, Name: h.Name})
 		}
 		for _, r := range d.h.Down(ctx, targets, run.DownOptions{}) {
-			if r.Err != nil {
+			if r.Err != nil && ctx.Err() == nil {
 				d.log.Error("stopping pod", "pod", r.Pod, "err", r.Err)
 			}
 		}
@@ -226,7 +245,7 @@ func (d *Daemon) apply(ctx context.Context, plan Plan) ([]Problem, []Waiting) {
 		}
 	}
 	for _, uid := range plan.Adopt {
-		if err := d.h.Adopt(ctx, uid, nil); err != nil {
+		if err := d.h.Adopt(ctx, uid, nil); err != nil && ctx.Err() == nil {
 			d.log.Error("adopting pod", "uid", uid, "err", err)
 		}
 	}
@@ -239,6 +258,9 @@ func (d *Daemon) apply(ctx context.Context, plan Plan) ([]Problem, []Waiting) {
 				waiting = append(waiting, Waiting{Pod: r.Pod, Source: plan.Up[i].Source.Origin(), Phase: string(r.Phase),
 					Reason: perr.Reason, Image: perr.Image, Message: perr.Err.Error()})
 				continue
+			}
+			if r.Err != nil && ctx.Err() != nil {
+				continue // the shutdown stopped it; sync says so once
 			}
 			if r.Err != nil {
 				d.log.Error("starting pod; retrying at the next re-scan", "pod", r.Pod, "err", r.Err)

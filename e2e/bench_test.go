@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"sort"
 	"strings"
@@ -80,19 +77,8 @@ spec:
 
 // bnPodrun runs podrun quietly (b.Logf would print every call).
 func bnPodrun(b *testing.B, args ...string) (stdout, stderr string, code int) {
-	cmd := exec.Command(H.Bin, append(H.globalArgs(), args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr):
-		code = exitErr.ExitCode()
-	default:
-		b.Fatalf("running podrun: %v", err)
-	}
-	return out.String(), errb.String(), code
+	stdout, stderr, code, _ = H.run(b, "", H.Timeout, args...)
+	return stdout, stderr, code
 }
 
 func bnMedian(ds []time.Duration) time.Duration {

@@ -21,11 +21,7 @@ import (
 // and returns its stdout; it fails the test unless it exits 0.
 func cvExec(t *testing.T, pod, script string) string {
 	t.Helper()
-	stdout, stderr, code := H.Podrun(t, "", "exec", pod, "--", "sh", "-c", script)
-	if code != 0 {
-		t.Fatalf("podrun exec %s: exit %d; stderr:\n%s", pod, code, stderr)
-	}
-	return stdout
+	return svExec(t, pod, "", "sh", "-c", script)
 }
 
 // cvLines returns the non-empty lines of s as a set.
@@ -295,7 +291,7 @@ spec:
 // created.
 func TestConfigVolumesMissingReference(t *testing.T) {
 	H.require(t)
-	dirs := plPodDirs(t)
+	before := plCapture(t)
 	_, _, stderr, code := plUp(t, "cv-missing", `apiVersion: v1
 kind: Pod
 metadata:
@@ -346,9 +342,7 @@ data:
 			t.Errorf("pod cv-missing exists after a refused up: %+v", p.Status)
 		}
 	}
-	if n := plNew(dirs, plPodDirs(t)); len(n) > 0 {
-		t.Errorf("a refused up created pod directories %v", n)
-	}
+	plNothingLeft(t, before, "a refused up")
 }
 
 // TestConfigVolumesDaemon: the daemon resolves a pod's ConfigMap from
@@ -389,7 +383,7 @@ spec:
 	start := time.Now()
 	dmRename(t, dir, "objects.yaml", cvObjects("two"))
 	svEventually(t, 30*time.Second, "the ConfigMap's new value in the container", func() (bool, string) {
-		got, _, _ := dmQuiet(t, "exec", "cv-daemon", "--", "cat", "/etc/cm/level")
+		got, _ := svQuiet(t, "exec", "cv-daemon", "--", "cat", "/etc/cm/level")
 		return got == "two", "level = " + got
 	})
 	t.Logf("objects.yaml changed -> file updated in the container after %v", time.Since(start).Round(time.Millisecond))
@@ -481,7 +475,7 @@ cat /etc/sec/user; echo; cat /etc/cm/level; echo`),
 // leaving its secret and projected tmpfs mounts or its directory.
 func TestConfigVolumesRollback(t *testing.T) {
 	H.require(t)
-	dirs := plPodDirs(t)
+	before := plCapture(t)
 	_, _, stderr, code := plUp(t, "cv-rollback", `apiVersion: v1
 kind: Pod
 metadata:
@@ -511,7 +505,5 @@ spec:
 	if m := plMountsMatching(t, func(m plMount) bool { return strings.HasPrefix(m.point, pods) }); len(m) > 0 {
 		t.Errorf("mounts left under %s after the rollback: %v", pods, m)
 	}
-	if n := plNew(dirs, plPodDirs(t)); len(n) > 0 {
-		t.Errorf("pod directories left after the rollback: %v", n)
-	}
+	plNothingLeft(t, before, "the rollback")
 }

@@ -151,17 +151,12 @@ func dmStart(t *testing.T, dir string, env []string, extra ...string) *svProc {
 		t.Fatalf("starting podrun %s: %v", strings.Join(args, " "), err)
 	}
 	t.Logf("$ %s podrun %s &  [pid %d]", strings.Join(env, " "), strings.Join(args, " "), cmd.Process.Pid)
-	p := &svProc{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
-	}()
+	// Registered before svTrack's stop, so it runs after it.
 	t.Cleanup(func() {
-		p.stop(t, 30*time.Second)
 		t.Logf("daemon podrun %s [pid %d, %v]\n--- stdout:\n%s--- stderr:\n%s", strings.Join(args, " "),
 			cmd.Process.Pid, cmd.ProcessState, e2eClip(stdout.String()), e2eClip(stderr.String()))
 	})
-	return p
+	return svTrack(t, cmd)
 }
 
 // dmStatus is the daemon's status file, <root>/daemon.json.
@@ -234,31 +229,10 @@ func dmWaitLog(t *testing.T, d *svProc, s string, timeout time.Duration) {
 	})
 }
 
-// dmQuiet runs podrun without logging the call and returns stdout, stderr and the exit code.
-func dmQuiet(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	H.require(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, H.Bin, append(H.globalArgs(), args...)...)
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), errOut.String(), 0
-	case errors.As(err, &exitErr):
-		return out.String(), errOut.String(), exitErr.ExitCode()
-	}
-	t.Fatalf("running podrun %s: %v", strings.Join(args, " "), err)
-	return "", "", -1
-}
-
 // dmPods returns the pods of `podrun ps -a -o json` by name (namespace default).
 func dmPods(t *testing.T) map[string]corev1.Pod {
 	t.Helper()
-	out, _, code := dmQuiet(t, "ps", "-a", "-o", "json")
+	out, code := svQuiet(t, "ps", "-a", "-o", "json")
 	pods := map[string]corev1.Pod{}
 	if code != 0 {
 		return pods
@@ -406,34 +380,21 @@ func dmMetric(text, series string) (float64, bool) {
 func dmContainerdPID(t *testing.T) int {
 	t.Helper()
 	config := filepath.Join(H.TmpDir, "containerd.toml")
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	found := e2eProcs(func(pid int, argv []string) bool {
 		if len(argv) != 3 || filepath.Base(argv[0]) != "containerd" || argv[1] != "--config" || argv[2] != config {
-			continue
+			return false
 		}
-		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 		if err != nil {
-			continue
+			return false
 		}
 		for _, l := range strings.Split(string(st), "\n") {
 			if v, ok := strings.CutPrefix(l, "PPid:"); ok && strings.TrimSpace(v) == strconv.Itoa(os.Getpid()) {
-				found = append(found, pid)
+				return true
 			}
 		}
-	}
+		return false
+	})
 	if len(found) != 1 {
 		t.Fatalf("looking for the suite's containerd (a child of pid %d with --config %s): found %v", os.Getpid(), config, found)
 	}
@@ -493,24 +454,17 @@ func dmStartContainerd(t *testing.T) {
 	if err := <-started; err != nil {
 		t.Fatalf("starting containerd again: %v", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	svEventually(t, 30*time.Second, "containerd answering after its restart", func() (bool, string) {
 		c, err := containerd.New(H.Address, containerd.WithTimeout(time.Second))
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_, err = c.Version(ctx)
 			cancel()
 			_ = c.Close()
-			if err == nil {
-				t.Logf("containerd answers again on %s (pid %d)", H.Address, dmContainerdPID(t))
-				return
-			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("containerd did not answer within 30 s of its restart: %v; log:\n%s", err, e2eTail(filepath.Join(H.TmpDir, "containerd.log"), 30))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprintf("%v; log:\n%s", err, e2eTail(filepath.Join(H.TmpDir, "containerd.log"), 30))
+	})
+	t.Logf("containerd answers again on %s (pid %d)", H.Address, dmContainerdPID(t))
 }
 
 // ---- 1. write, edit, delete ----
@@ -958,18 +912,14 @@ func TestDaemonKill9Adopts(t *testing.T) {
 	if got := row(); got != "1/1" {
 		t.Errorf("dm-k0 READY %s after adoption, want 1/1", got)
 	}
-	if _, stderr, code := H.Podrun(t, "", "exec", "dm-k0", "--", "rm", "/tmp/ready"); code != 0 {
-		t.Fatalf("podrun exec dm-k0 -- rm /tmp/ready: exit %d; stderr:\n%s", code, stderr)
-	}
+	svExec(t, "dm-k0", "", "rm", "/tmp/ready")
 	start = time.Now()
 	svEventually(t, 8*time.Second, "dm-k0 READY 0/1 after its ready file was removed", func() (bool, string) {
 		r := row()
 		return r == "0/1", r
 	})
 	t.Logf("dm-k0 not ready %v after its file was removed", time.Since(start).Round(time.Millisecond))
-	if _, stderr, code := H.Podrun(t, "", "exec", "dm-k0", "--", "touch", "/tmp/ready"); code != 0 {
-		t.Fatalf("podrun exec dm-k0 -- touch /tmp/ready: exit %d; stderr:\n%s", code, stderr)
-	}
+	svExec(t, "dm-k0", "", "touch", "/tmp/ready")
 	svEventually(t, 8*time.Second, "dm-k0 READY 1/1 after its ready file was recreated", func() (bool, string) {
 		r := row()
 		return r == "1/1", r
@@ -991,22 +941,10 @@ func TestDaemonKill9HalfMade(t *testing.T) {
 	dmRename(t, dir, "dm-half.yaml", yaml)
 
 	// Wait until the init container's task runs: the pod is half made.
-	_, ctx := H.Client(t)
 	var uid string
 	svEventually(t, 30*time.Second, "dm-half's init container running", func() (bool, string) {
-		for _, ctr := range plContainers(t, "dm-half") {
-			l, err := ctr.Labels(ctx)
-			if err != nil || l[plLabelKind] != "init" {
-				continue
-			}
-			if task, err := ctr.Task(ctx, nil); err == nil {
-				if st, err := task.Status(ctx); err == nil && st.Status == containerd.Running {
-					uid = l[plLabelPodUID]
-					return true, ""
-				}
-			}
-		}
-		return false, "not yet"
+		uid = plInitRunning(t, "dm-half")
+		return uid != "", "not yet"
 	})
 	if err := d1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -1161,6 +1099,19 @@ func TestDaemonContainerdOutage(t *testing.T) {
 
 func TestDaemonSignals(t *testing.T) {
 	H.require(t)
+	// terminate sends the daemon SIGTERM and checks that it exits 0 within
+	// timeout with line in its log.
+	terminate := func(t *testing.T, d *svProc, timeout time.Duration, line string) {
+		t.Helper()
+		code, took := d.terminate(t, timeout)
+		t.Logf("daemon exited %d after %v", code, took.Round(time.Millisecond))
+		if code != 0 {
+			t.Errorf("daemon exit code %d on SIGTERM, want 0", code)
+		}
+		if !strings.Contains(d.stderr(), line) {
+			t.Errorf("daemon log lacks `%s`", line)
+		}
+	}
 	t.Run("SIGTERM leaves pods running", func(t *testing.T) {
 		dir := t.TempDir()
 		plDownOnCleanup(t, "dm-sig")
@@ -1168,14 +1119,7 @@ func TestDaemonSignals(t *testing.T) {
 		d := dmStart(t, dir, nil, "--resync", "2s")
 		pods := dmWaitRunning(t, 60*time.Second, nil, "dm-sig")
 		tasks := dmTasks(t, "dm-sig")
-		code, took := d.terminate(t, 20*time.Second)
-		t.Logf("daemon exited %d after %v", code, took.Round(time.Millisecond))
-		if code != 0 {
-			t.Errorf("daemon exit code %d on SIGTERM, want 0", code)
-		}
-		if !strings.Contains(d.stderr(), "exiting; pods keep running") {
-			t.Errorf("daemon log lacks `exiting; pods keep running`")
-		}
+		terminate(t, d, 20*time.Second, "exiting; pods keep running")
 		if _, err := os.Stat(filepath.Join(H.Root, "daemon.json")); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the daemon's status file is left after it exited (err %v)", err)
 		}
@@ -1192,14 +1136,7 @@ func TestDaemonSignals(t *testing.T) {
 		dmWrite(t, dir, "dm-sig-stop.yaml", dmPod{name: "dm-sig-stop", marker: marker}.yaml())
 		d := dmStart(t, dir, nil, "--resync", "2s", "--stop-pods-on-exit")
 		pods := dmWaitRunning(t, 60*time.Second, nil, "dm-sig-stop")
-		code, took := d.terminate(t, 30*time.Second)
-		t.Logf("daemon exited %d after %v", code, took.Round(time.Millisecond))
-		if code != 0 {
-			t.Errorf("daemon exit code %d on SIGTERM, want 0", code)
-		}
-		if !strings.Contains(d.stderr(), "stopping pods before exit") {
-			t.Errorf("daemon log lacks `stopping pods before exit`")
-		}
+		terminate(t, d, 30*time.Second, "stopping pods before exit")
 		if b, err := os.ReadFile(filepath.Join(marker, "dm-sig-stop.v1")); err != nil || strings.TrimSpace(string(b)) != "TERM" {
 			t.Errorf("dm-sig-stop was not terminated gracefully: marker %q, %v", b, err)
 		}

@@ -57,13 +57,7 @@ func dlCheckFailed(t *testing.T, pod corev1.Pod, code int32) {
 func TestDeadlineForeground(t *testing.T) {
 	H.require(t)
 	_, up := svForeground(t, "dl-fg", dlPod("dl-fg", "Always", "30", "trap 'exit 143' TERM; while true; do sleep 0.1; done"))
-	var pod corev1.Pod
-	svEventually(t, 20*time.Second, "pod dl-fg Failed", func() (bool, string) {
-		out, code := svQuiet(t, "status", "dl-fg", "-o", "json")
-		if code != 0 {
-			return false, fmt.Sprintf("podrun status: exit %d", code)
-		}
-		pod = svDecodePod(t, out)
+	pod := svWaitStatus(t, "dl-fg", 20*time.Second, "pod dl-fg Failed", func(pod corev1.Pod) (bool, string) {
 		return pod.Status.Phase == corev1.PodFailed, fmt.Sprintf("phase %s reason %q", pod.Status.Phase, pod.Status.Reason)
 	})
 	if pod.Status.StartTime == nil {

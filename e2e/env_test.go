@@ -243,7 +243,7 @@ func TestEnvSubPathExprSymlinkEscape(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "escape")); err != nil {
 		t.Fatal(err)
 	}
-	netnsBefore, dirsBefore, tasksBefore := plNetns(t), plPodDirs(t), plAllTasks(t)
+	before := plCapture(t)
 	_, stdout, stderr, code := plUp(t, "env-escape", `apiVersion: v1
 kind: Pod
 metadata:
@@ -262,33 +262,12 @@ spec:
     volumeMounts:
     - {name: vol, mountPath: /v, subPathExpr: "escape/$(POD_NAME)"}
 `)
-	if code != 1 {
-		t.Errorf("up: exit %d, want 1; stderr:\n%s", code, stderr)
-	}
-	for _, want := range []string{"env-escape", `volumeMounts[0] (/v): subPathExpr "escape/$(POD_NAME)": subPath "escape/env-escape" resolves to`, "outside its volume"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("up stderr does not contain %q:\n%s", want, stderr)
-		}
-	}
-	if strings.Contains(stdout, "env-escape created") {
-		t.Errorf("up stdout = %q: a refused pod reported as created", stdout)
-	}
+	plCheckRolledBack(t, "env-escape", "the refused pod", before, stdout, stderr, code,
+		"env-escape", `volumeMounts[0] (/v): subPathExpr "escape/$(POD_NAME)": subPath "escape/env-escape" resolves to`, "outside its volume")
 	if ents, err := os.ReadDir(outside); err != nil || len(ents) != 0 {
 		t.Errorf("the symlink's target outside the volume holds %v (err %v), want nothing", ents, err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 || ents[0].Name() != "escape" {
 		t.Errorf("the volume holds %v, want only the symlink", ents)
-	}
-	if ctrs := plContainers(t, "env-escape"); len(ctrs) != 0 {
-		t.Errorf("%d containers of the refused pod are left", len(ctrs))
-	}
-	if n := plNew(tasksBefore, plAllTasks(t)); len(n) != 0 {
-		t.Errorf("tasks left by the refused pod: %v", n)
-	}
-	if n := plNew(netnsBefore, plNetns(t)); len(n) != 0 {
-		t.Errorf("network namespaces left by the refused pod: %v", n)
-	}
-	if n := plNew(dirsBefore, plPodDirs(t)); len(n) != 0 {
-		t.Errorf("pod directories left by the refused pod: %v", n)
 	}
 }

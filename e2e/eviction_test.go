@@ -47,13 +47,7 @@ const evMessage = `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `
 // how long the eviction took to show.
 func evWaitEvicted(t *testing.T, name string, timeout time.Duration) corev1.Pod {
 	t.Helper()
-	var pod corev1.Pod
-	svEventually(t, timeout, "pod "+name+" Failed", func() (bool, string) {
-		out, code := svQuiet(t, "status", name, "-o", "json")
-		if code != 0 {
-			return false, fmt.Sprintf("podrun status: exit %d", code)
-		}
-		pod = svDecodePod(t, out)
+	pod := svWaitStatus(t, name, timeout, "pod "+name+" Failed", func(pod corev1.Pod) (bool, string) {
 		return pod.Status.Phase == corev1.PodFailed, fmt.Sprintf("phase %s reason %q", pod.Status.Phase, pod.Status.Reason)
 	})
 	if pod.Status.Reason != "Evicted" || pod.Status.Message != evMessage {

@@ -86,8 +86,9 @@ func (h *Harness) globalArgs() []string {
 }
 
 // Podrun runs podrun with the global flags prepended and stdin (none when ""),
-// and returns its stdout, stderr and exit code (-1 when killed by a signal).
-// Past h.Timeout the process is killed by PID and the test is marked failed.
+// logs the call, and returns its stdout, stderr and exit code (-1 when killed
+// by a signal). Past h.Timeout the process is killed by PID and the test is
+// marked failed.
 func (h *Harness) Podrun(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	h.require(t)
@@ -95,6 +96,22 @@ func (h *Harness) Podrun(t *testing.T, stdin string, args ...string) (stdout, st
 	if timeout <= 0 {
 		timeout = 3 * time.Minute
 	}
+	start := time.Now()
+	stdout, stderr, code, timedOut := h.run(t, stdin, timeout, args...)
+	t.Logf("$ podrun %s\n[exit %d after %v]\n--- stdout:\n%s--- stderr:\n%s", strings.Join(args, " "),
+		code, time.Since(start).Round(time.Millisecond), e2eClip(stdout), e2eClip(stderr))
+	if timedOut {
+		t.Errorf("podrun %s: timed out after %v, killed", strings.Join(args, " "), timeout)
+	}
+	return stdout, stderr, code
+}
+
+// run runs podrun with the global flags prepended and stdin (none when "")
+// without logging the call, and returns its stdout, stderr and exit code (-1
+// when killed by a signal); past timeout the process is killed by PID and
+// timedOut is true.
+func (h *Harness) run(tb testing.TB, stdin string, timeout time.Duration, args ...string) (stdout, stderr string, code int, timedOut bool) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.Bin, append(h.globalArgs(), args...)...)
@@ -105,9 +122,7 @@ func (h *Harness) Podrun(t *testing.T, stdin string, args ...string) (stdout, st
 	}
 	var outBuf, errBuf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &outBuf, &errBuf
-	start := time.Now()
 	err := cmd.Run()
-	stdout, stderr = outBuf.String(), errBuf.String()
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
@@ -117,16 +132,11 @@ func (h *Harness) Podrun(t *testing.T, stdin string, args ...string) (stdout, st
 	case errors.Is(err, exec.ErrWaitDelay):
 		// podrun exited, but a child it left kept stdout or stderr open.
 		code = cmd.ProcessState.ExitCode()
-		t.Logf("podrun %s: a child process kept its output open after it exited", strings.Join(args, " "))
+		tb.Logf("podrun %s: a child process kept its output open after it exited", strings.Join(args, " "))
 	default:
-		t.Fatalf("running podrun %s: %v", strings.Join(args, " "), err)
+		tb.Fatalf("running podrun %s: %v", strings.Join(args, " "), err)
 	}
-	t.Logf("$ podrun %s\n[exit %d after %v]\n--- stdout:\n%s--- stderr:\n%s", strings.Join(args, " "),
-		code, time.Since(start).Round(time.Millisecond), e2eClip(stdout), e2eClip(stderr))
-	if ctx.Err() == context.DeadlineExceeded {
-		t.Errorf("podrun %s: timed out after %v, killed pid %d", strings.Join(args, " "), timeout, cmd.Process.Pid)
-	}
-	return stdout, stderr, code
+	return outBuf.String(), errBuf.String(), code, ctx.Err() == context.DeadlineExceeded
 }
 
 // CmdOutput collects a background process's output; safe for concurrent use.
@@ -952,6 +962,7 @@ func e2eDeleteLink(name string) error {
 	return e2eRun("ip", "link", "delete", name)
 }
 
+// e2eNew lists the keys of after that are not in before, sorted.
 func e2eNew(before, after map[string]bool) []string {
 	var out []string
 	for k := range after {
@@ -1146,6 +1157,21 @@ func e2eRemoveIptables(rules []string) error {
 
 // e2eShims returns the PIDs of containerd shims serving the given containerd address.
 func e2eShims(address string) []int {
+	return e2eProcs(func(_ int, argv []string) bool {
+		if !strings.Contains(filepath.Base(argv[0]), "containerd-shim") {
+			return false
+		}
+		for i := 0; i+1 < len(argv); i++ {
+			if (argv[i] == "-address" || argv[i] == "--address") && argv[i+1] == address {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// e2eProcs returns the PIDs of the processes whose command line keep accepts.
+func e2eProcs(keep func(pid int, argv []string) bool) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -1157,18 +1183,11 @@ func e2eShims(address string) []int {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
+		if err != nil || len(b) == 0 {
 			continue
 		}
-		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(argv) == 0 || !strings.Contains(filepath.Base(argv[0]), "containerd-shim") {
-			continue
-		}
-		for i := 0; i+1 < len(argv); i++ {
-			if (argv[i] == "-address" || argv[i] == "--address") && argv[i+1] == address {
-				pids = append(pids, pid)
-				break
-			}
+		if keep(pid, strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")) {
+			pids = append(pids, pid)
 		}
 	}
 	return pids

@@ -11,22 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/containerd/containerd"
-	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/images"
-	"github.com/containerd/containerd/remotes/docker"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -57,35 +49,6 @@ spec:
 `, name, ns, image, inLongRunning)
 }
 
-// inHostState is what a podrun call may create on the host: network
-// namespaces and pod directories.
-type inHostState struct {
-	netns   map[string]bool
-	podDirs map[string]bool
-}
-
-func inCapture(t *testing.T) inHostState {
-	t.Helper()
-	s := inHostState{netns: map[string]bool{}, podDirs: map[string]bool{}}
-	if ents, err := os.ReadDir("/run/netns"); err == nil {
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), "podrun-") {
-				s.netns[e.Name()] = true
-			}
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("reading /run/netns: %v", err)
-	}
-	ents, err := os.ReadDir(filepath.Join(H.Root, "pods"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("reading the pods dir: %v", err)
-	}
-	for _, e := range ents {
-		s.podDirs[e.Name()] = true
-	}
-	return s
-}
-
 // inContainers returns the IDs of the containers in the suite's namespace
 // labelled with the pod name (any pod namespace).
 func inContainers(t *testing.T, podName string) []string {
@@ -104,25 +67,15 @@ func inContainers(t *testing.T, podName string) []string {
 }
 
 // inAssertNothingCreated fails the test if any of the pods has containers,
-// or a network namespace or pod directory appeared since before.
-func inAssertNothingCreated(t *testing.T, before inHostState, pods ...string) {
+// or a task, network namespace or pod directory appeared since before.
+func inAssertNothingCreated(t *testing.T, before plHostState, pods ...string) {
 	t.Helper()
 	for _, name := range pods {
 		if ids := inContainers(t, name); len(ids) > 0 {
 			t.Errorf("pod %s: containers exist in namespace %s: %v", name, H.Namespace, ids)
 		}
 	}
-	after := inCapture(t)
-	for ns := range after.netns {
-		if !before.netns[ns] {
-			t.Errorf("a network namespace was created and left: /run/netns/%s", ns)
-		}
-	}
-	for d := range after.podDirs {
-		if !before.podDirs[d] {
-			t.Errorf("a pod directory was created and left: %s", filepath.Join(H.Root, "pods", d))
-		}
-	}
+	plNothingLeft(t, before, "the call")
 }
 
 // inDownCleanup takes the pods down when the test ends, whatever happened.
@@ -599,7 +552,7 @@ spec:
 			if len(tc.pods) > 0 {
 				inDownCleanup(t, tc.pods...)
 			}
-			before := inCapture(t)
+			before := plCapture(t)
 
 			stdout, stderr, code := H.Podrun(t, "", append([]string{"up", "--timeout", "1m"}, args...)...)
 			if code != 2 {
@@ -630,7 +583,7 @@ spec:
 
 	t.Run("validate valid file", func(t *testing.T) {
 		_, paths := inWriteFiles(t, inFile{"pod.yaml", inValidPod("in-valid") + "---\n" + inPodYAML("team-v", "in-valid", H.Image)})
-		before := inCapture(t)
+		before := plCapture(t)
 		stdout, stderr, code := H.Podrun(t, "", "validate", paths[0])
 		if code != 0 {
 			t.Fatalf("podrun validate of a valid file: exit %d; stderr:\n%s", code, stderr)
@@ -687,7 +640,7 @@ spec:
   - name: main
 `
 		want := []inProblem{{file: "stdin", doc: 1, field: "spec.containers[0].image", msg: "Required value"}}
-		before := inCapture(t)
+		before := plCapture(t)
 		for _, cmd := range []string{"up", "validate"} {
 			stdout, stderr, code := H.Podrun(t, bad, cmd, "-")
 			if code != 2 {
@@ -770,7 +723,7 @@ spec:
 		t.Run(tc.name, func(t *testing.T) {
 			inDownCleanup(t, tc.pod)
 			path := H.WriteManifest(t, "pod.yaml", tc.manifest)
-			before := inCapture(t)
+			before := plCapture(t)
 			stdout, stderr, code := H.Podrun(t, "", "up", "--timeout", "2m", path)
 			if code != 1 {
 				t.Errorf("podrun up: exit %d, want 1", code)
@@ -814,16 +767,6 @@ type inImageRecord struct {
 	Size   int64
 }
 
-// inDeleteImage removes an image record from containerd (the garbage
-// collector then removes what only it referenced).
-func inDeleteImage(t *testing.T, ref string) {
-	t.Helper()
-	c, ctx := H.Client(t)
-	if err := c.ImageService().Delete(ctx, ref, images.SynchronousDelete()); err != nil && !errdefs.IsNotFound(err) {
-		t.Errorf("deleting image %s: %v", ref, err)
-	}
-}
-
 // TestInputsImages: import and list an image; pull one from a local registry
 // and run a pod with imagePullPolicy Always.
 func TestInputsImages(t *testing.T) {
@@ -831,7 +774,7 @@ func TestInputsImages(t *testing.T) {
 
 	t.Run("import and ls", func(t *testing.T) {
 		const ref = "podrun.test/in-extra:1"
-		t.Cleanup(func() { inDeleteImage(t, ref) })
+		t.Cleanup(func() { rgDeleteImage(t, ref) })
 		archive := filepath.Join(t.TempDir(), "extra.tar")
 		f, err := os.Create(archive)
 		if err != nil {
@@ -932,154 +875,48 @@ spec:
 	})
 
 	t.Run("pull from a local registry", func(t *testing.T) {
-		reg, regOut := inStartRegistry(t)
-		repo := reg + "/in-busybox"
-		ref := repo + ":1"
-		t.Cleanup(func() { inDeleteImage(t, ref) })
-
-		c, ctx := H.Client(t)
-		src, err := c.GetImage(ctx, H.Image)
-		if err != nil {
-			t.Fatalf("loading %s: %v", H.Image, err)
-		}
-		if _, err := c.ImageService().Create(ctx, images.Image{Name: ref, Target: src.Target()}); err != nil {
-			t.Fatalf("tagging %s as %s: %v", H.Image, ref, err)
-		}
-		resolver := docker.NewResolver(docker.ResolverOptions{
-			Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchAllHosts)),
-		})
-		if err := c.Push(ctx, ref, src.Target(), containerd.WithResolver(resolver)); err != nil {
-			t.Fatalf("pushing %s: %v\nregistry log:\n%s", ref, err, regOut.String())
-		}
-		inDeleteImage(t, ref)
-		if _, err := c.GetImage(ctx, ref); !errdefs.IsNotFound(err) {
-			t.Fatalf("the local tag %s is still there after deleting it: %v", ref, err)
-		}
+		reg := rgStartRegistry(t, "", "")
+		ref := reg.Addr + "/in-busybox:1"
+		digest := rgPush(t, reg, H.Image, ref, "", "")
 
 		// Requests for the repository's manifests in the registry's access log.
 		manifestRequests := func() int {
-			return strings.Count(regOut.String(), " /v2/in-busybox/manifests/")
+			return strings.Count(reg.Access.String(), " /v2/in-busybox/manifests/")
 		}
 		n := manifestRequests()
 		stdout, stderr, code := H.Podrun(t, "", "image", "pull", ref)
 		if code != 0 {
-			t.Fatalf("podrun image pull %s: exit %d; stderr:\n%s\nregistry access log:\n%s", ref, code, stderr, regOut.String())
+			t.Fatalf("podrun image pull %s: exit %d; stderr:\n%s\nregistry access log:\n%s", ref, code, stderr, reg.Access.String())
 		}
-		if want := ref + "\t" + src.Target().Digest.String() + "\n"; stdout != want {
+		if want := ref + "\t" + digest + "\n"; stdout != want {
 			t.Errorf("podrun image pull printed %q; want %q", stdout, want)
 		}
+		c, ctx := H.Client(t)
 		if img, err := c.GetImage(ctx, ref); err != nil {
 			t.Errorf("after podrun image pull, %s is not in containerd: %v", ref, err)
-		} else if img.Target().Digest != src.Target().Digest {
-			t.Errorf("pulled %s has digest %s, pushed %s", ref, img.Target().Digest, src.Target().Digest)
+		} else if img.Target().Digest.String() != digest {
+			t.Errorf("pulled %s has digest %s, pushed %s", ref, img.Target().Digest, digest)
 		}
 
 		if manifestRequests() <= n {
-			t.Errorf("podrun image pull did not ask the registry for the manifest; registry access log:\n%s", regOut.String())
+			t.Errorf("podrun image pull did not ask the registry for the manifest; registry access log:\n%s", reg.Access.String())
 		}
 
 		// imagePullPolicy Always asks the registry again.
 		n = manifestRequests()
 		inDownCleanup(t, "in-pulled")
-		manifest := fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: in-pulled
-spec:
-  terminationGracePeriodSeconds: 5
-  containers:
-  - name: main
-    image: %s
-    imagePullPolicy: Always
-    command: %s
-`, ref, inLongRunning)
+		manifest := rgPod("in-pulled", ref, "", "", "", "")
 		stdout, stderr, code = H.Podrun(t, "", "up", "--timeout", "2m", H.WriteManifest(t, "pulled.yaml", manifest))
 		if code != 0 || stdout != "pod/default/in-pulled created (Running)\n" {
 			t.Fatalf("podrun up of a pod with imagePullPolicy Always: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 		}
 		if manifestRequests() <= n {
-			t.Errorf("imagePullPolicy Always did not ask the registry for the manifest; registry access log:\n%s", regOut.String())
+			t.Errorf("imagePullPolicy Always did not ask the registry for the manifest; registry access log:\n%s", reg.Access.String())
 		}
 		if ids := inContainers(t, "in-pulled"); len(ids) != 2 {
 			t.Errorf("pod in-pulled has containers %v; want the sandbox and main", ids)
 		}
 	})
-}
-
-// inStartRegistry starts Debian's docker-registry on a free port of
-// 127.0.0.1 with its storage in a temp dir, waits until it answers, and
-// stops it (by PID) when the test ends. It returns host:port and its access log.
-func inStartRegistry(t *testing.T) (string, *CmdOutput) {
-	t.Helper()
-	const bin = "/usr/bin/docker-registry"
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is not installed (apt-get install docker-registry): %v", bin, err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	config := filepath.Join(dir, "config.yml")
-	storage := filepath.Join(dir, "storage")
-	err = os.WriteFile(config, []byte(fmt.Sprintf(`version: 0.1
-log:
-  level: info
-storage:
-  filesystem:
-    rootdirectory: %s
-  delete:
-    enabled: true
-http:
-  addr: %s
-`, storage, addr)), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", config)
-	access, logs := &CmdOutput{}, &CmdOutput{}
-	cmd.Stdout, cmd.Stderr = access, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Logf("started docker-registry pid %d on %s", cmd.Process.Pid, addr)
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		t.Logf("docker-registry pid %d stopped (%v)", cmd.Process.Pid, cmd.ProcessState)
-	})
-
-	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		select {
-		case <-exited:
-			t.Fatalf("docker-registry exited at start (%v); log:\n%s", cmd.ProcessState, logs.String())
-		default:
-		}
-		resp, err := client.Get("http://" + addr + "/v2/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return addr, access
-			}
-			err = fmt.Errorf("status %s", resp.Status)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("docker-registry did not answer GET /v2/ within 20s: %v; log:\n%s", err, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // inList parses `ps -o json|yaml` output into a PodList.

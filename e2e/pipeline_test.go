@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -57,22 +56,18 @@ func plDownOnCleanup(t *testing.T, targets ...string) {
 	})
 }
 
-// plUp writes yaml to a manifest, registers its down, and runs `podrun up` on it.
+// plUp writes yaml to a manifest, registers its down, and runs `podrun up
+// extra... FILE` (svUp without the time).
 func plUp(t *testing.T, name, yaml string, extra ...string) (file, stdout, stderr string, code int) {
 	t.Helper()
-	file = H.WriteManifest(t, name+".yaml", yaml)
-	plDownOnCleanup(t, file)
-	stdout, stderr, code = H.Podrun(t, "", append(append([]string{"up"}, extra...), file)...)
+	file, stdout, stderr, code, _ = svUp(t, name, yaml, extra...)
 	return file, stdout, stderr, code
 }
 
 // plMustUp is plUp that fails the test unless up exits 0.
 func plMustUp(t *testing.T, name, yaml string, extra ...string) (file, stdout string) {
 	t.Helper()
-	file, stdout, stderr, code := plUp(t, name, yaml, extra...)
-	if code != 0 {
-		t.Fatalf("podrun up %s: exit %d, want 0; stderr:\n%s", name, code, stderr)
-	}
+	file, stdout, _ = svMustUp(t, name, yaml, extra...)
 	return file, stdout
 }
 
@@ -154,6 +149,35 @@ func plContainers(t *testing.T, name string) []containerd.Container {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
 	return out
+}
+
+// plContainerIDs returns the IDs of pod default/name's containers.
+func plContainerIDs(t *testing.T, name string) []string {
+	t.Helper()
+	var ids []string
+	for _, c := range plContainers(t, name) {
+		ids = append(ids, c.ID())
+	}
+	return ids
+}
+
+// plInitRunning returns the UID of pod default/name while the task of one of
+// its init containers runs, else "".
+func plInitRunning(t *testing.T, name string) string {
+	t.Helper()
+	_, ctx := H.Client(t)
+	for _, ctr := range plContainers(t, name) {
+		l, err := ctr.Labels(ctx)
+		if err != nil || l[plLabelKind] != "init" {
+			continue
+		}
+		if task, err := ctr.Task(ctx, nil); err == nil {
+			if st, err := task.Status(ctx); err == nil && st.Status == containerd.Running {
+				return l[plLabelPodUID]
+			}
+		}
+	}
+	return ""
 }
 
 // plSandboxID returns the ID of the pause container among ctrs.
@@ -288,16 +312,53 @@ func plPodDirs(t *testing.T) map[string]bool {
 	return out
 }
 
-// plNew lists the keys of after that are not in before.
-func plNew(before, after map[string]bool) []string {
-	var out []string
-	for k := range after {
-		if !before[k] {
-			out = append(out, k)
+// plHostState is what a pod may leave on the host besides its containers:
+// tasks, network namespaces and pod directories.
+type plHostState struct {
+	tasks, netns, dirs map[string]bool
+}
+
+func plCapture(t *testing.T) plHostState {
+	t.Helper()
+	return plHostState{tasks: plAllTasks(t), netns: plNetns(t), dirs: plPodDirs(t)}
+}
+
+// plNothingLeft fails the test if a task, network namespace or pod
+// directory appeared since before; whose names what would have left it.
+func plNothingLeft(t *testing.T, before plHostState, whose string) {
+	t.Helper()
+	if n := e2eNew(before.tasks, plAllTasks(t)); len(n) != 0 {
+		t.Errorf("tasks left by %s: %v", whose, n)
+	}
+	if n := e2eNew(before.netns, plNetns(t)); len(n) != 0 {
+		t.Errorf("network namespaces left by %s: %v", whose, n)
+	}
+	if n := e2eNew(before.dirs, plPodDirs(t)); len(n) != 0 {
+		t.Errorf("pod directories left by %s: %v", whose, n)
+	}
+}
+
+// plCheckRolledBack checks a `podrun up` of pod default/name that failed at
+// run time: exit 1, stderr holds every string of want, stdout does not
+// report the pod created, and nothing of it is left since before. whose
+// names the pod in the messages ("the failed pod").
+func plCheckRolledBack(t *testing.T, name, whose string, before plHostState, stdout, stderr string, code int, want ...string) {
+	t.Helper()
+	if code != 1 {
+		t.Errorf("up: exit %d, want 1; stderr:\n%s", code, stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("up stderr does not contain %q:\n%s", w, stderr)
 		}
 	}
-	sort.Strings(out)
-	return out
+	if strings.Contains(stdout, name+" created") {
+		t.Errorf("up stdout = %q: %s reported as created", stdout, whose)
+	}
+	if ids := plContainerIDs(t, name); len(ids) != 0 {
+		t.Errorf("containers of %s are left: %v", whose, ids)
+	}
+	plNothingLeft(t, before, whose)
 }
 
 type plMount struct {
@@ -347,22 +408,16 @@ func plHTTPGet(t *testing.T, url string) string {
 		if i > 0 {
 			time.Sleep(300 * time.Millisecond)
 		}
-		resp, err := client.Get(url)
+		code, body, err := dmGet(client, url)
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			lastErr = err
+		if code != http.StatusOK {
+			lastErr = fmt.Errorf("status %d, body %q", code, body)
 			continue
 		}
-		if resp.StatusCode != http.StatusOK {
-			lastErr = fmt.Errorf("status %s, body %q", resp.Status, body)
-			continue
-		}
-		return string(body)
+		return body
 	}
 	t.Fatalf("GET %s: %v", url, lastErr)
 	return ""
@@ -636,7 +691,7 @@ func TestPipelineIdempotentUp(t *testing.T) {
 
 func TestPipelineInitFailureRollsBack(t *testing.T) {
 	H.require(t)
-	netnsBefore, dirsBefore, tasksBefore := plNetns(t), plPodDirs(t), plAllTasks(t)
+	before := plCapture(t)
 	_, stdout, stderr, code := plUp(t, "initfail", `apiVersion: v1
 kind: Pod
 metadata:
@@ -652,33 +707,8 @@ spec:
     image: `+H.Image+`
     command: ["echo", "never runs"]
 `)
-	if code != 1 {
-		t.Errorf("up: exit %d, want 1", code)
-	}
-	for _, want := range []string{`"boom"`, "code 3", "pl-init-last-words", "pl-initfail"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("up stderr does not contain %q", want)
-		}
-	}
-	if strings.Contains(stdout, "pl-initfail created") {
-		t.Errorf("up stdout = %q: a failed pod reported as created", stdout)
-	}
-	if ctrs := plContainers(t, "pl-initfail"); len(ctrs) != 0 {
-		var ids []string
-		for _, c := range ctrs {
-			ids = append(ids, c.ID())
-		}
-		t.Errorf("containers of the failed pod are left: %v", ids)
-	}
-	if n := plNew(tasksBefore, plAllTasks(t)); len(n) != 0 {
-		t.Errorf("tasks left by the failed pod: %v", n)
-	}
-	if n := plNew(netnsBefore, plNetns(t)); len(n) != 0 {
-		t.Errorf("network namespaces left by the failed pod: %v", n)
-	}
-	if n := plNew(dirsBefore, plPodDirs(t)); len(n) != 0 {
-		t.Errorf("pod directories left by the failed pod: %v", n)
-	}
+	plCheckRolledBack(t, "pl-initfail", "the failed pod", before, stdout, stderr, code,
+		`"boom"`, "code 3", "pl-init-last-words", "pl-initfail")
 	if row := plPsRow(t, "pl-initfail", "-a"); row != nil && row[3] == "Running" {
 		t.Errorf("podrun ps -a shows the failed pod running: %q", row)
 	}
@@ -768,24 +798,10 @@ spec:
 	cmd := H.Start(t, "up", file)
 
 	// Wait until the init container's task runs (the pipeline is in init/slow).
-	c, ctx := H.Client(t)
 	var uid string
 	deadline := time.Now().Add(15 * time.Second)
 	for uid == "" && time.Now().Before(deadline) {
-		for _, ctr := range plContainers(t, "pl-killed") {
-			l, err := ctr.Labels(ctx)
-			if err != nil || l[plLabelKind] != "init" {
-				continue
-			}
-			task, err := ctr.Task(ctx, nil)
-			if err != nil {
-				continue
-			}
-			if s, err := task.Status(ctx); err == nil && s.Status == containerd.Running {
-				uid = l[plLabelPodUID]
-			}
-		}
-		if uid == "" {
+		if uid = plInitRunning(t, "pl-killed"); uid == "" {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
@@ -837,6 +853,7 @@ spec:
 	if left := plContainers(t, "pl-killed"); len(left) != 0 {
 		t.Errorf("%d containers of the pod left after down", len(left))
 	}
+	c, ctx := H.Client(t)
 	for id := range ids {
 		if _, err := c.LoadContainer(ctx, id); !errdefs.IsNotFound(err) {
 			t.Errorf("container %s still exists after down (err %v)", id, err)
@@ -1043,7 +1060,7 @@ spec:
 	if pod.Status.PodIP != row[6] {
 		t.Errorf("ps -o json podIP %q differs from ps %q", pod.Status.PodIP, row[6])
 	}
-	if n := plNew(netnsBefore, plNetns(t)); len(n) != 0 {
+	if n := e2eNew(netnsBefore, plNetns(t)); len(n) != 0 {
 		t.Errorf("network namespaces created for a hostNetwork pod: %v", n)
 	}
 }
@@ -1242,7 +1259,7 @@ func TestPipelineMultiPodPartialFailure(t *testing.T) {
 	if err := os.WriteFile(notADir, []byte("user data\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dirsBefore, netnsBefore, tasksBefore := plPodDirs(t), plNetns(t), plAllTasks(t)
+	before := plCapture(t)
 	_, stdout, stderr, code := plUp(t, "multi", `apiVersion: v1
 kind: Pod
 metadata:
@@ -1294,16 +1311,16 @@ spec:
 	for _, c := range plContainers(t, "pl-multi-good") {
 		goodIDs[c.ID()] = true
 	}
-	for _, id := range plNew(tasksBefore, plAllTasks(t)) {
+	for _, id := range e2eNew(before.tasks, plAllTasks(t)) {
 		if !goodIDs[id] {
 			t.Errorf("task %s is neither the good pod's nor was there before", id)
 		}
 	}
 	good := plPod(t, "pl-multi-good")
-	if got := plNew(dirsBefore, plPodDirs(t)); len(got) != 1 || got[0] != string(good.UID) {
+	if got := e2eNew(before.dirs, plPodDirs(t)); len(got) != 1 || got[0] != string(good.UID) {
 		t.Errorf("new pod directories %v, want only the good pod's %s", got, good.UID)
 	}
-	if got := plNew(netnsBefore, plNetns(t)); len(got) != 1 || got[0] != "podrun-"+string(good.UID) {
+	if got := e2eNew(before.netns, plNetns(t)); len(got) != 1 || got[0] != "podrun-"+string(good.UID) {
 		t.Errorf("new netns %v, want only the good pod's", got)
 	}
 	if b, err := os.ReadFile(notADir); err != nil || string(b) != "user data\n" {

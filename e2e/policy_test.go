@@ -33,7 +33,7 @@ spec:
 // that nothing was created: no container, netns, pod directory or task.
 func poRefused(t *testing.T, name, yaml string, args []string, want ...string) {
 	t.Helper()
-	netns, dirs, tasks := plNetns(t), plPodDirs(t), plAllTasks(t)
+	before := plCapture(t)
 	_, stdout, stderr, code := plUp(t, name, yaml, args...)
 	if code != 2 {
 		t.Errorf("up %v: exit %d, want 2; stderr:\n%s", args, code, stderr)
@@ -49,15 +49,7 @@ func poRefused(t *testing.T, name, yaml string, args []string, want ...string) {
 	if ctrs := plContainers(t, name); len(ctrs) != 0 {
 		t.Errorf("up %v: %d containers of %s exist, want none", args, len(ctrs), name)
 	}
-	if n := plNew(netns, plNetns(t)); len(n) != 0 {
-		t.Errorf("up %v: new network namespaces %v", args, n)
-	}
-	if n := plNew(dirs, plPodDirs(t)); len(n) != 0 {
-		t.Errorf("up %v: new pod directories %v", args, n)
-	}
-	if n := plNew(tasks, plAllTasks(t)); len(n) != 0 {
-		t.Errorf("up %v: new tasks %v", args, n)
-	}
+	plNothingLeft(t, before, fmt.Sprintf("up %v", args))
 }
 
 // TestPolicyRestricted: validate --policy restricted lists each violation of
@@ -118,7 +110,7 @@ spec:
 	if !strings.Contains(stdout, "pod/default/po-tight created (Succeeded)") {
 		t.Errorf("up --policy restricted: stdout = %q, want created (Succeeded)", stdout)
 	}
-	if got := strings.Join(plLog(t, plPod(t, "po-tight"), "app", 0), "\n"); !strings.Contains(got, "uid=1000 gid=0") {
+	if got := scLog(t, "po-tight", "app"); !strings.Contains(got, "uid=1000 gid=0") {
 		t.Errorf("id in the restricted pod = %q, want uid=1000 gid=0", got)
 	}
 }
@@ -202,15 +194,10 @@ spec:
 	}
 }
 
-// poExec runs a command in a container of a running pod and returns its
-// trimmed stdout.
+// poExec is svExec that returns the trimmed stdout.
 func poExec(t *testing.T, pod, container string, cmd ...string) string {
 	t.Helper()
-	stdout, stderr, code := H.Podrun(t, "", append([]string{"exec", pod, "-c", container, "--"}, cmd...)...)
-	if code != 0 {
-		t.Fatalf("exec %s -c %s %v: exit %d; stderr:\n%s", pod, container, cmd, code, stderr)
-	}
-	return strings.TrimSpace(stdout)
+	return strings.TrimSpace(svExec(t, pod, container, cmd...))
 }
 
 // poHostNS is the host's namespace of a kind, as podrun's containers would

@@ -43,7 +43,7 @@ func TestPullBackOffUp(t *testing.T) {
 	H.require(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", plFreePort(t))
 	ref := addr + "/pb-later:1"
-	rgDown(t, "pb-up")
+	inDownCleanup(t, "pb-up")
 	path := H.WriteManifest(t, "pb-up.yaml", rgPod("pb-up", ref, "pb-cred", addr, rgUser, rgPass))
 	noCreds := rgDockerConfig(t, "", "", "")
 	start := time.Now()
@@ -94,7 +94,7 @@ func TestPullBackOffUpFailsFast(t *testing.T) {
 		{"pb-missing", rgPod("pb-missing", reg.Addr+"/pb-none:1", "pb-cred", reg.Addr, rgUser, rgPass), "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rgDown(t, tc.name)
+			inDownCleanup(t, tc.name)
 			path := H.WriteManifest(t, tc.name+".yaml", tc.pod)
 			start := time.Now()
 			stdout, stderr, code := H.Podrun(t, "", "--registry-config", noCreds, "up", "--timeout", "2m", path)
@@ -123,12 +123,7 @@ func TestPullBackOffDaemon(t *testing.T) {
 	d := dmStart(t, dir, nil, "--resync", "2s")
 	start := time.Now()
 	seen := map[string]string{} // waiting reason -> message
-	svEventually(t, 40*time.Second, "status ImagePullBackOff", func() (bool, string) {
-		out, code := svQuiet(t, "status", "pb-daemon", "-o", "json")
-		if code != 0 {
-			return false, fmt.Sprintf("podrun status: exit %d", code)
-		}
-		p := svDecodePod(t, out)
+	svWaitStatus(t, "pb-daemon", 40*time.Second, "status ImagePullBackOff", func(p corev1.Pod) (bool, string) {
 		reason, msg := pbWaiting(p)
 		if p.Status.Phase != corev1.PodPending {
 			t.Fatalf("phase %s while the image is missing, want Pending", p.Status.Phase)

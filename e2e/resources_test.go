@@ -9,6 +9,7 @@ package e2e
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -98,18 +99,22 @@ func rsRead(t *testing.T, controller, rel, file string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// rsStatus returns `podrun status name -o json`.
-func rsStatus(t *testing.T, name string) corev1.Pod {
-	t.Helper()
-	stdout, stderr, code := H.Podrun(t, "", "status", name, "-o", "json")
-	if code != 0 {
-		t.Fatalf("podrun status %s: exit %d; stderr:\n%s", name, code, stderr)
-	}
-	var pod corev1.Pod
-	if err := json.Unmarshal([]byte(stdout), &pod); err != nil {
-		t.Fatalf("podrun status %s -o json: %v\n%s", name, err, stdout)
-	}
-	return pod
+// rsHogPod is a pod whose container hog fills memory past its 20Mi limit.
+func rsHogPod(name, restartPolicy string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  restartPolicy: %s
+  containers:
+  - name: hog
+    image: %s
+    command: ["tail", "/dev/zero"]
+    resources:
+      limits:
+        memory: 20Mi
+`, name, restartPolicy, H.Image)
 }
 
 // TestResourcesOOMKilled: a container over its 20Mi memory limit is killed
@@ -117,27 +122,14 @@ func rsStatus(t *testing.T, name string) corev1.Pod {
 // `up`'s message and in `podrun status`.
 func TestResourcesOOMKilled(t *testing.T) {
 	H.require(t)
-	_, stdout, stderr, code := plUp(t, "rs-oom", `apiVersion: v1
-kind: Pod
-metadata:
-  name: rs-oom
-spec:
-  restartPolicy: Never
-  containers:
-  - name: hog
-    image: `+H.Image+`
-    command: ["tail", "/dev/zero"]
-    resources:
-      limits:
-        memory: 20Mi
-`)
+	_, stdout, stderr, code := plUp(t, "rs-oom", rsHogPod("rs-oom", "Never"))
 	if code != 1 {
 		t.Fatalf("podrun up: exit %d, want 1 (pod failed); stdout %q stderr:\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stderr, `container "hog" exited with code 137 (OOMKilled)`) {
 		t.Errorf("up stderr does not name the OOM kill:\n%s", stderr)
 	}
-	pod := rsStatus(t, "rs-oom")
+	pod := svStatus(t, "rs-oom")
 	if pod.Status.Phase != corev1.PodFailed {
 		t.Errorf("phase %s, want Failed", pod.Status.Phase)
 	}
@@ -181,7 +173,7 @@ spec:
     resources:
       limits: {cpu: 50m, memory: 16Mi}
 `)
-	pod := rsStatus(t, "rs-limits")
+	pod := svStatus(t, "rs-limits")
 	uid := string(pod.UID)
 	ids := map[string]string{}
 	for _, cs := range pod.Status.ContainerStatuses {
@@ -294,23 +286,10 @@ func rsBurstableOOMScoreAdj(t *testing.T, req int64) int {
 // or runs again.
 func TestResourcesOOMKilledLastState(t *testing.T) {
 	H.require(t)
-	svForeground(t, "rs-oom-always", `apiVersion: v1
-kind: Pod
-metadata:
-  name: rs-oom-always
-spec:
-  containers:
-  - name: hog
-    image: `+H.Image+`
-    command: ["tail", "/dev/zero"]
-    resources:
-      limits:
-        memory: 20Mi
-`, "--wait", "running")
-	svEventually(t, 60*time.Second, "lastState OOMKilled", func() (bool, string) {
-		pod, ok := svQuietStatus(t, "rs-oom-always")
-		if !ok || len(pod.Status.ContainerStatuses) != 1 {
-			return false, "no status"
+	svForeground(t, "rs-oom-always", rsHogPod("rs-oom-always", "Always"), "--wait", "running")
+	svWaitStatus(t, "rs-oom-always", 60*time.Second, "lastState OOMKilled", func(pod corev1.Pod) (bool, string) {
+		if len(pod.Status.ContainerStatuses) != 1 {
+			return false, "no container status"
 		}
 		cs := pod.Status.ContainerStatuses[0]
 		last := cs.LastTerminationState.Terminated
@@ -345,21 +324,21 @@ spec:
 	if _, _, stderr, code := plUp(t, "rs-rollback", manifest); code != 1 {
 		t.Fatalf("podrun up: exit %d, want 1; stderr:\n%s", code, stderr)
 	}
-	if left := plNew(before, e2ePodCgroups()); len(left) > 0 {
+	if left := e2eNew(before, e2ePodCgroups()); len(left) > 0 {
 		t.Errorf("pod cgroups left after the rollback: %v", left)
 	}
 
 	if _, _, stderr, code := plUp(t, "rs-rollback", manifest, "--keep-on-failure"); code != 1 {
 		t.Fatalf("podrun up --keep-on-failure: exit %d, want 1; stderr:\n%s", code, stderr)
 	}
-	kept := plNew(before, e2ePodCgroups())
+	kept := e2eNew(before, e2ePodCgroups())
 	if len(kept) == 0 {
 		t.Fatalf("no pod cgroup kept with --keep-on-failure")
 	}
 	if _, stderr, code := H.Podrun(t, "", "down", "rs-rollback"); code != 0 {
 		t.Fatalf("podrun down: exit %d; stderr:\n%s", code, stderr)
 	}
-	if left := plNew(before, e2ePodCgroups()); len(left) > 0 {
+	if left := e2eNew(before, e2ePodCgroups()); len(left) > 0 {
 		t.Errorf("pod cgroups left after down of the half-made pod: %v", left)
 	}
 }
@@ -382,7 +361,7 @@ spec:
     image: `+H.Image+`
     command: `+plSleeper+`
 `)
-	pod := rsStatus(t, "rs-podlevel")
+	pod := svStatus(t, "rs-podlevel")
 	if pod.Status.QOSClass != corev1.PodQOSGuaranteed {
 		t.Errorf("qosClass %q, want Guaranteed", pod.Status.QOSClass)
 	}

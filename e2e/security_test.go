@@ -175,7 +175,7 @@ spec:
 // and rolls everything back; an image whose user is 1000 runs.
 func TestSecurityRunAsNonRootRefusesRootImage(t *testing.T) {
 	H.require(t)
-	netnsBefore, dirsBefore, tasksBefore := plNetns(t), plPodDirs(t), plAllTasks(t)
+	before := plCapture(t)
 	_, stdout, stderr, code := plUp(t, "sc-nonroot", `apiVersion: v1
 kind: Pod
 metadata:
@@ -188,33 +188,8 @@ spec:
     image: `+H.Image+`
     command: ["sleep", "3600"]
 `)
-	if code != 1 {
-		t.Errorf("up: exit %d, want 1", code)
-	}
-	for _, want := range []string{"CreateContainerConfigError", "container has runAsNonRoot and image will run as root", `"sc-nonroot_default(`, "container: app"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("up stderr does not contain %q", want)
-		}
-	}
-	if strings.Contains(stdout, "sc-nonroot created") {
-		t.Errorf("up stdout = %q: a refused pod reported as created", stdout)
-	}
-	if ctrs := plContainers(t, "sc-nonroot"); len(ctrs) != 0 {
-		var ids []string
-		for _, c := range ctrs {
-			ids = append(ids, c.ID())
-		}
-		t.Errorf("containers of the refused pod are left: %v", ids)
-	}
-	if n := plNew(tasksBefore, plAllTasks(t)); len(n) != 0 {
-		t.Errorf("tasks left by the refused pod: %v", n)
-	}
-	if n := plNew(netnsBefore, plNetns(t)); len(n) != 0 {
-		t.Errorf("network namespaces left by the refused pod: %v", n)
-	}
-	if n := plNew(dirsBefore, plPodDirs(t)); len(n) != 0 {
-		t.Errorf("pod directories left by the refused pod: %v", n)
-	}
+	plCheckRolledBack(t, "sc-nonroot", "the refused pod", before, stdout, stderr, code,
+		"CreateContainerConfigError", "container has runAsNonRoot and image will run as root", `"sc-nonroot_default(`, "container: app")
 
 	image := H.ImportImage(t, testimage.Config{Ref: "podrun.test/sc-user1000:1", User: "1000:1000"})
 	_, stdout = plMustUp(t, "sc-nonroot-ok", `apiVersion: v1

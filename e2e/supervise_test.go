@@ -9,8 +9,6 @@ package e2e
 // leak check stays clean when a test fails. Helpers are prefixed sv.
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,21 +60,8 @@ func svMustUp(t *testing.T, name, yaml string, extra ...string) (file, stdout st
 func svQuiet(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	H.require(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, H.Bin, append(H.globalArgs(), args...)...)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-		return out.String(), 0
-	case errors.As(err, &exitErr):
-		return out.String(), exitErr.ExitCode()
-	}
-	t.Fatalf("running podrun %s: %v", strings.Join(args, " "), err)
-	return "", -1
+	stdout, _, code, _ := H.run(t, "", 30*time.Second, args...)
+	return stdout, code
 }
 
 // svRun is H.Podrun with its own timeout: past it the process is killed by
@@ -84,32 +69,11 @@ func svQuiet(t *testing.T, args ...string) (string, int) {
 func svRun(t *testing.T, stdin string, timeout time.Duration, args ...string) (stdout, stderr string, code int, timedOut bool) {
 	t.Helper()
 	H.require(t)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, H.Bin, append(H.globalArgs(), args...)...)
-	cmd.Cancel = func() error { return cmd.Process.Kill() }
-	cmd.WaitDelay = 5 * time.Second
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	var outBuf, errBuf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &outBuf, &errBuf
 	start := time.Now()
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr):
-		code = exitErr.ExitCode()
-	case errors.Is(err, exec.ErrWaitDelay):
-		code = cmd.ProcessState.ExitCode()
-	default:
-		t.Fatalf("running podrun %s: %v", strings.Join(args, " "), err)
-	}
-	timedOut = ctx.Err() == context.DeadlineExceeded
+	stdout, stderr, code, timedOut = H.run(t, stdin, timeout, args...)
 	t.Logf("$ podrun %s\n[exit %d after %v, timed out: %v]\n--- stdout:\n%s--- stderr:\n%s", strings.Join(args, " "),
-		code, time.Since(start).Round(time.Millisecond), timedOut, e2eClip(outBuf.String()), e2eClip(errBuf.String()))
-	return outBuf.String(), errBuf.String(), code, timedOut
+		code, time.Since(start).Round(time.Millisecond), timedOut, e2eClip(stdout), e2eClip(stderr))
+	return stdout, stderr, code, timedOut
 }
 
 // svDecodePod decodes `podrun status -o json` output.
@@ -135,18 +99,21 @@ func svStatus(t *testing.T, name string) corev1.Pod {
 	return svDecodePod(t, stdout)
 }
 
-// svQuietStatus is svStatus for polling: not logged, ok false when status fails.
-func svQuietStatus(t *testing.T, name string) (corev1.Pod, bool) {
+// svWaitStatus polls `podrun status NAME -o json` (not logged) until cond
+// holds for the pod and returns it; cond also says what it saw. Past timeout
+// it fails the test with what.
+func svWaitStatus(t *testing.T, name string, timeout time.Duration, what string, cond func(corev1.Pod) (bool, string)) corev1.Pod {
 	t.Helper()
-	out, code := svQuiet(t, "status", name, "-o", "json")
-	if code != 0 {
-		return corev1.Pod{}, false
-	}
 	var pod corev1.Pod
-	if err := json.Unmarshal([]byte(out), &pod); err != nil {
-		return corev1.Pod{}, false
-	}
-	return pod, true
+	svEventually(t, timeout, what, func() (bool, string) {
+		out, code := svQuiet(t, "status", name, "-o", "json")
+		if code != 0 {
+			return false, fmt.Sprintf("podrun status: exit %d", code)
+		}
+		pod = svDecodePod(t, out)
+		return cond(pod)
+	})
+	return pod
 }
 
 // svQuietPsRow is plPsRow for polling (not logged): the fields of pod
@@ -160,6 +127,22 @@ func svQuietPsRow(t *testing.T, name string) []string {
 		}
 	}
 	return nil
+}
+
+// svExec runs cmd in container (the first app container when "") of the
+// running pod default/pod and returns its stdout; it fails the test unless
+// the command exits 0.
+func svExec(t *testing.T, pod, container string, cmd ...string) string {
+	t.Helper()
+	args := []string{"exec", pod}
+	if container != "" {
+		args = append(args, "-c", container)
+	}
+	stdout, stderr, code := H.Podrun(t, "", append(append(args, "--"), cmd...)...)
+	if code != 0 {
+		t.Fatalf("podrun exec %s -c %q -- %v: exit %d; stderr:\n%s", pod, container, cmd, code, stderr)
+	}
+	return stdout
 }
 
 // svCond returns the pod's condition of type ct, or nil.
@@ -221,13 +204,18 @@ type svProc struct {
 // process is sent SIGTERM by PID (SIGKILL if it does not exit) and reaped.
 func svStart(t *testing.T, args ...string) *svProc {
 	t.Helper()
-	cmd := H.Start(t, args...)
+	// Registered after H.Start's cleanup, so svTrack's runs before it.
+	return svTrack(t, H.Start(t, args...))
+}
+
+// svTrack reaps the started cmd in the background; when the test ends the
+// process is sent SIGTERM by PID (SIGKILL if it does not exit).
+func svTrack(t *testing.T, cmd *exec.Cmd) *svProc {
 	p := &svProc{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(p.done)
 	}()
-	// Registered after H.Start's cleanup, so it runs before it.
 	t.Cleanup(func() { p.stop(t, 30*time.Second) })
 	return p
 }
@@ -289,16 +277,12 @@ func svForeground(t *testing.T, name, yaml string, extra ...string) (file string
 	file = H.WriteManifest(t, name+".yaml", yaml)
 	plDownOnCleanup(t, file)
 	p = svStart(t, append(append([]string{"up", "-f"}, extra...), file)...)
-	deadline := time.Now().Add(90 * time.Second)
-	for !strings.Contains(p.stderr(), "supervising") {
+	svEventually(t, 90*time.Second, "podrun up -f supervising", func() (bool, string) {
 		if p.exited() {
 			t.Fatalf("podrun up -f exited (%v) before supervising; stdout:\n%s\nstderr:\n%s", p.cmd.ProcessState, p.stdout(), p.stderr())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("podrun up -f not supervising after 90 s; stderr:\n%s", p.stderr())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(p.stderr(), "supervising"), "stderr:\n" + p.stderr()
+	})
 	return file, p
 }
 
@@ -553,7 +537,7 @@ func TestSuperviseProbeKinds(t *testing.T) {
 	})
 
 	t.Run("fail", func(t *testing.T) {
-		netnsBefore, dirsBefore, tasksBefore := plNetns(t), plPodDirs(t), plAllTasks(t)
+		before := plCapture(t)
 		var docs []string
 		for _, c := range cases {
 			// The delay lets the servers listen first: the failure is the probe's own.
@@ -590,15 +574,7 @@ func TestSuperviseProbeKinds(t *testing.T) {
 				t.Errorf("podrun ps -a lists the rolled-back pod: %q", row)
 			}
 		}
-		if n := plNew(tasksBefore, plAllTasks(t)); len(n) != 0 {
-			t.Errorf("tasks left by the failed pods: %v", n)
-		}
-		if n := plNew(netnsBefore, plNetns(t)); len(n) != 0 {
-			t.Errorf("network namespaces left by the failed pods: %v", n)
-		}
-		if n := plNew(dirsBefore, plPodDirs(t)); len(n) != 0 {
-			t.Errorf("pod directories left by the failed pods: %v", n)
-		}
+		plNothingLeft(t, before, "the failed pods")
 	})
 
 	t.Run("the last failure's output is reported", func(t *testing.T) {
@@ -798,11 +774,7 @@ spec:
 		t.Errorf("second restart %v after the first restart, want about 20 s (18-30 s, >= 1.5 x %v)", gap2, gap1)
 	}
 
-	svEventually(t, 5*time.Second, "CrashLoopBackOff with 2 restarts", func() (bool, string) {
-		p, ok := svQuietStatus(t, "sv-crash")
-		if !ok {
-			return false, "no status"
-		}
+	svWaitStatus(t, "sv-crash", 5*time.Second, "CrashLoopBackOff with 2 restarts", func(p corev1.Pod) (bool, string) {
 		c := svCS(p, "app")
 		return c != nil && c.RestartCount == 2 && c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff",
 			fmt.Sprintf("%+v", c)
@@ -1045,14 +1017,8 @@ spec:
 	}
 
 	// Killed, it is restarted (after the 10 s back-off).
-	if _, stderr, code := H.Podrun(t, "", "exec", "sv-sidecar", "-c", "sidecar", "--", "kill", "1"); code != 0 {
-		t.Fatalf("exec kill 1 in the sidecar: exit %d; stderr:\n%s", code, stderr)
-	}
-	svEventually(t, 30*time.Second, "the sidecar restarted", func() (bool, string) {
-		p, ok := svQuietStatus(t, "sv-sidecar")
-		if !ok {
-			return false, "no status"
-		}
+	svExec(t, "sv-sidecar", "sidecar", "kill", "1")
+	svWaitStatus(t, "sv-sidecar", 30*time.Second, "the sidecar restarted", func(p corev1.Pod) (bool, string) {
 		c := svCS(p, "sidecar")
 		return c != nil && c.RestartCount == 1 && c.State.Running != nil, fmt.Sprintf("%+v", c)
 	})

@@ -39,9 +39,12 @@ const (
 	ReadyAt = prefix + "container.ready-at"
 	Started = prefix + "container.started"
 	// Waiting is the reason an exited attempt waits to be restarted
-	// (CrashLoopBackOff) and BackoffUntil when the restart is due.
-	Waiting      = prefix + "container.waiting"
-	BackoffUntil = prefix + "container.backoff-until"
+	// (CrashLoopBackOff, or CreateContainerConfigError when the next attempt
+	// could not be made), WaitingMessage the latter's message, and
+	// BackoffUntil when the restart is due.
+	Waiting        = prefix + "container.waiting"
+	WaitingMessage = prefix + "container.waiting-message"
+	BackoffUntil   = prefix + "container.backoff-until"
 	// LastProbe is the last failed probe's kind and output, for errors and status.
 	LastProbe = prefix + "container.last-probe"
 	// Reason is why a container's task ended when its exit code does not

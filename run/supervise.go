@@ -16,6 +16,7 @@ import (
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/probes"
+	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/status"
 )
 
@@ -320,10 +321,23 @@ func (l *ctrLoop) run() {
 		}
 		st := l.state()
 		until := l.w.clock.Now().Add(delay)
-		_ = r.h.engine.SetLabels(ctx, st.id, map[string]string{
-			labels.Waiting: "CrashLoopBackOff", labels.BackoffUntil: until.UTC().Format(time.RFC3339Nano),
-		})
-		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q exited with code %d; back-off %s before restart %d", l.c.Name, code, delay, st.restarts+1)})
+		waiting := map[string]string{labels.Waiting: "CrashLoopBackOff", labels.BackoffUntil: until.UTC().Format(time.RFC3339Nano),
+			labels.WaitingMessage: ""} // an earlier CreateContainerConfigError's is stale
+		var cfg *spec.ConfigError
+		if errors.As(err, &cfg) {
+			// No container was made, so none counts as a restart (the
+			// kubelet's restartCount counts containers) and the previous
+			// attempt carries the reason, as the kubelet shows it over the
+			// last container's status.
+			waiting[labels.Waiting], waiting[labels.WaitingMessage] = spec.ReasonCreateContainerConfigError, clip(cfg.Msg, 512)
+			if st.restarts > 0 {
+				_ = r.h.engine.SetLabels(ctx, ContainerID(r.pod.UID, l.c.Name, st.restarts-1), waiting)
+			}
+			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q: back-off %s before trying to create it again", l.c.Name, delay)})
+		} else {
+			_ = r.h.engine.SetLabels(ctx, st.id, waiting)
+			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q exited with code %d; back-off %s before restart %d", l.c.Name, code, delay, st.restarts+1)})
+		}
 		select {
 		case <-l.w.clock.After(delay):
 		case <-ctx.Done():
@@ -334,7 +348,9 @@ func (l *ctrLoop) run() {
 			l.update(func(s *loopState) { s.done, s.exitCode = true, code })
 			return
 		}
-		l.update(func(s *loopState) { s.restarts++ })
+		if cfg == nil {
+			l.update(func(s *loopState) { s.restarts++ })
+		}
 		r.pruneAttempts(ctx, l.c.Name, l.state().restarts)
 	}
 }

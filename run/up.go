@@ -569,13 +569,16 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	if err != nil {
 		return "", err
 	}
+	// The kubelet's GenerateRunContainerOptions: its failures (a ConfigMap
+	// or key gone, a subPath that escapes) leave the container Waiting in
+	// CreateContainerConfigError, like spec's runAsNonRoot check.
 	env, err := spec.ResolveEnv(c, sources)
 	if err != nil {
-		return "", err
+		return "", &spec.ConfigError{Msg: err.Error()}
 	}
 	mounts, err := volumes.Mounts(c, r.vols, spec.VarMap(env))
 	if err != nil {
-		return "", err
+		return "", &spec.ConfigError{Msg: err.Error()}
 	}
 	termLog := r.layout.TerminationLog(c.Name, id)
 	if err := os.MkdirAll(filepath.Dir(termLog), 0o750); err != nil {

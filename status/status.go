@@ -86,13 +86,15 @@ func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting s
 	st.RestartCount = RestartCount(*cur)
 	st.State = state(*cur)
 	if st.State.Terminated != nil && cur.Labels[labels.Waiting] != "" {
-		// Exited, and its supervisor will restart it after a back-off.
+		// Exited, and its supervisor will restart it after a back-off, or
+		// could not make the next attempt (CreateContainerConfigError).
 		st.LastTerminationState = st.State
-		until, _ := labelTime(*cur, labels.BackoffUntil)
-		st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-			Reason:  cur.Labels[labels.Waiting],
-			Message: fmt.Sprintf("back-off restarting failed container %s until %s", c.Name, until.Format(time.RFC3339)),
-		}}
+		msg := cur.Labels[labels.WaitingMessage]
+		if msg == "" {
+			until, _ := labelTime(*cur, labels.BackoffUntil)
+			msg = fmt.Sprintf("back-off restarting failed container %s until %s", c.Name, until.Format(time.RFC3339))
+		}
+		st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: cur.Labels[labels.Waiting], Message: msg}}
 		return st
 	}
 	running := st.State.Running != nil

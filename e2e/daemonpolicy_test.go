@@ -1,0 +1,306 @@
+package e2e
+
+// End-to-end tests of the node's admission rules on `podrun daemon`:
+// --policy restricted and --allowed-host-paths. A pod the policy refuses is
+// its file's problem, like an invalid manifest: it is not started, the
+// violation is published (status file, `podrun ps` and the daemon's log),
+// the other files' pods run, and fixing the file starts it. Helpers are
+// prefixed dp; the dm helpers of daemon_test.go are reused, pods are named
+// dp-*.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// dpRestricted is a long-running pod that meets the restricted level.
+func dpRestricted(name string) string {
+	return `apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + name + `
+spec:
+  terminationGracePeriodSeconds: 5
+  securityContext:
+    runAsNonRoot: true
+    runAsUser: 1000
+    seccompProfile: {type: RuntimeDefault}
+  containers:
+  - name: app
+    image: ` + H.Image + `
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+    securityContext:
+      allowPrivilegeEscalation: false
+      capabilities: {drop: [ALL]}
+`
+}
+
+// dpLoose is the same pod with no securityContext: it meets baseline only.
+func dpLoose(name string) string {
+	return `apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + name + `
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: ` + H.Image + `
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+`
+}
+
+// dpWaitProblem waits until the daemon's status file holds a problem of
+// file whose message contains every string of want, and returns it.
+func dpWaitProblem(t *testing.T, file string, want ...string) string {
+	t.Helper()
+	var msg string
+	svEventually(t, 30*time.Second, fmt.Sprintf("the daemon reports %s: %q", file, want), func() (bool, string) {
+		st, _ := dmReadStatus()
+		for _, p := range st.Problems {
+			if p.Source != file {
+				continue
+			}
+			msg = p.Message
+			for _, w := range want {
+				if !strings.Contains(p.Message, w) {
+					return false, fmt.Sprintf("%+v", st.Problems)
+				}
+			}
+			return true, ""
+		}
+		return false, fmt.Sprintf("%+v", st.Problems)
+	})
+	return msg
+}
+
+// dpNoProblems waits until the daemon's status file lists no problem.
+func dpNoProblems(t *testing.T) {
+	t.Helper()
+	svEventually(t, 20*time.Second, "the problems cleared from the status file", func() (bool, string) {
+		st, ok := dmReadStatus()
+		return ok && len(st.Problems) == 0, fmt.Sprintf("%+v", st.Problems)
+	})
+}
+
+// dpRefusedShown checks that a refused pod is not on the node, that
+// `podrun ps` shows its file's problem on stderr, and that the daemon
+// logged it as an error naming the file.
+func dpRefusedShown(t *testing.T, d *svProc, name, file, want string) {
+	t.Helper()
+	if p, ok := dmPods(t)[name]; ok {
+		t.Errorf("%s was started (%s, %s) although the policy refuses it", name, p.UID, p.Status.Phase)
+	}
+	stdout, stderr, code := H.Podrun(t, "", "ps")
+	if code != 0 || !strings.Contains(stderr, file+": ") || !strings.Contains(stderr, want) {
+		t.Errorf("podrun ps (exit %d) stderr does not show the problem of %s (%q):\n%s", code, file, want, stderr)
+	}
+	if strings.Contains(stdout, name) {
+		t.Errorf("podrun ps lists %s:\n%s", name, stdout)
+	}
+	quoted := strings.Trim(strconv.Quote(want), `"`) // as slog's text handler writes it
+	logged := false
+	for _, l := range strings.Split(d.stderr(), "\n") {
+		logged = logged || (strings.Contains(l, quoted) && strings.Contains(l, "level=ERROR") && strings.Contains(l, file))
+	}
+	if !logged {
+		t.Errorf("the daemon logged no error naming %s and %q; log:\n%s", file, want, d.stderr())
+	}
+}
+
+// TestDaemonPolicyRestricted: a daemon run with --policy restricted starts
+// the compliant pod of its directory and not the other, whose violations
+// (PodSecurity's messages) are in the status file, `podrun ps` and the log;
+// the compliant pod's `podrun status` names its file; fixing the other file
+// starts its pod, as uid 1000, and clears the problem.
+func TestDaemonPolicyRestricted(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	okFile, looseFile := filepath.Join(dir, "dp-ok.yaml"), filepath.Join(dir, "dp-loose.yaml")
+	plDownOnCleanup(t, "dp-ok", "dp-loose")
+	dmRename(t, dir, "dp-ok.yaml", dpRestricted("dp-ok"))
+	dmRename(t, dir, "dp-loose.yaml", dpLoose("dp-loose"))
+	d := dmStart(t, dir, nil, "--policy", "restricted", "--resync", "2s")
+
+	pods := dmWaitRunning(t, 60*time.Second, nil, "dp-ok")
+	if src := pods["dp-ok"].Spec.Containers[0].SecurityContext; src == nil || src.AllowPrivilegeEscalation == nil || *src.AllowPrivilegeEscalation {
+		t.Errorf("dp-ok runs with securityContext %+v, want the manifest's", src)
+	}
+	const violates = `violates PodSecurity "restricted:latest": `
+	msg := dpWaitProblem(t, looseFile, looseFile+" (document 1): "+violates+"runAsNonRoot != true",
+		violates+"allowPrivilegeEscalation != false", violates+"unrestricted capabilities", violates+"seccompProfile")
+	t.Logf("the daemon's problem for %s:\n%s", looseFile, msg)
+	// Two more re-scans: the refused pod is still not started.
+	dmWaitSyncs(t, d, 2, 20*time.Second)
+	dpRefusedShown(t, d, "dp-loose", looseFile, violates+"runAsNonRoot != true")
+
+	// SOURCE of the running pod, in ps and in status.
+	stdout, _, code := H.Podrun(t, "", "ps")
+	if code != 0 || !strings.Contains(stdout, okFile) {
+		t.Errorf("podrun ps (exit %d) does not show dp-ok's SOURCE %s:\n%s", code, okFile, stdout)
+	}
+	stdout, stderr, code := H.Podrun(t, "", "status", "dp-ok")
+	if first, _, _ := strings.Cut(stdout, "\n"); code != 0 || first != "# source: "+okFile {
+		t.Errorf("podrun status dp-ok (exit %d): first line %q, want %q; stderr:\n%s", code, first, "# source: "+okFile, stderr)
+	}
+
+	// Fixed: the pod starts, as the non-root user, and the problem clears.
+	dmRename(t, dir, "dp-loose.yaml", dpRestricted("dp-loose"))
+	dmWaitRunning(t, 60*time.Second, nil, "dp-ok", "dp-loose")
+	dpNoProblems(t)
+	if out, stderr, code := H.Podrun(t, "", "exec", "dp-loose", "--", "id", "-u"); code != 0 || strings.TrimSpace(out) != "1000" {
+		t.Errorf("id -u in the fixed pod: %q, exit %d, want 1000; stderr:\n%s", out, code, stderr)
+	}
+	if _, stderr, _ := H.Podrun(t, "", "ps"); strings.Contains(stderr, looseFile) {
+		t.Errorf("podrun ps still reports %s after the fix:\n%s", looseFile, stderr)
+	}
+}
+
+// TestDaemonAllowedHostPaths: a daemon run with --allowed-host-paths does
+// not start a pod whose hostPath is outside the allowed prefixes and
+// reports it by field path; once its file names a path under an allowed
+// prefix the pod starts and its write reaches the host.
+func TestDaemonAllowedHostPaths(t *testing.T) {
+	H.require(t)
+	dir, allowed := t.TempDir(), t.TempDir()
+	data := filepath.Join(allowed, "data")
+	file := filepath.Join(dir, "dp-host.yaml")
+	pod := func(path string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata:
+  name: dp-host
+spec:
+  terminationGracePeriodSeconds: 5
+  volumes:
+  - name: host
+    hostPath: {path: ` + path + `, type: DirectoryOrCreate}
+  containers:
+  - name: app
+    image: ` + H.Image + `
+    command: ["sh", "-c", "echo dp-written > /host/f; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+    volumeMounts:
+    - {name: host, mountPath: /host}
+`
+	}
+	plDownOnCleanup(t, "dp-host")
+	dmRename(t, dir, "dp-host.yaml", pod("/etc"))
+	flag := "/srv/podrun-none," + allowed
+	d := dmStart(t, dir, nil, "--allowed-host-paths", flag, "--resync", "2s")
+
+	want := `spec.volumes[0].hostPath.path: Invalid value: "/etc": is not under an allowed host path (--allowed-host-paths ` + flag + `)`
+	dpWaitProblem(t, file, file+" (document 1): ", want)
+	dmWaitSyncs(t, d, 2, 20*time.Second)
+	dpRefusedShown(t, d, "dp-host", file, want)
+
+	dmRename(t, dir, "dp-host.yaml", pod(data))
+	pods := dmWaitRunning(t, 60*time.Second, nil, "dp-host")
+	if v := pods["dp-host"].Spec.Volumes; len(v) != 1 || v[0].HostPath == nil || v[0].HostPath.Path != data {
+		t.Errorf("dp-host runs with volumes %+v, want hostPath %s", v, data)
+	}
+	dpNoProblems(t)
+	svEventually(t, 10*time.Second, "the container's write under the allowed path", func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(data, "f"))
+		return err == nil && string(b) == "dp-written\n", fmt.Sprintf("%q, %v", b, err)
+	})
+	if phase := dmPods(t)["dp-host"].Status.Phase; phase != corev1.PodRunning {
+		t.Errorf("dp-host is %s, want Running", phase)
+	}
+}
+
+// TestDaemonCreateContainerConfigError: a pod adopted from a broken source
+// (a restarted daemon cannot read the file that held its ConfigMap) cannot
+// restart its container, whose env reads that ConfigMap: `podrun ps` shows
+// CreateContainerConfigError, `podrun status` the container Waiting with the
+// reason and message over its last termination, no restart counted; the
+// supervisor keeps trying with its back-off, and fixing the file lets the
+// next try start the container.
+func TestDaemonCreateContainerConfigError(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	good := `apiVersion: v1
+kind: ConfigMap
+metadata: {name: dp-cfg}
+data: {k: from-the-configmap}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: dp-cfg
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: ` + H.Image + `
+    command: ["sh", "-c", "echo V=$V; sleep 4; exit 1"]
+    env:
+    - name: V
+      valueFrom: {configMapKeyRef: {name: dp-cfg, key: k}}
+`
+	plDownOnCleanup(t, "dp-cfg")
+	dmRename(t, dir, "dp-cfg.yaml", good)
+	first := dmStart(t, dir, nil, "--resync", "2s")
+	uid := dmWaitRunning(t, 60*time.Second, nil, "dp-cfg")["dp-cfg"].UID
+	first.stop(t, 30*time.Second) // the pod keeps running, unsupervised
+
+	dmRename(t, dir, "dp-cfg.yaml", "apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n")
+	dmStart(t, dir, nil, "--resync", "2s") // adopts the pod without its ConfigMap
+	const msg = `env "V": configmap "dp-cfg" not found`
+	var cs corev1.ContainerStatus
+	crashLoop := false // the 10 s back-off after the first exit is seen
+	svEventually(t, 60*time.Second, "dp-cfg's container Waiting in CreateContainerConfigError", func() (bool, string) {
+		p := dmPods(t)["dp-cfg"]
+		if len(p.Status.ContainerStatuses) != 1 {
+			return false, fmt.Sprintf("%+v", p.Status)
+		}
+		cs = p.Status.ContainerStatuses[0]
+		w := cs.State.Waiting
+		crashLoop = crashLoop || (w != nil && w.Reason == "CrashLoopBackOff" && strings.HasPrefix(w.Message, "back-off restarting failed container app"))
+		return p.UID == uid && w != nil && w.Reason == "CreateContainerConfigError", fmt.Sprintf("%s %+v", p.UID, cs.State)
+	})
+	if !crashLoop {
+		t.Errorf("dp-cfg was never seen in CrashLoopBackOff before the failed restart")
+	}
+	if w := cs.State.Waiting; w.Message != msg {
+		t.Errorf("waiting message %q, want %q", w.Message, msg)
+	}
+	if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 1 || cs.RestartCount != 0 {
+		t.Errorf("last termination %+v, restartCount %d; want the exit 1 of the first run, 0 restarts", cs.LastTerminationState, cs.RestartCount)
+	}
+	stdout, _, code := H.Podrun(t, "", "ps")
+	if row := strings.Fields(dpRow(stdout, "dp-cfg")); code != 0 || len(row) < 4 || row[3] != "CreateContainerConfigError" {
+		t.Errorf("podrun ps (exit %d): dp-cfg row %q, want STATUS CreateContainerConfigError:\n%s", code, row, stdout)
+	}
+	stdout, _, code = H.Podrun(t, "", "status", "dp-cfg", "-o", "json")
+	var pod corev1.Pod
+	if err := json.Unmarshal([]byte(stdout), &pod); code != 0 || err != nil || len(pod.Status.ContainerStatuses) != 1 {
+		t.Fatalf("podrun status dp-cfg -o json: exit %d, %v:\n%s", code, err, stdout)
+	}
+	if w := pod.Status.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "CreateContainerConfigError" || w.Message != msg {
+		t.Errorf("podrun status dp-cfg: state %+v, want Waiting CreateContainerConfigError %q", pod.Status.ContainerStatuses[0].State, msg)
+	}
+
+	// Fixed: the next try reads the ConfigMap and starts the first restart.
+	dmRename(t, dir, "dp-cfg.yaml", good)
+	dmWaitRunning(t, 90*time.Second, func(p corev1.Pod) bool {
+		return p.UID == uid && p.Status.ContainerStatuses[0].RestartCount == 1
+	}, "dp-cfg")
+}
+
+// dpRow returns the first line of s whose first fields include name.
+func dpRow(s, name string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == name {
+			return l
+		}
+	}
+	return ""
+}
