@@ -202,6 +202,14 @@ bench_remove_tmp() {
 	if ((RUNC_NS_DIR_EXISTED == 0)) && [[ -d $RUNC_NS_DIR ]]; then
 		rmdir "$RUNC_NS_DIR" 2>/dev/null
 	fi
+	# podrun's parent cgroups of our namespace (/<namespace> in each hierarchy),
+	# empty once every pod is down: cgroupfs directories go with rmdir only.
+	local cg
+	for cg in /sys/fs/cgroup/*/"$NS" /sys/fs/cgroup/"$NS"; do
+		[[ -d $cg ]] || continue
+		find "$cg" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
+		rmdir "$cg" 2>/dev/null || log "cleanup: cannot remove the cgroup $cg"
+	done
 	if [[ -n $TMP && -d $TMP ]]; then
 		while read -r mp; do
 			[[ -n $mp ]] || continue
