@@ -42,6 +42,11 @@ G=()
 RUNC_NS_DIR=/run/containerd/runc/$NS
 RUNC_NS_DIR_EXISTED=0
 [[ -e $RUNC_NS_DIR ]] && RUNC_NS_DIR_EXISTED=1
+# podrun's default bridge (the bench runs with an empty CNI config dir): removed
+# at cleanup when the bench made it.
+BRIDGE=podrun0
+BRIDGE_EXISTED=0
+ip link show "$BRIDGE" >/dev/null 2>&1 && BRIDGE_EXISTED=1
 
 # alive PID: the process exists and is not a zombie.
 alive() {
@@ -201,6 +206,9 @@ bench_remove_tmp() {
 	done
 	if ((RUNC_NS_DIR_EXISTED == 0)) && [[ -d $RUNC_NS_DIR ]]; then
 		rmdir "$RUNC_NS_DIR" 2>/dev/null
+	fi
+	if ((BRIDGE_EXISTED == 0)) && ip link show "$BRIDGE" >/dev/null 2>&1; then
+		ip link del "$BRIDGE" || log "cleanup: cannot remove the bridge $BRIDGE"
 	fi
 	# podrun's parent cgroups of our namespace (/<namespace> in each hierarchy),
 	# empty once every pod is down: cgroupfs directories go with rmdir only.
