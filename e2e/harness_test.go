@@ -863,11 +863,14 @@ func e2eHostLeaks(before, after e2eHost, tmp string) []e2eLeak {
 		out = append(out, e2eLeak{what: "veth interface " + name, host: true, fix: func() error { return e2eDeleteLink(name) }})
 	}
 	// CNI's bridge plugin never deletes its bridge: a new podrun* bridge with
-	// no ports is the network's plumbing; one with ports attached is a leak.
+	// no ports is the network's plumbing, which the suite removes as it made
+	// it; one with ports attached is a leak.
 	for _, name := range e2eNew(before.bridges, after.bridges) {
 		ports := after.bridgePorts[name]
 		if len(ports) == 0 {
-			fmt.Fprintf(os.Stderr, "e2e: leak check: note: bridge %s was created during the suite and is left in place (no ports attached)\n", name)
+			if err := e2eDeleteLink(name); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: leak check: removing bridge %s, which the suite's pods created: %v\n", name, err)
+			}
 			continue
 		}
 		out = append(out, e2eLeak{what: fmt.Sprintf("bridge %s with ports %v", name, ports), host: true, fix: func() error { return e2eDeleteLink(name) }})
