@@ -59,7 +59,7 @@ func (o Options) Check() error {
 		if len(p) > sysctlMaxLength || !sysctlPatternRE.MatchString(p) {
 			return fmt.Errorf("unsafe sysctl pattern %q: must have at most %d characters and match regex %s", p, sysctlMaxLength, sysctlPatternFmt)
 		}
-		if prefix, _ := strings.CutSuffix(sysctlName(p), "*"); sysctlNamespace(prefix) == "" {
+		if prefix, _ := strings.CutSuffix(SysctlName(p), "*"); sysctlNamespace(prefix) == "" {
 			return fmt.Errorf("unsafe sysctl pattern %q: not known to be namespaced (only IPC and network sysctls can be allowed)", p)
 		}
 	}
@@ -99,7 +99,7 @@ func (o Options) admit(pod *corev1.Pod) field.ErrorList {
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		sfld := fld.Child("securityContext", "sysctls")
 		for i, s := range sc.Sysctls {
-			if msg := o.sysctlForbidden(sysctlName(s.Name)); msg != "" {
+			if msg := o.sysctlForbidden(SysctlName(s.Name)); msg != "" {
 				errs = append(errs, field.Invalid(sfld.Index(i).Child("name"), s.Name, msg))
 			}
 		}
@@ -132,7 +132,7 @@ func (o Options) sysctlForbidden(name string) string {
 		return "forbidden sysctl: not namespaced, it would change the whole host (the kubelet never allows it)"
 	}
 	for _, p := range o.AllowedUnsafeSysctls {
-		p = sysctlName(p)
+		p = SysctlName(p)
 		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(name, prefix) || p == name {
 			return ""
 		}

@@ -186,9 +186,10 @@ func validateAppArmor(p *corev1.AppArmorProfile, fld *field.Path) field.ErrorLis
 	return errs
 }
 
-// sysctlName returns a sysctl name in the dotted form, as the kubelet
-// accepts "net/ipv4/ip_local_port_range" too (spec.sysctlName does the same).
-func sysctlName(name string) string {
+// SysctlName returns a sysctl name in the dotted form: the kubelet accepts
+// "net/ipv4/ip_local_port_range" too (a name whose first separator is a
+// slash has its slashes and dots swapped).
+func SysctlName(name string) string {
 	if i := strings.IndexAny(name, "./"); i < 0 || name[i] == '.' {
 		return name
 	}
@@ -211,7 +212,7 @@ func validateSysctls(sysctls []corev1.Sysctl, hostNetwork, hostIPC bool, fld *fi
 	seen := map[string]bool{}
 	for i, s := range sysctls {
 		nfld := fld.Index(i).Child("name")
-		name := sysctlName(s.Name)
+		name := SysctlName(s.Name)
 		switch {
 		case s.Name == "":
 			errs = append(errs, field.Required(nfld, ""))

@@ -185,3 +185,17 @@ func TestLoadSecurity(t *testing.T) {
 		t.Errorf("init container securityContext = %+v, want runAsUser 0", sc)
 	}
 }
+
+func TestSysctlName(t *testing.T) {
+	for in, want := range map[string]string{
+		"net.ipv4.ip_local_port_range":     "net.ipv4.ip_local_port_range",
+		"net/ipv4/ip_local_port_range":     "net.ipv4.ip_local_port_range",
+		"net/ipv4/conf/eno2.100/rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
+		"kernel.shm_rmid_forced":           "kernel.shm_rmid_forced",
+		"kernel":                           "kernel",
+	} {
+		if got := SysctlName(in); got != want {
+			t.Errorf("SysctlName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

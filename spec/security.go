@@ -16,6 +16,8 @@ import (
 	ctrdseccomp "github.com/containerd/containerd/pkg/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/manifest"
 )
 
 // HostSecurity is what the host offers for confining containers. The zero
@@ -383,24 +385,6 @@ func pauseSecurityOpts(pod *corev1.Pod, host HostSecurity) oci.SpecOpts {
 	return oci.Compose(opts...)
 }
 
-// sysctlName returns a sysctl name in the dotted form: the kubelet accepts
-// "net/ipv4/ip_local_port_range" too (a name whose first separator is a
-// slash has its slashes and dots swapped).
-func sysctlName(name string) string {
-	if i := strings.IndexAny(name, "./"); i < 0 || name[i] == '.' {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '.':
-			return '/'
-		case '/':
-			return '.'
-		}
-		return r
-	}, name)
-}
-
 // withPodSysctls sets the pod's securityContext.sysctls (validated to be
 // safe and namespaced) on the spec.
 func withPodSysctls(pod *corev1.Pod) oci.SpecOpts {
@@ -413,7 +397,7 @@ func withPodSysctls(pod *corev1.Pod) oci.SpecOpts {
 			s.Linux.Sysctl = map[string]string{}
 		}
 		for _, sc := range psc.Sysctls {
-			s.Linux.Sysctl[sysctlName(sc.Name)] = sc.Value
+			s.Linux.Sysctl[manifest.SysctlName(sc.Name)] = sc.Value
 		}
 		return nil
 	}

@@ -464,20 +464,6 @@ func TestSecurityPause(t *testing.T) {
 	}
 }
 
-func TestSysctlName(t *testing.T) {
-	for in, want := range map[string]string{
-		"net.ipv4.ip_local_port_range":     "net.ipv4.ip_local_port_range",
-		"net/ipv4/ip_local_port_range":     "net.ipv4.ip_local_port_range",
-		"net/ipv4/conf/eno2.100/rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
-		"kernel.shm_rmid_forced":           "kernel.shm_rmid_forced",
-		"kernel":                           "kernel",
-	} {
-		if got := sysctlName(in); got != want {
-			t.Errorf("sysctlName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestDetectHost(t *testing.T) {
 	h := DetectHost("/var/lib/podrun")
 	if h.SeccompProfileRoot != "/var/lib/podrun/seccomp" {
