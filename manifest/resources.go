@@ -40,7 +40,7 @@ func defaultResources(pod *corev1.Pod) {
 	for name, q := range r.Requests {
 		reqs[name] = q
 	}
-	for name, q := range containerRequests(pod) {
+	for name, q := range resources.ContainerRequests(pod) {
 		if _, ok := reqs[name]; !ok && isSupportedResource(name) {
 			reqs[name] = q
 		}
@@ -52,45 +52,6 @@ func defaultResources(pod *corev1.Pod) {
 	}
 	if len(reqs) > 0 {
 		r.Requests = reqs
-	}
-}
-
-// containerRequests is the containers' aggregate request: the app
-// containers and native sidecars together, or an init container's peak (it
-// and the sidecars started before it) when that is more.
-func containerRequests(pod *corev1.Pod) corev1.ResourceList {
-	sum, sidecars, initPeak := corev1.ResourceList{}, corev1.ResourceList{}, corev1.ResourceList{}
-	for _, c := range pod.Spec.Containers {
-		addResources(sum, c.Resources.Requests)
-	}
-	for _, c := range pod.Spec.InitContainers {
-		peak := corev1.ResourceList{}
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addResources(sum, c.Resources.Requests)
-			addResources(sidecars, c.Resources.Requests)
-		} else {
-			addResources(peak, c.Resources.Requests)
-		}
-		addResources(peak, sidecars)
-		for name, q := range peak {
-			if v, ok := initPeak[name]; !ok || q.Cmp(v) > 0 {
-				initPeak[name] = q
-			}
-		}
-	}
-	for name, q := range initPeak {
-		if v, ok := sum[name]; !ok || q.Cmp(v) > 0 {
-			sum[name] = q
-		}
-	}
-	return sum
-}
-
-func addResources(to, l corev1.ResourceList) {
-	for name, q := range l {
-		v := to[name]
-		v.Add(q)
-		to[name] = v
 	}
 }
 
@@ -118,7 +79,7 @@ func validateResources(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	if len(errs) > 0 {
 		return errs
 	}
-	aggregate := containerRequests(&corev1.Pod{Spec: *spec})
+	aggregate := resources.ContainerRequests(&corev1.Pod{Spec: *spec})
 	for _, name := range sortedResourceNames(aggregate) {
 		podReq, ok := spec.Resources.Requests[name]
 		if q := aggregate[name]; ok && !podReq.IsZero() && q.Cmp(podReq) > 0 {

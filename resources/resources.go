@@ -213,7 +213,7 @@ func remainingPodMemoryPerContainer(pod *corev1.Pod) int64 {
 	if podReq.IsZero() {
 		return 0
 	}
-	reqs := aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests }, nil)
+	reqs := ContainerRequests(pod)
 	n := int64(len(pod.Spec.Containers) + len(pod.Spec.InitContainers))
 	return (podReq.Value() - reqs.Memory().Value()) / n
 }
@@ -251,7 +251,7 @@ func Pod(pod *corev1.Pod) *specs.LinuxResources {
 		cpuDeclared = cpuDeclared && !l.Cpu().IsZero()
 		memDeclared = memDeclared && !l.Memory().IsZero()
 	}
-	reqs := aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests }, nil)
+	reqs := ContainerRequests(pod)
 	limits := aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Limits }, declared)
 	if podLevelSet(pod) {
 		for name, q := range pod.Spec.Resources.Requests {
@@ -278,6 +278,13 @@ func Pod(pod *corev1.Pod) *specs.LinuxResources {
 		r.Memory = &specs.LinuxMemory{Limit: &mem}
 	}
 	return r
+}
+
+// ContainerRequests is the containers' aggregate request (component-helpers'
+// AggregateContainerRequests): the app containers and native sidecars
+// together, or an init container's peak when that is more.
+func ContainerRequests(pod *corev1.Pod) corev1.ResourceList {
+	return aggregate(pod, func(c *corev1.Container) corev1.ResourceList { return c.Resources.Requests }, nil)
 }
 
 // aggregate sums list over the app containers and native sidecars and takes
