@@ -22,7 +22,7 @@ import (
 // allocatable is the capacity (the kubelet subtracts its reservations and
 // hard eviction thresholds, by default 100Mi of memory and 10% of the disk).
 func NodeAllocatable(dir string) (corev1.ResourceList, error) {
-	mem, err := memTotal("/proc/meminfo")
+	mem, err := MemTotal()
 	if err != nil {
 		return nil, err
 	}
@@ -36,6 +36,9 @@ func NodeAllocatable(dir string) (corev1.ResourceList, error) {
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(st.Blocks)*st.Bsize, resource.BinarySI),
 	}, nil
 }
+
+// MemTotal is the machine's memory in bytes: MemTotal of /proc/meminfo.
+func MemTotal() (int64, error) { return memTotal("/proc/meminfo") }
 
 // memTotal returns MemTotal of a meminfo file, in bytes.
 func memTotal(path string) (int64, error) {

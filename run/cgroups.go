@@ -1,8 +1,6 @@
 package run
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"github.com/podrun/podrun/downward"
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/spec"
 )
@@ -34,7 +33,7 @@ var hostNode = sync.OnceValue(detectNode)
 // oom_score_adj.
 func detectNode() resources.Node {
 	n := resources.Node{CgroupV2: cgroups.Mode() == cgroups.Unified, MinOOMScoreAdj: -1000}
-	if mem, err := memTotal(); err == nil {
+	if mem, err := downward.MemTotal(); err == nil {
 		n.MemoryCapacity = mem
 	}
 	swap := filepath.Join(cgroupMount, "memory", "memory.memsw.limit_in_bytes")
@@ -56,22 +55,6 @@ func detectNode() resources.Node {
 		}
 	}
 	return n
-}
-
-// memTotal is the machine's memory in bytes (MemTotal of /proc/meminfo).
-func memTotal() (int64, error) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	s := bufio.NewScanner(bytes.NewReader(b))
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "MemTotal:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, errors.New("no MemTotal in /proc/meminfo")
 }
 
 // ownCgroupV2 is podrun's own cgroup on a unified host ("0::<path>").
