@@ -1,32 +1,47 @@
 package run
 
 import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podrun/podrun/downward"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/spec"
 )
 
-// envSources returns what the env valueFrom and envFrom of the pod's
-// containers read. It is called at each container start, as the kubelet
-// resolves the environment at each start: the pod's IPs are known by then
-// (containers start after CNI), and the node's are read afresh.
-func (r *podRun) envSources() (spec.EnvSources, error) {
-	node, err := downward.NodeAllocatable(r.h.cfg.Root)
-	if err != nil {
-		return spec.EnvSources{}, err
-	}
-	nodeName, err := downward.NodeName()
-	if err != nil {
-		return spec.EnvSources{}, err
-	}
-	info := downward.Info{Pod: r.pod.Pod, PodIPs: r.state.PodIPs, NodeName: nodeName, Node: node}
-	if ips := sandbox.HostIPs(); len(ips) > 0 {
-		info.HostIP = ips[0].String() // as list.go reports status.hostIP
+// envSources returns what the env valueFrom and envFrom of container c
+// read. It is called at each start of the container, as the kubelet resolves
+// the environment at each start: the pod's IPs are known by then
+// (containers start after CNI), and the node's facts are read afresh — only
+// when c's env asks for them (fieldRef, resourceFieldRef), as most
+// containers' do not.
+func (r *podRun) envSources(c *corev1.Container) (spec.EnvSources, error) {
+	info := downward.Info{Pod: r.pod.Pod, PodIPs: r.state.PodIPs}
+	if usesDownward(c) {
+		node, err := downward.NodeAllocatable(r.h.cfg.Root)
+		if err != nil {
+			return spec.EnvSources{}, err
+		}
+		if info.NodeName, err = downward.NodeName(); err != nil {
+			return spec.EnvSources{}, err
+		}
+		info.Node = node
+		if ips := sandbox.HostIPs(); len(ips) > 0 {
+			info.HostIP = ips[0].String() // as list.go reports status.hostIP
+		}
 	}
 	r.objMu.Lock()
 	defer r.objMu.Unlock()
 	return spec.EnvSources{ConfigMaps: r.pod.ConfigMaps, Secrets: r.pod.Secrets, Downward: info}, nil
+}
+
+// usesDownward reports whether c's env reads the downward API.
+func usesDownward(c *corev1.Container) bool {
+	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.ValueFrom != nil && (e.ValueFrom.FieldRef != nil || e.ValueFrom.ResourceFieldRef != nil)
+	})
 }
 
 // setObjects replaces the ConfigMaps and Secrets the pod's next container

@@ -565,7 +565,7 @@ func (r *podRun) writeFiles(ctx context.Context) error {
 func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind string, restart int) (string, error) {
 	id := ContainerID(r.pod.UID, c.Name, restart)
 	img := r.images[c.Image]
-	sources, err := r.envSources() // env.go
+	sources, err := r.envSources(c) // env.go
 	if err != nil {
 		return "", err
 	}
