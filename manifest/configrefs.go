@@ -23,9 +23,7 @@ import (
 // ConfigMaps and Secrets, for an input read in parts (the daemon reads its
 // directory file by file): Resolve then checks them against every part.
 func (o Options) ParseUnresolved(file string, data []byte) (*Set, error) {
-	r := reader{opts: o, unresolved: true}
-	r.parse(file, data)
-	return r.result()
+	return o.readData(true, file, data)
 }
 
 // LoadObjects reads files of ConfigMap and Secret documents that are used
@@ -51,14 +49,7 @@ func LoadObjects(paths []string) (*Set, error) {
 // ConfigMaps and Secrets, for a caller that needs only the pods' names
 // (`podrun down FILE`) or resolves them with Resolve.
 func (o Options) LoadUnresolved(paths []string, stdin io.Reader) (*Set, error) {
-	r := reader{opts: o, unresolved: true}
-	if len(paths) == 0 {
-		r.problem(Source{}, "", "no manifest given")
-	}
-	for _, p := range paths {
-		r.load(p, stdin)
-	}
-	return r.result()
+	return o.read(true, paths, stdin)
 }
 
 // LoadWith is Options.Load with the ConfigMaps and Secrets of objects

@@ -68,7 +68,18 @@ func (o Options) Check() error {
 
 // Load is the package's Load with these options.
 func (o Options) Load(paths []string, stdin io.Reader) (*Set, error) {
-	r := reader{opts: o}
+	return o.read(false, paths, stdin)
+}
+
+// Parse is the package's Parse with these options.
+func (o Options) Parse(file string, data []byte) (*Set, error) {
+	return o.readData(false, file, data)
+}
+
+// read loads paths; unresolved leaves the pods' references to ConfigMaps
+// and Secrets to a later Resolve (configrefs.go).
+func (o Options) read(unresolved bool, paths []string, stdin io.Reader) (*Set, error) {
+	r := reader{opts: o, unresolved: unresolved}
 	if len(paths) == 0 {
 		r.problem(Source{}, "", "no manifest given")
 	}
@@ -78,9 +89,9 @@ func (o Options) Load(paths []string, stdin io.Reader) (*Set, error) {
 	return r.result()
 }
 
-// Parse is the package's Parse with these options.
-func (o Options) Parse(file string, data []byte) (*Set, error) {
-	r := reader{opts: o}
+// readData parses one stream, like read.
+func (o Options) readData(unresolved bool, file string, data []byte) (*Set, error) {
+	r := reader{opts: o, unresolved: unresolved}
 	r.parse(file, data)
 	return r.result()
 }
