@@ -59,20 +59,8 @@ func validateResizePolicy(policies []corev1.ContainerResizePolicy, fld *field.Pa
 			errs = append(errs, field.Duplicate(fld.Index(i), p.ResourceName))
 		}
 		seen[p.ResourceName] = true
-		switch p.ResourceName {
-		case corev1.ResourceCPU, corev1.ResourceMemory:
-		case "":
-			errs = append(errs, field.Required(fld, ""))
-		default:
-			errs = append(errs, field.NotSupported(fld, p.ResourceName, []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}))
-		}
-		switch p.RestartPolicy {
-		case corev1.NotRequired, corev1.RestartContainer:
-		case "":
-			errs = append(errs, field.Required(fld, ""))
-		default:
-			errs = append(errs, field.NotSupported(fld, p.RestartPolicy, []corev1.ResourceResizeRestartPolicy{corev1.NotRequired, corev1.RestartContainer}))
-		}
+		errs = append(errs, validateEnum(p.ResourceName, fld, corev1.ResourceCPU, corev1.ResourceMemory)...)
+		errs = append(errs, validateEnum(p.RestartPolicy, fld, corev1.NotRequired, corev1.RestartContainer)...)
 		if podPolicy == corev1.RestartPolicyNever && p.RestartPolicy != corev1.NotRequired {
 			errs = append(errs, field.Invalid(fld, p.RestartPolicy, "must be 'NotRequired' when `restartPolicy` is 'Never'"))
 		}
