@@ -156,6 +156,9 @@ func TestConfigRefProblems(t *testing.T) {
               resource: limits.memory`, 1) + refsObjects, want: []string{
 			`spec.volumes[2].projected.sources[2].downwardAPI.items[0].resourceFieldRef.containerName: container "nope" not found in the pod`,
 		}},
+		{name: "downwardAPI volume field paths", input: strings.Replace(refsPod, "fieldPath: metadata.labels", "fieldPath: status.podIP", 1) + refsObjects, want: []string{
+			`spec.volumes[2].projected.sources[2].downwardAPI.items[0].fieldRef.fieldPath: Unsupported value: "status.podIP": supported values: "metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid"`,
+		}},
 		{name: "volume fields", input: strings.NewReplacer("path: conf/app.conf", "path: ../app.conf", "mode: 0400", "mode: 01000", "path: labels", "path: token").Replace(refsPod) + refsObjects, want: []string{
 			`spec.volumes[0].configMap.items[0].path: Invalid value: "../app.conf": must not contain '..'`,
 			`spec.volumes[0].configMap.items[0].mode: Invalid value: 512: must be a number between 0 and 0777`,

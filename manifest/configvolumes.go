@@ -153,7 +153,7 @@ func validateDownwardItems(items []corev1.DownwardAPIVolumeFile, fld *field.Path
 		case it.FieldRef != nil && it.ResourceFieldRef != nil:
 			errs = append(errs, field.Invalid(f, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
 		case it.FieldRef != nil:
-			errs = append(errs, validateVolumeFieldRef(it.FieldRef, f.Child("fieldRef"))...)
+			errs = append(errs, validateFieldRef(it.FieldRef, f.Child("fieldRef"), downwardVolumeFields)...)
 		case it.ResourceFieldRef != nil:
 			errs = append(errs, validateResourceFieldRef(it.ResourceFieldRef, f.Child("resourceFieldRef"))...)
 		default:
@@ -163,54 +163,12 @@ func validateDownwardItems(items []corev1.DownwardAPIVolumeFile, fld *field.Path
 	return errs
 }
 
-func validateVolumeFieldRef(ref *corev1.ObjectFieldSelector, fld *field.Path) field.ErrorList {
-	if ref.APIVersion != "v1" {
-		return field.ErrorList{field.NotSupported(fld.Child("apiVersion"), ref.APIVersion, []string{"v1"})}
-	}
-	p := ref.FieldPath
-	if p == "" {
-		return field.ErrorList{field.Required(fld.Child("fieldPath"), "")}
-	}
-	for _, prefix := range []string{"metadata.labels", "metadata.annotations"} {
-		if !strings.HasPrefix(p, prefix+"['") || !strings.HasSuffix(p, "']") {
-			continue
-		}
-		key := strings.TrimSuffix(strings.TrimPrefix(p, prefix+"['"), "']")
-		if prefix == "metadata.annotations" {
-			key = strings.ToLower(key)
-		}
-		return invalid(fld.Child("fieldPath"), p, validation.IsQualifiedName(key))
-	}
-	for _, ok := range downwardVolumeFields {
-		if p == ok {
-			return nil
-		}
-	}
-	return field.ErrorList{field.NotSupported(fld.Child("fieldPath"), p, downwardVolumeFields)}
-}
-
 func validateResourceFieldRef(ref *corev1.ResourceFieldSelector, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if ref.ContainerName == "" {
 		errs = append(errs, field.Required(fld.Child("containerName"), ""))
 	}
-	switch r := ref.Resource; {
-	case r == "":
-		errs = append(errs, field.Required(fld.Child("resource"), ""))
-	case strings.HasPrefix(r, "limits.hugepages-"), strings.HasPrefix(r, "requests.hugepages-"):
-	default:
-		found := false
-		for _, ok := range downwardResources {
-			found = found || r == ok
-		}
-		if !found {
-			errs = append(errs, field.NotSupported(fld.Child("resource"), r, downwardResources))
-		}
-	}
-	if ref.Divisor.Sign() < 0 {
-		errs = append(errs, field.Invalid(fld.Child("divisor"), ref.Divisor.String(), "must not be negative"))
-	}
-	return errs
+	return append(errs, validateResourceSelector(ref, fld)...)
 }
 
 // validateProjected checks a projected volume: exactly one source kind per

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +68,7 @@ func validateValueFrom(e *corev1.EnvVar, fld *field.Path, containers sets.Set[st
 	n := 0
 	if vf.FieldRef != nil {
 		n++
-		errs = append(errs, validateEnvFieldRef(vf.FieldRef, vfld.Child("fieldRef"))...)
+		errs = append(errs, validateFieldRef(vf.FieldRef, vfld.Child("fieldRef"), envFieldPaths)...)
 	}
 	if vf.ResourceFieldRef != nil {
 		n++
@@ -116,9 +117,11 @@ var envFieldPaths = []string{
 	"status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs",
 }
 
-// validateEnvFieldRef checks an env fieldRef: apiVersion v1 and a supported
-// field path ("spec.host", the old name of spec.nodeName, is one).
-func validateEnvFieldRef(ref *corev1.ObjectFieldSelector, fld *field.Path) field.ErrorList {
+// validateFieldRef checks a fieldRef of an env or a downwardAPI volume item
+// as the API server's validateObjectFieldSelector: apiVersion v1, and a
+// field path among allowed ("spec.host", the old name of spec.nodeName,
+// counts as it) or a labels['k'] or annotations['k'] subscript.
+func validateFieldRef(ref *corev1.ObjectFieldSelector, fld *field.Path, allowed []string) field.ErrorList {
 	switch {
 	case ref.APIVersion == "":
 		return field.ErrorList{field.Required(fld.Child("apiVersion"), "")}
@@ -140,12 +143,10 @@ func validateEnvFieldRef(ref *corev1.ObjectFieldSelector, fld *field.Path) field
 	if p == "spec.host" {
 		p = "spec.nodeName"
 	}
-	for _, ok := range envFieldPaths {
-		if p == ok {
-			return nil
-		}
+	if slices.Contains(allowed, p) {
+		return nil
 	}
-	return field.ErrorList{field.NotSupported(fld.Child("fieldPath"), p, envFieldPaths)}
+	return field.ErrorList{field.NotSupported(fld.Child("fieldPath"), p, allowed)}
 }
 
 // validateEnvResourceRef checks an env resourceFieldRef: containerName is
@@ -157,6 +158,14 @@ func validateEnvResourceRef(ref *corev1.ResourceFieldSelector, fld *field.Path, 
 	if ref.ContainerName != "" && !containers.Has(ref.ContainerName) {
 		errs = append(errs, field.NotFound(fld.Child("containerName"), ref.ContainerName))
 	}
+	return append(errs, validateResourceSelector(ref, fld)...)
+}
+
+// validateResourceSelector checks the resource and divisor of a
+// resourceFieldRef, of an env or a downwardAPI volume item alike (the API
+// server's validateContainerResourceFieldSelector).
+func validateResourceSelector(ref *corev1.ResourceFieldSelector, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	switch r := ref.Resource; {
 	case r == "":
 		errs = append(errs, field.Required(fld.Child("resource"), ""))
