@@ -548,6 +548,8 @@ func TestDaemonDirectoryLifecycle(t *testing.T) {
 	}
 	dmSameTasks(t, "dm-pair-b", tasksB2)
 
+	// ps can see the new pod Running a moment before the daemon logs it.
+	dmWaitLog(t, d, `msg="pod replaced" pod=default/dm-pair-a `, 5*time.Second)
 	log := d.stderr()
 	for pod, want := range map[string][2]int{"dm-one": {1, 0}, "dm-pair-a": {1, 1}, "dm-pair-b": {1, 1}} {
 		if c, r := len(dmLogged(log, "pod created", pod)), len(dmLogged(log, "pod replaced", pod)); c != want[0] || r != want[1] {
@@ -1435,6 +1437,8 @@ func TestDaemonManifestURL(t *testing.T) {
 	if pods["dm-url"].UID == uid {
 		t.Errorf("dm-url runs v3 with v1's UID")
 	}
+	// ps can see the new pod Running a moment before the daemon logs it.
+	dmWaitLog(t, d, `msg="pod replaced" pod=default/dm-url `, 5*time.Second)
 	if c, r := len(dmLogged(d.stderr(), "pod created", "dm-url")), len(dmLogged(d.stderr(), "pod replaced", "dm-url")); c != 1 || r != 1 {
 		t.Errorf("daemon log: dm-url created %d, replaced %d times; want 1 and 1", c, r)
 	}
