@@ -257,6 +257,8 @@ func config(c *cli.Context) (run.Config, error) {
 		RegistryConfigOptional: !c.IsSet("registry-config"),
 		InsecureRegistries:     insecure,
 		PullProgress:           pullProgress(),
+		// Checked again on the opened path when volumes are set up (up, daemon).
+		AllowedHostPaths: c.StringSlice("allowed-host-paths"),
 	}, nil
 }
 

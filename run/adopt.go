@@ -95,7 +95,7 @@ func (h *Host) rebuild(ctx context.Context, uid string) (*podRun, error) {
 	pod := &manifest.Pod{Pod: st.Pod, UID: st.UID, Hash: st.Hash}
 	r := &podRun{h: h, pod: pod, key: pod.Namespace + "/" + pod.Name, layout: h.layout(uid), state: st,
 		source: st.Source, sandboxID: SandboxID(uid), wait: WaitRunning}
-	if r.vols, err = volumes.Setup(r.layout, pod.Pod, nil); err != nil {
+	if r.vols, err = volumes.Locate(r.layout, pod.Pod, h.volumeOptions()); err != nil {
 		return nil, fmt.Errorf("%w: volumes: %w", ErrNotAdoptable, err)
 	}
 	r.images = map[string]engine.Image{}

@@ -41,6 +41,10 @@ type Config struct {
 	// InsecureRegistries (HOST or HOST:PORT) may be reached over plain HTTP
 	// or with unverified certificates; loopback registries always may.
 	InsecureRegistries []string
+	// AllowedHostPaths, when not empty, are the only host path prefixes a
+	// hostPath volume may resolve under (--allowed-host-paths), checked on
+	// what is opened, symlinks resolved, when a pod's volumes are set up.
+	AllowedHostPaths []string
 	// PullProgress, when set, is told how pulls are going.
 	PullProgress PullProgress
 }

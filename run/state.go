@@ -42,6 +42,10 @@ const (
 
 func (h *Host) layout(uid string) volumes.Layout { return volumes.Layout{Root: h.cfg.Root, UID: uid} }
 
+func (h *Host) volumeOptions() volumes.Options {
+	return volumes.Options{AllowedHostPaths: h.cfg.AllowedHostPaths}
+}
+
 func (h *Host) saveState(s *State) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

@@ -328,7 +328,7 @@ func (r *podRun) setupVolumes(context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.vols, err = volumes.Setup(r.layout, r.pod.Pod, cfg)
+	r.vols, err = volumes.Setup(r.layout, r.pod.Pod, cfg, r.h.volumeOptions())
 	return err
 }
 
@@ -576,7 +576,7 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	if err != nil {
 		return "", &spec.ConfigError{Msg: err.Error()}
 	}
-	mounts, err := volumes.Mounts(c, r.vols, spec.VarMap(env))
+	mounts, err := r.vols.Mounts(c, spec.VarMap(env))
 	if err != nil {
 		return "", &spec.ConfigError{Msg: err.Error()}
 	}

@@ -254,7 +254,7 @@ func TestPayloadModes(t *testing.T) {
 }
 
 func TestSetupAndUpdateConfig(t *testing.T) {
-	l := Layout{Root: t.TempDir(), UID: "u"}
+	l := testLayout(t)
 	pod := &corev1.Pod{Spec: corev1.PodSpec{
 		Volumes: []corev1.Volume{
 			{Name: "cm", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -266,7 +266,7 @@ func TestSetupAndUpdateConfig(t *testing.T) {
 	}}
 	pod.Name = "p"
 	cfg := &Config{ConfigMaps: map[string]*corev1.ConfigMap{"cm": {Data: map[string]string{"k": "v1"}}}, Downward: downward.Info{Pod: pod}}
-	p, err := Setup(l, pod, cfg)
+	p, err := Setup(l, pod, cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,17 +280,17 @@ func TestSetupAndUpdateConfig(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(p.Paths["dapi"], "name")); string(data) != "p" {
 		t.Errorf("downwardAPI name = %q", data)
 	}
-	ms, err := Mounts(&pod.Spec.Containers[0], p, nil)
+	ms, err := p.Mounts(&pod.Spec.Containers[0], nil)
 	if err != nil || len(ms) != 1 || !ms[0].ReadOnly {
 		t.Errorf("a configMap volume must be mounted read-only whatever readOnly says: %+v, %v", ms, err)
 	}
 
 	// Adopting: the files written at setup are used as they are.
-	if q, err := Setup(l, pod, nil); err != nil || q.Paths["cm"] != dir {
-		t.Errorf("Setup without objects: %v, %v", q, err)
+	if q, err := Locate(l, pod, Options{}); err != nil || q.Paths["cm"] != dir {
+		t.Errorf("Locate: %v, %v", q, err)
 	}
-	if _, err := Setup(Layout{Root: t.TempDir(), UID: "u"}, pod, nil); err == nil {
-		t.Error("Setup without objects of a pod never set up succeeded")
+	if _, err := Locate(testLayout(t), pod, Options{}); err == nil {
+		t.Error("Locate of a pod never set up succeeded")
 	}
 
 	cfg.ConfigMaps["cm"] = &corev1.ConfigMap{Data: map[string]string{"k": "v2"}}

@@ -42,11 +42,11 @@ func TestFSGroupEmptyDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	hostGid, hostMode := ownership(t, hostDir)
-	l := Layout{Root: t.TempDir(), UID: "u"}
+	l := testLayout(t)
 	pod := fsGroupPod(gid, nil,
 		corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hostDir}}})
-	p, err := Setup(l, pod, nil)
+	p, err := Setup(l, pod, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

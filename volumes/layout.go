@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
@@ -27,6 +28,18 @@ func (l Layout) Pod() string { return filepath.Join(l.Root, "pods", l.UID) }
 // EmptyDir is an emptyDir volume's directory.
 func (l Layout) EmptyDir(name string) string {
 	return filepath.Join(l.Pod(), "volumes", "kubernetes.io~empty-dir", name)
+}
+
+// HostPath is where a hostPath volume is bind-mounted for the pod's
+// containers (volumes.go).
+func (l Layout) HostPath(name string) string {
+	return filepath.Join(l.Pod(), "volumes", "kubernetes.io~host-path", name)
+}
+
+// SubPath is where the subPath of a container's index-th volumeMount of
+// volume is bind-mounted (the kubelet's volume-subpaths directory).
+func (l Layout) SubPath(volume, container string, index int) string {
+	return filepath.Join(l.Pod(), "volume-subpaths", volume, container, strconv.Itoa(index))
 }
 
 // File is a pod-level file such as "etc-hosts", "resolv.conf", "hostname" or "pod.json".
@@ -52,9 +65,11 @@ func (l Layout) Create() error {
 }
 
 // Remove unmounts everything below the pod directory and deletes it. A pod
-// directory that is already gone is success.
+// directory that is already gone is success. Nothing is deleted while
+// anything is still mounted below it: a hostPath bind would take the
+// host's files with it.
 func (l Layout) Remove() error {
-	if err := unmountBelow(l.Pod()); err != nil {
+	if err := unmountAll(l.Pod()); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(l.Pod()); err != nil {
@@ -82,21 +97,49 @@ func mountTmpfs(dir string, size int64, mode os.FileMode) error {
 	return nil
 }
 
-// unmountBelow unmounts every mount at or below dir, deepest first.
-func unmountBelow(dir string) error {
+// unmountAll unmounts every mount at or below dir, deepest first, over
+// again until none is left (mounts can be stacked on one mount point), and
+// fails if any stays.
+func unmountAll(dir string) error {
+	for range 8 {
+		mounts, err := mountsBelow(dir)
+		if err != nil || len(mounts) == 0 {
+			return err
+		}
+		var errs []error
+		for _, m := range mounts {
+			if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	if mounts, err := mountsBelow(dir); err != nil || len(mounts) > 0 {
+		return errors.Join(err, fmt.Errorf("still mounted below %s: %v", dir, mounts))
+	}
+	return nil
+}
+
+// mountsBelow lists the mount points at or below dir, deepest first.
+func mountsBelow(dir string) ([]string, error) {
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {
-		return fmt.Errorf("reading mounts: %w", err)
+		return nil, fmt.Errorf("reading mounts: %w", err)
 	}
-	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i].Mountpoint) > len(mounts[j].Mountpoint) })
-	var errs []error
+	var out []string
 	for _, m := range mounts {
-		if m.Mountpoint != dir && !strings.HasPrefix(m.Mountpoint, dir+"/") {
-			continue
-		}
-		if err := unix.Unmount(m.Mountpoint, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("unmounting %s: %w", m.Mountpoint, err))
+		if m.Mountpoint == dir || strings.HasPrefix(m.Mountpoint, dir+"/") {
+			out = append(out, m.Mountpoint)
 		}
 	}
-	return errors.Join(errs...)
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out, nil
+}
+
+// isMountPoint reports whether something is mounted at dir.
+func isMountPoint(dir string) bool {
+	mounted, err := mountinfo.Mounted(dir)
+	return err == nil && mounted
 }

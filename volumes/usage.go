@@ -1,51 +1,37 @@
 package volumes
 
 import (
-	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
-
-	"golang.org/x/sys/unix"
 )
 
 // DiskUsage is the space the tree under dir takes on disk, in bytes, as
 // `du -sx` counts it (and the kubelet's du-based volume metrics): allocated
 // blocks rather than apparent sizes (a sparse file counts what it holds),
 // symlinks not followed, a file with several hard links counted once, and
-// nothing below a mount point of another filesystem. Entries that vanish
-// while the tree is walked are skipped: a container keeps writing meanwhile.
+// nothing below a mount point of another filesystem. The tree is walked by
+// descriptor without following symlinks (walk.go), so a container swapping
+// a directory for a symlink never makes it count, or read, anything outside
+// the volume; entries that vanish meanwhile are skipped.
 func DiskUsage(dir string) (int64, error) {
-	var root unix.Stat_t
-	if err := unix.Lstat(dir, &root); err != nil {
-		return 0, &fs.PathError{Op: "lstat", Path: dir, Err: err}
-	}
 	type inode struct{ dev, ino uint64 }
 	seen := map[inode]bool{}
 	var total int64
-	err := filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil
-			}
-			return err
+	var rootDev uint64
+	first := true
+	err := walk(dir, func(e *entry) error {
+		st := &e.stat
+		if first {
+			rootDev, first = uint64(st.Dev), false
 		}
-		var st unix.Stat_t
-		if err := unix.Lstat(path, &st); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				return nil
-			}
-			return &fs.PathError{Op: "lstat", Path: path, Err: err}
-		}
-		if uint64(st.Dev) != uint64(root.Dev) {
+		if uint64(st.Dev) != rootDev {
 			// Another filesystem mounted below (du -x): neither it nor,
 			// for a directory, anything under it is counted.
-			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				return filepath.SkipDir
+			if e.isDir() {
+				return fs.SkipDir
 			}
 			return nil
 		}
-		if st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if st.Nlink > 1 && !e.isDir() {
 			key := inode{uint64(st.Dev), st.Ino}
 			if seen[key] {
 				return nil

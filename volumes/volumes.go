@@ -4,18 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
-	securejoin "github.com/cyphar/filepath-securejoin"
+	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/spec"
 )
 
-// Prepared is the result of Setup: where each volume is on the host.
+// Prepared is the result of Setup or Locate: where each volume is on the
+// host.
 type Prepared struct {
+	layout  Layout
 	Paths   map[string]string // volume name -> host path
 	Created []string          // hostPaths Setup created (DirectoryOrCreate, FileOrCreate)
 	// ReadOnly are the volumes always mounted read-only (config volumes,
@@ -23,25 +27,46 @@ type Prepared struct {
 	ReadOnly map[string]bool
 }
 
+// Options are the node's rules for volumes.
+type Options struct {
+	// AllowedHostPaths, when not empty, are the only host path prefixes a
+	// hostPath volume may resolve under (manifest.Options checks the
+	// manifest's strings at admission; Setup checks what the path really
+	// is, symlinks resolved, when it opens it).
+	AllowedHostPaths []string
+}
+
 // Setup prepares every volume of the pod under layout l; cfg is what its
-// config volumes are made of (config.go), nil for a pod whose config volumes
-// were written already. On error, what was done so far is in the returned
-// Prepared, for Undo.
-func Setup(l Layout, pod *corev1.Pod, cfg *Config) (*Prepared, error) {
-	p := &Prepared{Paths: map[string]string{}, ReadOnly: map[string]bool{}}
+// config volumes are made of (config.go). It runs before any container of
+// the pod, so it is the one place that gives a volume to the pod's fsGroup.
+// On error, what was done so far is in the returned Prepared, for Undo.
+func Setup(l Layout, pod *corev1.Pod, cfg *Config, o Options) (*Prepared, error) {
+	return prepare(l, pod, cfg, o, false)
+}
+
+// Locate finds the volumes Setup prepared for a pod whose containers may
+// be running (adoption): it checks they are there and never writes, walks
+// or chmods a volume a container can write. A hostPath bind that is
+// missing (a pod set up by an older podrun) is made again, which touches
+// only the pod directory.
+func Locate(l Layout, pod *corev1.Pod, o Options) (*Prepared, error) {
+	return prepare(l, pod, nil, o, true)
+}
+
+func prepare(l Layout, pod *corev1.Pod, cfg *Config, o Options, adopt bool) (*Prepared, error) {
+	p := &Prepared{layout: l, Paths: map[string]string{}, ReadOnly: map[string]bool{}}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		var err error
 		switch {
 		case configPlugin(v) != "":
-			err = p.configVolume(l, pod, v, cfg) // config.go
+			err = p.configVolume(l, pod, v, cfg) // config.go; cfg nil: only checked
 		case v.HostPath != nil:
-			err = p.hostPath(v.Name, v.HostPath)
+			err = p.hostPath(v.Name, v.HostPath, o.AllowedHostPaths, adopt)
+		case v.EmptyDir != nil && adopt:
+			err = p.locateEmptyDir(l, v.Name)
 		case v.EmptyDir != nil:
-			err = p.emptyDir(l, v.Name, v.EmptyDir)
-			if err == nil {
-				err = SetOwnership(p.Paths[v.Name], pod, false) // fsGroup (fsgroup.go)
-			}
+			err = p.emptyDir(l, pod, v.Name, v.EmptyDir)
 		default:
 			err = errors.New("volume kind not supported by podrun yet")
 		}
@@ -52,11 +77,17 @@ func Setup(l Layout, pod *corev1.Pod, cfg *Config) (*Prepared, error) {
 	return p, nil
 }
 
-// Undo removes what Setup made: tmpfs mounts and the emptyDir directories
-// go with the pod directory; here, hostPaths Setup created that are still
-// empty are removed (a user's file is never touched).
+// Undo removes what Setup made outside the pod directory: the hostPath
+// binds are unmounted and hostPaths Setup created that are still empty are
+// removed (a user's file is never touched). tmpfs mounts and emptyDir
+// directories go with the pod directory (Layout.Remove).
 func (p *Prepared) Undo() error {
 	var errs []error
+	for name, dir := range p.Paths {
+		if dir == p.layout.HostPath(name) {
+			errs = append(errs, unmountAll(dir))
+		}
+	}
 	for i := len(p.Created) - 1; i >= 0; i-- {
 		if err := removeIfEmpty(p.Created[i]); err != nil {
 			errs = append(errs, err)
@@ -82,7 +113,9 @@ func removeIfEmpty(path string) error {
 	return nil
 }
 
-func (p *Prepared) emptyDir(l Layout, name string, e *corev1.EmptyDirVolumeSource) error {
+// emptyDir creates an emptyDir volume (a tmpfs for medium Memory) and
+// gives it to the pod's fsGroup.
+func (p *Prepared) emptyDir(l Layout, pod *corev1.Pod, name string, e *corev1.EmptyDirVolumeSource) error {
 	dir := l.EmptyDir(name)
 	if e.Medium == corev1.StorageMediumMemory {
 		var size int64
@@ -93,97 +126,210 @@ func (p *Prepared) emptyDir(l Layout, name string, e *corev1.EmptyDirVolumeSourc
 			return err
 		}
 	} else {
-		if err := os.MkdirAll(dir, 0o777); err != nil {
+		if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 			return err
 		}
-		// MkdirAll honours the umask; emptyDir is world-writable like the kubelet's.
-		if err := os.Chmod(dir, 0o777); err != nil {
+		switch err := os.Mkdir(dir, 0o777); {
+		case err == nil:
+			// Mkdir honours the umask; emptyDir is world-writable like the kubelet's.
+			if err := os.Chmod(dir, 0o777); err != nil {
+				return err
+			}
+		case !errors.Is(err, os.ErrExist):
 			return err
+			// An existing one (a Setup resumed after a crash) keeps its
+			// mode: a chmod would clear the setgid bit fsGroup gave it.
 		}
+	}
+	p.Paths[name] = dir
+	return SetOwnership(dir, pod, false) // fsGroup (fsgroup.go), by descriptor
+}
+
+// locateEmptyDir finds an emptyDir Setup made.
+func (p *Prepared) locateEmptyDir(l Layout, name string) error {
+	dir := l.EmptyDir(name)
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
 	}
 	p.Paths[name] = dir
 	return nil
 }
 
-// hostPath runs the kubelet's type checks and creates what *OrCreate asks for.
-func (p *Prepared) hostPath(name string, h *corev1.HostPathVolumeSource) error {
-	path := h.Path
+// hostPath opens a hostPath volume once, runs the kubelet's type checks
+// (and the node's allowed prefixes) on what it opened, creates what
+// *OrCreate asks for, and bind-mounts the opened file under the pod
+// directory: that bind, which nothing but podrun can change, is what
+// containers get, so a path swapped after the checks is never mounted.
+func (p *Prepared) hostPath(name string, h *corev1.HostPathVolumeSource, allowed []string, adopt bool) error {
+	target := p.layout.HostPath(name)
+	if adopt && isMountPoint(target) {
+		p.Paths[name] = target
+		return nil
+	}
 	typ := corev1.HostPathUnset
 	if h.Type != nil {
 		typ = *h.Type
 	}
-	st, err := os.Stat(path)
-	exists := err == nil
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("hostPath %s: %w", path, err)
+	f, created, err := openHostPath(h.Path, typ, allowed)
+	if created {
+		p.Created = append(p.Created, h.Path)
+	}
+	if err != nil {
+		return fmt.Errorf("hostPath %s: %w", h.Path, err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("hostPath %s: %w", h.Path, err)
+	}
+	if err := checkType(h.Path, st.Mode, typ); err != nil {
+		return err
+	}
+	if len(allowed) > 0 {
+		real, err := os.Readlink(procFD(int(f.Fd())))
+		if err != nil {
+			return fmt.Errorf("hostPath %s: %w", h.Path, err)
+		}
+		if !underAny(real, allowed) {
+			return fmt.Errorf("hostPath %s resolves to %s, which is not under an allowed host path (--allowed-host-paths %s)", h.Path, real, strings.Join(allowed, ","))
+		}
+	}
+	if err := bindFD(f, &st, target); err != nil {
+		return fmt.Errorf("hostPath %s: %w", h.Path, err)
+	}
+	p.Paths[name] = target
+	return nil
+}
+
+// openHostPath opens a host path (O_PATH), creating it first for the
+// *OrCreate types. With allowed prefixes, it is opened inside the prefix
+// it is under, with symlinks kept inside that prefix (pathrs-lite), so that
+// neither the opening nor the creating ever leaves it.
+func openHostPath(p string, typ corev1.HostPathType, allowed []string) (f *os.File, created bool, err error) {
+	root, rel := "/", strings.TrimPrefix(path.Clean(p), "/")
+	for _, a := range allowed {
+		if a = path.Clean(a); underAny(path.Clean(p), []string{a}) {
+			root, rel = a, strings.TrimPrefix(strings.TrimPrefix(path.Clean(p), a), "/")
+			break
+		}
+	}
+	open := func() (*os.File, error) {
+		if len(allowed) == 0 {
+			fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0) // symlinks followed, as the kubelet's hostPath does
+			if err != nil {
+				return nil, &os.PathError{Op: "open", Path: p, Err: err}
+			}
+			return os.NewFile(uintptr(fd), p), nil
+		}
+		return pathrs.OpenInRoot(root, rel)
+	}
+	f, err = open()
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		return f, false, err
 	}
 	switch typ {
-	case corev1.HostPathUnset:
-	case corev1.HostPathDirectoryOrCreate:
-		if !exists {
-			if err := os.MkdirAll(path, 0o755); err != nil {
-				return fmt.Errorf("hostPath %s: creating directory: %w", path, err)
-			}
-			p.Created = append(p.Created, path)
-		} else if !st.IsDir() {
-			return typeMismatch(path, "a directory")
+	case corev1.HostPathDirectoryOrCreate, corev1.HostPathUnset:
+		// Unset: the runtime (containerd's CRI) creates a missing bind
+		// source as a directory; podrun does it here, with the same mode.
+		if err := mkdirAllIn(root, rel); err != nil {
+			return nil, false, fmt.Errorf("creating directory: %w", err)
 		}
 	case corev1.HostPathFileOrCreate:
-		if !exists {
-			f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-			if err != nil {
-				return fmt.Errorf("hostPath %s: creating file: %w", path, err)
-			}
-			f.Close()
-			p.Created = append(p.Created, path)
-		} else if st.IsDir() {
-			return typeMismatch(path, "a file")
+		if err := createFileIn(root, rel); err != nil {
+			return nil, false, fmt.Errorf("creating file: %w", err)
 		}
 	default:
-		if !exists {
-			return fmt.Errorf("hostPath type check failed: %s does not exist (type %s)", path, typ)
-		}
-		if err := checkType(path, st, typ); err != nil {
-			return err
-		}
+		return nil, false, fmt.Errorf("type check failed: it does not exist (type %s)", typ)
 	}
-	p.Paths[name] = path
-	return nil
+	f, err = open()
+	return f, true, err
 }
 
-func checkType(path string, st os.FileInfo, typ corev1.HostPathType) error {
-	m := st.Mode()
+// mkdirAllIn makes directory rel (mode 0755) inside root, never following
+// a symlink out of it.
+func mkdirAllIn(root, rel string) error {
+	r, err := os.OpenFile(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	d, err := pathrs.MkdirAllHandle(r, rel, 0o755)
+	if err != nil {
+		return err
+	}
+	return d.Close()
+}
+
+// createFileIn creates the empty file rel (mode 0644) inside root: its
+// directory is made or opened inside root, the file created in it with
+// O_EXCL|O_NOFOLLOW.
+func createFileIn(root, rel string) error {
+	if err := mkdirAllIn(root, path.Dir(rel)); err != nil {
+		return err
+	}
+	r, err := os.OpenFile(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	dir, err := pathrs.OpenatInRoot(r, path.Dir(rel))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	fd, err := unix.Openat(int(dir.Fd()), path.Base(rel), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
+// underAny reports whether p is one of the prefixes or below one,
+// comparing whole path elements ("/foo" holds /foo/bar, not /foobar).
+func underAny(p string, prefixes []string) bool {
+	return slices.ContainsFunc(prefixes, func(prefix string) bool {
+		prefix = path.Clean(prefix)
+		return prefix == "/" || p == prefix || strings.HasPrefix(p, prefix+"/")
+	})
+}
+
+func checkType(p string, mode uint32, typ corev1.HostPathType) error {
 	ok, what := false, ""
 	switch typ {
+	case corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate:
+		ok, what = typ == corev1.HostPathUnset || mode&unix.S_IFMT == unix.S_IFDIR, "a directory"
+	case corev1.HostPathFileOrCreate:
+		ok, what = mode&unix.S_IFMT != unix.S_IFDIR, "a file"
 	case corev1.HostPathDirectory:
-		ok, what = m.IsDir(), "a directory"
+		ok, what = mode&unix.S_IFMT == unix.S_IFDIR, "a directory"
 	case corev1.HostPathFile:
-		ok, what = m.IsRegular(), "a file"
+		ok, what = mode&unix.S_IFMT == unix.S_IFREG, "a file"
 	case corev1.HostPathSocket:
-		ok, what = m&os.ModeSocket != 0, "a socket"
+		ok, what = mode&unix.S_IFMT == unix.S_IFSOCK, "a socket"
 	case corev1.HostPathCharDev:
-		ok, what = m&os.ModeCharDevice != 0, "a character device"
+		ok, what = mode&unix.S_IFMT == unix.S_IFCHR, "a character device"
 	case corev1.HostPathBlockDev:
-		ok, what = m&os.ModeDevice != 0 && m&os.ModeCharDevice == 0, "a block device"
+		ok, what = mode&unix.S_IFMT == unix.S_IFBLK, "a block device"
 	default:
-		return fmt.Errorf("hostPath %s: unknown type %q", path, typ)
+		return fmt.Errorf("hostPath %s: unknown type %q", p, typ)
 	}
 	if !ok {
-		return typeMismatch(path, what)
+		return fmt.Errorf("hostPath type check failed: %s is not %s", p, what)
 	}
 	return nil
-}
-
-func typeMismatch(path, what string) error {
-	return fmt.Errorf("hostPath type check failed: %s is not %s", path, what)
 }
 
 // Mounts resolves a container's volumeMounts into bind mounts. A
 // subPathExpr is expanded against vars, the container's variables
-// (spec.SubPathExpr). A subPath is created as a directory when missing (as
-// the kubelet does) and refused when it resolves, through symlinks, outside
-// its volume.
-func Mounts(c *corev1.Container, p *Prepared, vars map[string]string) ([]spec.Mount, error) {
+// (spec.SubPathExpr). A subPath is opened inside its volume by descriptor,
+// created as a directory when missing (as the kubelet does), refused when
+// it resolves outside its volume, and bind-mounted under the pod directory
+// (subPath); the container gets that bind.
+func (p *Prepared) Mounts(c *corev1.Container, vars map[string]string) ([]spec.Mount, error) {
 	var out []spec.Mount
 	for i, vm := range c.VolumeMounts {
 		src, ok := p.Paths[vm.Name]
@@ -199,7 +345,7 @@ func Mounts(c *corev1.Container, p *Prepared, vars map[string]string) ([]spec.Mo
 		}
 		if sub != "" {
 			var err error
-			if src, err = subPath(src, sub); err != nil {
+			if src, err = p.subPath(src, sub, p.layout.SubPath(vm.Name, c.Name, i)); err != nil {
 				if vm.SubPathExpr != "" {
 					err = fmt.Errorf("subPathExpr %q: %w", vm.SubPathExpr, err)
 				}
@@ -211,36 +357,101 @@ func Mounts(c *corev1.Container, p *Prepared, vars map[string]string) ([]spec.Mo
 	return out, nil
 }
 
-func subPath(volume, sub string) (string, error) {
-	root, err := filepath.EvalSymlinks(volume)
+// subPath opens sub inside volume (creating it as a directory when
+// missing) and bind-mounts what it opened at target, which it returns. The
+// kubelet's fix for CVE-2017-1002101 and CVE-2021-25741: the path is walked
+// component by component from the volume's descriptor, symlinks never
+// leaving it (pathrs-lite, openat2 RESOLVE_IN_ROOT where the kernel has
+// it), and the descriptor is mounted, not the path, so a sibling container
+// that swaps a directory for a symlink after the check gains nothing.
+func (p *Prepared) subPath(volume, sub, target string) (string, error) {
+	root, err := os.OpenFile(volume, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", err
 	}
-	naive := filepath.Join(root, sub)
-	// The path, or its nearest existing ancestor, must resolve inside the
-	// volume: a symlink pointing out of it is refused, never followed.
-	existing := naive
+	defer root.Close()
+	// Refuse (rather than confine) a subPath whose symlinks point out of
+	// the volume, with a message that says so, as the kubelet does.
+	if err := escapes(root, volume, sub); err != nil {
+		return "", err
+	}
+	f, err := pathrs.OpenatInRoot(root, sub)
+	if errors.Is(err, os.ErrNotExist) {
+		f, err = pathrs.MkdirAllHandle(root, sub, 0o755)
+		if err != nil {
+			return "", fmt.Errorf("creating subPath %q: %w", sub, err)
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("subPath %q: %w", sub, err)
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return "", err
+	}
+	if err := bindFD(f, &st, target); err != nil {
+		return "", fmt.Errorf("subPath %q: %w", sub, err)
+	}
+	return target, nil
+}
+
+// escapes reports a subPath that resolves, through the symlinks it has
+// now, outside its volume. It only reads, for the message: what is mounted
+// is opened safely afterwards whatever happens meanwhile.
+func escapes(root *os.File, volume, sub string) error {
+	real, err := os.Readlink(procFD(int(root.Fd())))
+	if err != nil {
+		return err
+	}
+	existing := filepath.Join(real, sub)
 	for {
-		if _, err := os.Lstat(existing); err == nil || existing == root {
+		if _, err := os.Lstat(existing); err == nil || existing == real || !strings.HasPrefix(existing, real) {
 			break
 		}
 		existing = filepath.Dir(existing)
 	}
-	real, err := filepath.EvalSymlinks(existing)
+	resolved, err := filepath.EvalSymlinks(existing)
 	if err != nil {
-		return "", fmt.Errorf("subPath %q: %w", sub, err)
+		return fmt.Errorf("subPath %q: %w", sub, err)
 	}
-	if real != root && !strings.HasPrefix(real, root+"/") {
-		return "", fmt.Errorf("subPath %q resolves to %s, outside its volume", sub, real)
+	if resolved != real && !strings.HasPrefix(resolved, real+"/") {
+		return fmt.Errorf("subPath %q resolves to %s, outside its volume", sub, resolved)
 	}
-	safe, err := securejoin.SecureJoin(root, sub)
-	if err != nil {
-		return "", err
+	return nil
+}
+
+// bindFD bind-mounts (recursively, private) the file or directory f holds
+// at target, replacing whatever was mounted there (a restarted container's
+// earlier bind). target's parents are podrun's own.
+func bindFD(f *os.File, st *unix.Stat_t, target string) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		return err
 	}
-	if existing != naive {
-		if err := os.MkdirAll(safe, 0o755); err != nil {
-			return "", fmt.Errorf("creating subPath %q: %w", sub, err)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	} else {
+		fd, err := unix.Open(target, unix.O_CREAT|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o640)
+		if err != nil && !errors.Is(err, unix.EISDIR) {
+			return &os.PathError{Op: "create", Path: target, Err: err}
+		}
+		if err == nil {
+			unix.Close(fd)
 		}
 	}
-	return safe, nil
+	if err := unmountAll(target); err != nil {
+		return err
+	}
+	if err := unix.Mount(procFD(int(f.Fd())), target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mounting at %s: %w", target, err)
+	}
+	// Keep the pods' own mounts from propagating in or out (a hostPath of
+	// / on a host whose / is shared would otherwise gather every pod's).
+	if err := unix.Mount("", target, "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
+		_ = unix.Unmount(target, unix.MNT_DETACH)
+		return fmt.Errorf("making %s private: %w", target, err)
+	}
+	return nil
 }
