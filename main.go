@@ -333,13 +333,18 @@ func admissionFlags() []cli.Flag {
 			Usage: "hostPath volumes must be under one of these path prefixes, comma-separated (default: any path)"},
 		&cli.StringSliceFlag{Name: "allowed-unsafe-sysctls", EnvVars: []string{"PODRUN_ALLOWED_UNSAFE_SYSCTLS"},
 			Usage: "unsafe namespaced sysctls pods may set besides the safe ones, like the kubelet's flag: names, or prefixes ending in *, comma-separated"},
+		&cli.Int64Flag{Name: "max-manifest-size", EnvVars: []string{"PODRUN_MAX_MANIFEST_SIZE"}, Value: manifest.DefaultMaxFileSize,
+			Usage: "refuse a manifest file, stdin or URL body larger than this many bytes"},
 	}
 }
 
 // admission reads the admission flags of a command that has them.
 func admission(c *cli.Context) (manifest.Options, error) {
 	o := manifest.Options{Policy: c.String("policy"), AllowedHostPaths: c.StringSlice("allowed-host-paths"),
-		AllowedUnsafeSysctls: c.StringSlice("allowed-unsafe-sysctls")}
+		AllowedUnsafeSysctls: c.StringSlice("allowed-unsafe-sysctls"), MaxFileSize: c.Int64("max-manifest-size")}
+	if o.MaxFileSize <= 0 {
+		return o, usageError{fmt.Sprintf("%s: --max-manifest-size must be a positive number of bytes", c.Command.Name)}
+	}
 	if err := o.Check(); err != nil {
 		return o, usageError{fmt.Sprintf("%s: %v", c.Command.Name, err)}
 	}

@@ -30,7 +30,7 @@ func (o Options) ParseUnresolved(file string, data []byte) (*Set, error) {
 // as if they were part of an input (`podrun up --configmap FILE`, like
 // podman kube play's); a Pod in such a file is a problem.
 func LoadObjects(paths []string) (*Set, error) {
-	r := reader{unresolved: true}
+	r := reader{unresolved: true, dropped: map[string]int{}}
 	for _, p := range paths {
 		if p == "-" { // stdin is the input's
 			r.problem(Source{File: p}, "", "a --configmap file must be a file or directory, not stdin")

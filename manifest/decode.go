@@ -35,6 +35,8 @@ func (r *reader) readObject(src Source, prefix string, data []byte) {
 	}
 	apiVersion, kind := fmt.Sprint(obj["apiVersion"]), fmt.Sprint(obj["kind"])
 	switch {
+	case len(data) > MaxObjectSize && !(apiVersion == "v1" && kind == "List"):
+		r.problem(src, strings.TrimSuffix(prefix, "."), fmt.Sprintf("the object is larger than %s, more than a cluster stores", byteSize(MaxObjectSize)))
 	case isZero(obj["apiVersion"]):
 		r.problem(src, prefix+"apiVersion", "Required value")
 	case isZero(obj["kind"]):
@@ -45,6 +47,10 @@ func (r *reader) readObject(src Source, prefix string, data []byte) {
 		r.readConfigMap(src, prefix, data, obj)
 	case apiVersion == "v1" && kind == "Secret":
 		r.readSecret(src, prefix, data, obj)
+	case apiVersion == "v1" && kind == "List" && prefix != "":
+		// As kubectl, which reads one level: a List of Lists is refused
+		// (reading it nested would cost time quadratic in its depth).
+		r.problem(src, prefix+"kind", "a List inside a List is not supported")
 	case apiVersion == "v1" && kind == "List":
 		r.readList(src, prefix, data, obj)
 	default:
@@ -127,6 +133,10 @@ type list struct {
 func (r *reader) readList(src Source, prefix string, data []byte, raw map[string]any) {
 	var l list
 	if _, ok := r.decode(src, prefix, data, raw, &l); !ok {
+		return
+	}
+	if len(l.Items) > MaxDocuments {
+		r.problem(src, prefix+"items", tooManyDocuments)
 		return
 	}
 	for i, item := range l.Items {

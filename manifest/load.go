@@ -23,7 +23,7 @@ func Load(paths []string, stdin io.Reader) (*Set, error) {
 // load reads one path given by the user.
 func (r *reader) load(path string, stdin io.Reader) {
 	if path == "-" {
-		data, err := io.ReadAll(stdin)
+		data, err := ReadAll(stdin, r.opts.maxFileSize())
 		if err != nil {
 			r.problem(Source{File: path}, "", fmt.Sprintf("reading: %v", err))
 			return
@@ -76,13 +76,27 @@ func hasManifestExt(name string) bool {
 	return false
 }
 
+// loadFile reads a file the user named, refusing one over the size limit
+// before reading it (a pipe, as from <(...), is read up to the limit).
 func (r *reader) loadFile(path string) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, r.opts.maxFileSize())
 	if err != nil {
 		r.problem(Source{File: path}, "", pathError(err))
 		return
 	}
 	r.parse(path, data)
+}
+
+func readFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > limit {
+		return nil, &TooLargeError{Limit: limit}
+	}
+	return ReadAll(f, limit)
 }
 
 // pathError drops the operation and the path from a file system error, since

@@ -130,6 +130,7 @@ type reader struct {
 	// unresolved leaves the pods' references to ConfigMaps and Secrets to a
 	// later Resolve (configrefs.go).
 	unresolved bool
+	dropped    map[string]int // problems over MaxProblems, by file (limits.go)
 }
 
 // result checks the set as a whole and returns it, or the problems.
@@ -145,7 +146,8 @@ func (r *reader) result() (*Set, error) {
 		r.problems = append(r.problems, problems...)
 	}
 	if len(r.problems) > 0 {
-		return nil, r.problems
+		r.problems = limitProblems(r.problems, r.dropped)
+		return nil, append(r.problems, droppedProblems(r.dropped)...)
 	}
 	return set, nil
 }
@@ -174,15 +176,22 @@ func (r *reader) problem(src Source, field, msg string) {
 	r.problems = append(r.problems, Problem{Source: src, Field: field, Msg: msg})
 }
 
-// parse splits data into documents and reads each one.
+// parse splits data into documents and reads each one. Past MaxProblems
+// of the file, its problems are only counted.
 func (r *reader) parse(file string, data []byte) {
+	if limit := r.opts.maxFileSize(); int64(len(data)) > limit {
+		r.problem(Source{File: file}, "", (&TooLargeError{Limit: limit}).Error())
+		return
+	}
 	objects, first := len(r.names), len(r.problems)
 	docs, problems := splitDocuments(file, data)
-	r.problems = append(r.problems, problems...)
-	for _, d := range docs {
-		r.readDocument(d)
+	r.problems = append(r.problems, limitProblems(problems, r.dropped)...)
+	for i := range docs {
+		r.readDocument(docs[i])
+		docs[i] = document{} // done with its bytes
+		r.problems = append(r.problems[:first], limitProblems(r.problems[first:], r.dropped)...)
 	}
-	if len(r.names) == objects && len(r.problems) == first {
+	if len(r.names) == objects && len(r.problems) == first && r.dropped[file] == 0 {
 		r.problem(Source{File: file}, "", noObjects)
 	}
 	// Syntax errors are found while splitting: put the file's problems in

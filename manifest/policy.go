@@ -34,6 +34,9 @@ type Options struct {
 	// ("kernel.msgmax") or prefixes with a trailing "*" ("net.core.*") of
 	// namespaced sysctls pods may set besides the safe ones.
 	AllowedUnsafeSysctls []string
+	// MaxFileSize is the largest manifest file (or stdin, or URL body)
+	// read, in bytes; 0 means DefaultMaxFileSize.
+	MaxFileSize int64
 }
 
 // NamespacedSysctls are patterns matching every sysctl known to be
@@ -79,7 +82,7 @@ func (o Options) Parse(file string, data []byte) (*Set, error) {
 // read loads paths; unresolved leaves the pods' references to ConfigMaps
 // and Secrets to a later Resolve (configrefs.go).
 func (o Options) read(unresolved bool, paths []string, stdin io.Reader) (*Set, error) {
-	r := reader{opts: o, unresolved: unresolved}
+	r := reader{opts: o, unresolved: unresolved, dropped: map[string]int{}}
 	if len(paths) == 0 {
 		r.problem(Source{}, "", "no manifest given")
 	}
@@ -91,7 +94,7 @@ func (o Options) read(unresolved bool, paths []string, stdin io.Reader) (*Set, e
 
 // readData parses one stream, like read.
 func (o Options) readData(unresolved bool, file string, data []byte) (*Set, error) {
-	r := reader{opts: o, unresolved: unresolved}
+	r := reader{opts: o, unresolved: unresolved, dropped: map[string]int{}}
 	r.parse(file, data)
 	return r.result()
 }

@@ -43,6 +43,9 @@ func splitJSON(file string, data []byte) ([]document, Problems) {
 			return docs, nil
 		}
 		src := Source{File: file, Doc: n}
+		if n > MaxDocuments {
+			return nil, Problems{{Source: Source{File: file}, Msg: tooManyDocuments}}
+		}
 		if err != nil {
 			return docs, Problems{{Source: src, Msg: jsonSyntaxMessage(data, err)}}
 		}
@@ -69,6 +72,9 @@ func isNull(raw []byte) bool {
 	return bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 }
 
+// yamlList matches the top-level kind of a v1 List in YAML text.
+var yamlList = regexp.MustCompile(`(?m)^kind:\s*["']?List["']?\s*$`)
+
 // yamlChunk is the text of one YAML document and the file line it starts on.
 type yamlChunk struct {
 	text      []byte
@@ -79,9 +85,18 @@ type yamlChunk struct {
 // document to JSON. Syntax errors carry their line in the file.
 func splitYAML(file string, data []byte) ([]document, Problems) {
 	chunks, problems := yamlChunks(file, data)
+	if len(chunks) > MaxDocuments {
+		return nil, Problems{{Source: Source{File: file}, Msg: tooManyDocuments}}
+	}
 	var docs []document
 	for i, c := range chunks {
 		src := Source{File: file, Doc: i + 1}
+		// Refuse an object far over MaxObjectSize before parsing it (YAML
+		// is costly); a List, read item by item, may be as large as the file.
+		if len(c.text) > 2*MaxObjectSize && !yamlList.Match(c.text) {
+			problems = append(problems, Problem{Source: src, Msg: fmt.Sprintf("the object is larger than %s, more than a cluster stores", byteSize(MaxObjectSize))})
+			continue
+		}
 		// The leading newline makes the parser name the line of errors on
 		// the document's first line too (it omits line 1); see yamlProblems.
 		j, err := yaml.YAMLToJSONStrict(append([]byte("\n"), c.text...))
