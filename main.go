@@ -457,7 +457,9 @@ func daemonCommand() *cli.Command {
 		Usage: "keep the pods of a static-manifest directory running, like the kubelet's static pods",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "manifest-dir", Value: "/etc/podrun/manifests", EnvVars: []string{"PODRUN_MANIFEST_DIR"}, Usage: "directory of Pod manifests (.yaml, .yml, .json; not recursive)"},
-			&cli.StringFlag{Name: "manifest-url", EnvVars: []string{"PODRUN_MANIFEST_URL"}, Usage: "also keep the pods served at this URL (polled every --resync)"},
+			&cli.StringFlag{Name: "manifest-url", EnvVars: []string{"PODRUN_MANIFEST_URL"}, Usage: "also keep the pods served at this https URL (polled every --resync; shown with credentials and query values redacted)"},
+			&cli.BoolFlag{Name: "insecure-manifest-url", Usage: "allow a plain http --manifest-url"},
+			&cli.StringFlag{Name: "manifest-url-header-file", EnvVars: []string{"PODRUN_MANIFEST_URL_HEADER_FILE"}, Usage: "send the \"Name: value\" lines of this file (e.g. Authorization: Bearer TOKEN) with every fetch of --manifest-url; read at each fetch, root-owned and not group- or world-writable"},
 			&cli.DurationFlag{Name: "resync", Value: 10 * time.Second, Usage: "full re-scan period, the backstop to inotify"},
 			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "how long a written file must stay unchanged before it is read"},
 			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
@@ -476,6 +478,11 @@ func daemonCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if u := c.String("manifest-url"); u != "" {
+				if err := daemon.CheckURL(u, c.Bool("insecure-manifest-url")); err != nil {
+					return usageError{fmt.Sprintf("daemon: --manifest-url: %v", err)}
+				}
+			}
 			ctx, stop := signalContext(c)
 			defer stop()
 			hup := make(chan os.Signal, 1)
@@ -488,7 +495,8 @@ func daemonCommand() *cli.Command {
 			metrics := daemon.NewMetrics()
 			h.ObserveProbes(metrics.ObserveProbe)
 			d := daemon.New(h, daemon.Options{
-				ManifestDir: dir, URL: c.String("manifest-url"), Resync: c.Duration("resync"), Settle: c.Duration("settle"),
+				ManifestDir: dir, URL: c.String("manifest-url"), URLHeaderFile: c.String("manifest-url-header-file"),
+				Resync: c.Duration("resync"), Settle: c.Duration("settle"),
 				StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
 				Admission: admit,
 			}, slog.Default(), metrics)
@@ -568,7 +576,7 @@ func downCommand() *cli.Command {
 				pods, _ := h.Pods(c.Context)
 				for _, p := range pods {
 					for _, t := range targets {
-						if p.Namespace == t.Namespace && p.Name == t.Name && (filepath.Dir(p.Source) == st.ManifestDir || p.Source == st.URL) {
+						if p.Namespace == t.Namespace && p.Name == t.Name && (filepath.Dir(p.Source) == st.ManifestDir || (st.URL != "" && p.Source == st.URL)) {
 							fmt.Fprintf(os.Stderr, "note: pod %s comes from %s: the running podrun daemon will start it again while that file exists\n", t, p.Source)
 						}
 					}

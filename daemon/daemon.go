@@ -21,9 +21,11 @@ import (
 
 // Options configure the daemon.
 type Options struct {
-	ManifestDir string        // absolute; watched, not recursively
-	URL         string        // optional manifest URL, polled every Resync
-	Resync      time.Duration // full re-scan period (the backstop to inotify)
+	ManifestDir string // absolute; watched, not recursively
+	URL         string // optional manifest URL, polled every Resync
+	// URLHeaderFile holds headers sent with every fetch of URL.
+	URLHeaderFile string
+	Resync        time.Duration // full re-scan period (the backstop to inotify)
 	// Settle is how long a file must stay unwritten before it is read, so
 	// that a file written in chunks is read once, whole. A file renamed
 	// into the directory is read at once.
@@ -49,13 +51,16 @@ type Daemon struct {
 	log     *slog.Logger
 	metrics *Metrics
 	health  *health
+	// logged is the problem text last logged of each source: a source's
+	// problems are logged when they change, not at every resync.
+	logged map[string]string
 }
 
 // New returns a daemon on a connected host.
 func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
 	src := NewSources(o.ManifestDir, o.URL)
-	src.Admission = o.Admission
-	return &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}}
+	src.Admission, src.URLHeaderFile = o.Admission, o.URLHeaderFile
+	return &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{}}
 }
 
 // Health reports the daemon's state for /healthz and /readyz.
@@ -164,9 +169,7 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	if d.interrupted(ctx) {
 		return false
 	}
-	for _, p := range problems {
-		d.log.Error("manifest not applied; its pods keep running as last applied", "source", p.Source, "problem", p.Msg)
-	}
+	d.logProblems(problems)
 	pods, err := d.h.Pods(ctx)
 	if d.interrupted(ctx) {
 		return false
@@ -309,14 +312,32 @@ type Waiting struct {
 	Message string `json:"message"`
 }
 
+// logProblems logs the problems of each source whose problems changed
+// since they were last logged.
+func (d *Daemon) logProblems(problems []Problem) {
+	now := map[string]string{}
+	for _, p := range problems {
+		now[p.Source] += p.Msg + "\n"
+	}
+	for _, p := range problems {
+		if d.logged[p.Source] != now[p.Source] {
+			d.log.Error("manifest not applied; its pods keep running as last applied", "source", p.Source, "problem", p.Msg)
+		}
+	}
+	d.logged = now
+}
+
+// writeStatus publishes the daemon's state, readable by root only (it
+// names every problem, and the URL even redacted says where pods come
+// from).
 func (d *Daemon) writeStatus(problems []Problem, waiting []Waiting) {
-	st := Status{PID: os.Getpid(), ManifestDir: d.o.ManifestDir, URL: d.o.URL, Updated: time.Now().UTC(), Problems: problems, Waiting: waiting}
+	st := Status{PID: os.Getpid(), ManifestDir: d.o.ManifestDir, URL: d.src.URLName(), Updated: time.Now().UTC(), Problems: problems, Waiting: waiting}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
-		err = os.MkdirAll(filepath.Dir(d.o.StatusFile), 0o755)
+		err = os.MkdirAll(filepath.Dir(d.o.StatusFile), 0o700)
 	}
 	if err == nil {
-		err = renameio.WriteFile(d.o.StatusFile, data, 0o644)
+		err = renameio.WriteFile(d.o.StatusFile, data, 0o600)
 	}
 	if err != nil {
 		d.log.Warn("writing the status file", "err", err)

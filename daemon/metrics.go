@@ -1,10 +1,14 @@
 package daemon
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -119,7 +123,7 @@ func (d *Daemon) Handler() http.Handler {
 // (any other address is refused: the endpoints have no authentication).
 func Listen(addr string) (net.Listener, error) {
 	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
-		return net.Listen("unix", path)
+		return listenUnix(path)
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -129,4 +133,26 @@ func Listen(addr string) (net.Listener, error) {
 		return nil, &net.AddrError{Err: "only a loopback address or a unix socket may be used", Addr: addr}
 	}
 	return net.Listen("tcp", addr)
+}
+
+// listenUnix listens on a unix socket, first removing a stale one that a
+// killed daemon left (a socket nothing answers on), so that a restart
+// under systemd is not refused; a socket something answers on is in use.
+func listenUnix(path string) (net.Listener, error) {
+	l, err := net.Listen("unix", path)
+	if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+		return l, err
+	}
+	st, serr := os.Lstat(path)
+	if serr != nil || st.Mode().Type() != os.ModeSocket {
+		return nil, err // not a socket: never removed
+	}
+	if c, derr := net.DialTimeout("unix", path, time.Second); derr == nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: another process is listening there", path)
+	}
+	if err := os.Remove(path); err != nil {
+		return nil, err
+	}
+	return net.Listen("unix", path)
 }

@@ -5,13 +5,16 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/podrun/podrun/manifest"
 )
@@ -34,7 +37,12 @@ type sourceState struct {
 // content of each source so that a broken write never tears anything down.
 type Sources struct {
 	Dir string // absolute
+	// URL is the manifest URL (credentials and all), used only to fetch;
+	// everywhere else (logs, status, pod labels) it is named by URLName.
 	URL string
+	// URLHeaderFile holds HTTP headers sent with every fetch of URL
+	// ("Authorization: Bearer ...", one per line), read at each fetch.
+	URLHeaderFile string
 	// Admission is applied to every pod read (see Options.Admission).
 	Admission manifest.Options
 	client    *http.Client
@@ -43,12 +51,18 @@ type Sources struct {
 
 // NewSources returns Sources for an absolute directory and an optional URL.
 func NewSources(dir, url string) *Sources {
-	return &Sources{Dir: dir, URL: url, client: &http.Client{Timeout: 10 * time.Second}, state: map[string]*sourceState{}}
+	return &Sources{Dir: dir, URL: url, client: &http.Client{Timeout: 10 * time.Second, CheckRedirect: sameOrigin},
+		state: map[string]*sourceState{}}
 }
 
-// Owns reports whether a pod's source label names one of these sources.
+// URLName is how the URL source is named: the URL with its credentials
+// and query values redacted ("" without a URL).
+func (s *Sources) URLName() string { return RedactURL(s.URL) }
+
+// Owns reports whether a pod's source label names one of these sources (a
+// pod labelled by an older podrun with the URL unredacted included).
 func (s *Sources) Owns(source string) bool {
-	return source != "" && (filepath.Dir(source) == s.Dir || (s.URL != "" && source == s.URL))
+	return source != "" && (filepath.Dir(source) == s.Dir || (s.URL != "" && (source == s.URLName() || source == s.URL)))
 }
 
 // IsManifest reports whether a directory entry is read as a manifest: .yaml,
@@ -71,32 +85,56 @@ func (s *Sources) Scan(ctx context.Context, settling map[string]bool) (map[strin
 	names, err := s.files()
 	var problems []Problem
 	if err != nil {
+		// An untrusted or unreadable directory changes nothing: every file
+		// known keeps its last good content, none is taken as removed.
 		problems = append(problems, Problem{Source: s.Dir, Msg: err.Error()})
+		for path := range s.state {
+			if path != s.URLName() {
+				names = append(names, path)
+			}
+		}
+		sort.Strings(names)
 	}
+	dirErr := err
 	present := map[string]bool{}
 	for _, path := range names {
 		present[path] = true
-		if settling[path] {
-			continue // still being written: keep what was known of it
+		if settling[path] || dirErr != nil {
+			continue // still being written (or not trusted): keep what was known of it
 		}
-		data, err := os.ReadFile(path)
+		data, err := s.readFile(path)
 		s.update(path, data, err)
 	}
 	if s.URL != "" {
-		present[s.URL] = true
+		present[s.URLName()] = true
 		data, err := s.fetch(ctx)
-		s.update(s.URL, data, err)
+		s.update(s.URLName(), data, err)
 	}
 	for path := range s.state {
 		if !present[path] {
 			delete(s.state, path) // the file is gone: its pods go too
 		}
 	}
-	return s.collect(names, problems)
+	wants, broken, problems := s.collect(names, problems)
+	if dirErr != nil {
+		for _, path := range names {
+			broken[path] = true
+		}
+	}
+	return wants, broken, problems
 }
 
+// files lists the manifest files of the directory, once it is trusted.
 func (s *Sources) files() ([]string, error) {
-	entries, err := os.ReadDir(s.Dir)
+	d, err := os.Open(s.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manifest directory: %w", err)
+	}
+	defer d.Close()
+	if err := trusted(d); err != nil {
+		return nil, fmt.Errorf("the manifest directory is not trusted, nothing in it is applied: %w", err)
+	}
+	entries, err := d.ReadDir(-1)
 	if err != nil {
 		return nil, fmt.Errorf("reading the manifest directory: %w", err)
 	}
@@ -110,20 +148,175 @@ func (s *Sources) files() ([]string, error) {
 	return names, nil
 }
 
+// readFile reads a manifest file the way sshd's StrictModes reads a key
+// file: never through a symlink, never blocking on a FIFO or device
+// swapped in (O_NONBLOCK, then fstat of that descriptor: only a regular
+// file is read), only when root or the daemon's user owns it and nobody
+// else can write it, and never more than the size limit.
+func (s *Sources) readFile(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, errors.New("is a symlink: not read")
+		}
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("is not a regular file (%s): not read", st.Mode().Type())
+	}
+	if err := trusted(f); err != nil {
+		return nil, err
+	}
+	if st.Size() > s.Admission.MaxFileSize && s.Admission.MaxFileSize > 0 {
+		return nil, &manifest.TooLargeError{Limit: s.Admission.MaxFileSize}
+	}
+	return manifest.ReadAll(f, s.Admission.MaxFileSize)
+}
+
+// trusted refuses a file or directory (checked through its open
+// descriptor) that another user than root or the daemon's own owns, or
+// that its group or others may write: anyone who can write a manifest
+// runs anything as root.
+func trusted(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return errors.New("cannot tell its owner")
+	}
+	if sys.Uid != 0 && int(sys.Uid) != os.Getuid() {
+		return fmt.Errorf("owned by uid %d, neither root nor the daemon's user", sys.Uid)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("writable by its group or by others (mode %04o): chmod go-w", st.Mode().Perm())
+	}
+	return nil
+}
+
+// maxHeaderFile bounds --manifest-url-header-file.
+const maxHeaderFile = 64 << 10
+
+// fetch GETs the URL, with the header file's headers, and reads its body
+// up to the size limit: a larger body is an error (the last good content
+// stays), never content cut short.
 func (s *Sources) fetch(ctx context.Context) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	if err != nil {
-		return nil, err
+		return nil, errors.New("invalid URL") // the error would print the URL
+	}
+	if s.URLHeaderFile != "" {
+		if err := s.addHeaders(req); err != nil {
+			return nil, err
+		}
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // it names the URL, with its credentials
+		}
+		return nil, fmt.Errorf("GET %s: %w", s.URLName(), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", s.URL, resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", s.URLName(), resp.Status)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if resp.ContentLength > 0 && s.Admission.MaxFileSize > 0 && resp.ContentLength > s.Admission.MaxFileSize {
+		return nil, fmt.Errorf("GET %s: %w", s.URLName(), &manifest.TooLargeError{Limit: s.Admission.MaxFileSize})
+	}
+	data, err := manifest.ReadAll(resp.Body, s.Admission.MaxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", s.URLName(), err)
+	}
+	return data, nil
+}
+
+// addHeaders adds the header file's "Name: value" lines (blank lines and
+// # comments skipped) to req. The file must be as trusted as a manifest.
+func (s *Sources) addHeaders(req *http.Request) error {
+	f, err := os.Open(s.URLHeaderFile)
+	if err != nil {
+		return fmt.Errorf("--manifest-url-header-file: %w", err)
+	}
+	defer f.Close()
+	if err := trusted(f); err != nil {
+		return fmt.Errorf("--manifest-url-header-file %s: %w", s.URLHeaderFile, err)
+	}
+	data, err := manifest.ReadAll(f, maxHeaderFile)
+	if err != nil {
+		return fmt.Errorf("--manifest-url-header-file %s: %w", s.URLHeaderFile, err)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if name = strings.TrimSpace(name); !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return fmt.Errorf("--manifest-url-header-file %s: line %d: want \"Name: value\"", s.URLHeaderFile, i+1)
+		}
+		req.Header.Add(name, strings.TrimSpace(value))
+	}
+	return nil
+}
+
+// sameOrigin follows a redirect only to the same scheme and host (so
+// neither a header nor the content's trust moves elsewhere), 10 at most.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("redirect to another scheme or host (%s://%s) refused", req.URL.Scheme, req.URL.Host)
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}
+
+// RedactURL is a URL fit to print: its userinfo and the values of its
+// query replaced by "REDACTED".
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"REDACTED"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// CheckURL refuses a manifest URL that is not https (unless insecure
+// allows plain http).
+func CheckURL(raw string, insecure bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("%s is not an http(s) URL", RedactURL(raw))
+	}
+	switch {
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && insecure:
+		return nil
+	case u.Scheme == "http":
+		return fmt.Errorf("%s is plain http: anyone on the way could run pods here; use https, or --insecure-manifest-url", RedactURL(raw))
+	}
+	return fmt.Errorf("%s: scheme %q is not http or https", RedactURL(raw), u.Scheme)
 }
 
 // update parses a source's content when it changed.
@@ -134,7 +327,7 @@ func (s *Sources) update(source string, data []byte, readErr error) {
 		s.state[source] = st
 	}
 	if readErr != nil {
-		st.err = readErr
+		st.err, st.sum = readErr, [32]byte{} // read again in full once readable
 		return
 	}
 	sum := sha256.Sum256(data)
@@ -157,7 +350,7 @@ func (s *Sources) collect(files []string, problems []Problem) (map[string]Want, 
 	broken := map[string]bool{}
 	order := files
 	if s.URL != "" {
-		order = append(append([]string{}, files...), s.URL)
+		order = append(append([]string{}, files...), s.URLName())
 	}
 	var all []*manifest.Set // the objects of every source, first by name first
 	for _, source := range order {

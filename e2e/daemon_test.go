@@ -1394,7 +1394,10 @@ func TestDaemonManifestURL(t *testing.T) {
 	}
 	dir := t.TempDir()
 	plDownOnCleanup(t, "dm-url")
-	d := dmStart(t, dir, nil, "--resync", "1s", "--manifest-url", url)
+	if _, stderr, code := H.Podrun(t, "", "daemon", "--manifest-dir", dir, "--manifest-url", url); code != 2 || !strings.Contains(stderr, "plain http") {
+		t.Errorf("daemon with a plain http URL: exit %d, stderr:\n%s\nwant exit 2 and a refusal", code, stderr)
+	}
+	d := dmStart(t, dir, nil, "--resync", "1s", "--manifest-url", url, "--insecure-manifest-url")
 	pods := dmWaitRunning(t, 60*time.Second, nil, "dm-url")
 	uid, tasks := pods["dm-url"].UID, dmTasks(t, "dm-url")
 	if row := plPsRow(t, "dm-url"); len(row) < 8 || row[7] != url {
@@ -1407,6 +1410,7 @@ func TestDaemonManifestURL(t *testing.T) {
 	}{
 		{"garbage", "this: is: [not yaml\n", "line", http.StatusOK},
 		{"an HTTP 500", "oops", "500", http.StatusInternalServerError},
+		{"a 20 MiB body", strings.Repeat("# padding\n", 2<<20), "larger than the limit of 10 MiB", http.StatusOK},
 		{"an invalid pod", strings.Replace(dmPod{name: "dm-url", value: "v2"}.yaml(), "spec:\n", "spec:\n  restartPolicy: Sometimes\n", 1), "spec.restartPolicy", http.StatusOK},
 	} {
 		serve(bad.code, bad.body)

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -39,6 +40,14 @@ const dialTimeout = 3 * time.Second
 // Open connects to containerd (starting podrun's private one when allowed
 // and nothing answers at cfg.Address). Errors wrap engine.ErrUnavailable.
 func Open(ctx context.Context, cfg Config, report Reporter) (*Host, error) {
+	// The state root holds the daemon's status and the pods' state: root's
+	// alone (0700), whatever an earlier podrun or a umask made it.
+	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(cfg.Root, 0o700); err != nil {
+		return nil, err
+	}
 	addr := cfg.Address
 	if cfg.AutoStart && !ctrd.Answers(ctx, addr, time.Second) {
 		p := ctrd.Private{Root: filepath.Join(cfg.Root, "containerd"), RunDir: cfg.RunDir}
