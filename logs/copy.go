@@ -217,17 +217,23 @@ type pending struct {
 	seq int // order of first record, for flush
 }
 
-// add takes one raw log line and returns a completed line, if any.
-func (j *joiner) add(raw []byte) (entry, bool) {
+// add takes one raw log line and returns the lines it completes: none,
+// one, or two when a line grown to MaxJoined is cut before this record.
+func (j *joiner) add(raw []byte) []entry {
 	r, ts, ok := parseRecord(raw)
 	if !ok {
-		return entry{}, false
+		return nil
 	}
 	i := 0
 	if r.Stream == "stderr" {
 		i = 1
 	}
+	var out []entry
 	p := j.open[i]
+	if p != nil && len(p.Text)+len(r.Text) > MaxJoined {
+		out = append(out, p.entry) // a line that long is read as several
+		p = nil
+	}
 	if p == nil {
 		j.seq++
 		p = &pending{entry: entry{Time: ts, Stream: r.Stream}, seq: j.seq}
@@ -235,10 +241,10 @@ func (j *joiner) add(raw []byte) (entry, bool) {
 	}
 	p.Text = append(p.Text, r.Text...)
 	if r.Partial {
-		return entry{}, false
+		return out
 	}
 	j.open[i] = nil
-	return p.entry, true
+	return append(out, p.entry)
 }
 
 // flush returns the lines still open (partials without their F record), in
@@ -280,7 +286,7 @@ func (c *copier) drain() error {
 		if err != nil {
 			return err
 		}
-		if l, ok := c.j.add(raw); ok {
+		for _, l := range c.j.add(raw) {
 			c.emit(l)
 		}
 		if c.err != nil {
@@ -293,7 +299,7 @@ func (c *copier) drain() error {
 // record and open partials.
 func (c *copier) endFile() {
 	if raw := c.r.rest(); len(raw) > 0 {
-		if l, ok := c.j.add(raw); ok {
+		for _, l := range c.j.add(raw) {
 			c.emit(l)
 		}
 	}

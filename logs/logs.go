@@ -17,8 +17,14 @@ import (
 	"github.com/containerd/containerd/runtime/v2/logging"
 )
 
-// MaxLine is the longest line written as one record, as in containerd's CRI.
+// MaxLine is the longest line written as one record, as in containerd's CRI
+// (max_container_log_line_size): a longer one is split into P records.
 const MaxLine = 16 * 1024
+
+// MaxJoined is the longest line the readers (Copy, Tail) join from P
+// records: a container's line with no newline in sight is read as lines of
+// this size, so reading a log takes bounded memory whatever was written.
+const MaxJoined = 4 * MaxLine
 
 // Path is where a container's log lives: <dir>/<ns>_<pod>_<uid>/<container>/<restarts>.log.
 func Path(dir, namespace, pod, uid, container string, restarts int) string {

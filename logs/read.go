@@ -39,15 +39,23 @@ func Tail(r io.Reader, n int) []string {
 		if !ok {
 			continue
 		}
+		if len(cur)+len(rec.Text) > MaxJoined {
+			lines, cur = appendLast(lines, string(cur), n), nil // read as several lines
+		}
 		cur = append(cur, rec.Text...)
 		if rec.Partial {
 			continue
 		}
-		lines = append(lines, string(cur))
-		cur = nil
-		if len(lines) > n {
-			lines = lines[1:]
-		}
+		lines, cur = appendLast(lines, string(cur), n), nil
+	}
+	return lines
+}
+
+// appendLast appends line to lines, keeping the last n.
+func appendLast(lines []string, line string, n int) []string {
+	lines = append(lines, line)
+	if len(lines) > n {
+		lines = lines[1:]
 	}
 	return lines
 }
