@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	psaapi "k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
+
+	"github.com/podrun/podrun/resources"
 )
 
 // Options are the node's admission rules, which Load and Parse apply to every
@@ -109,6 +111,13 @@ func (o Options) admit(pod *corev1.Pod) field.ErrorList {
 			errs = append(errs, field.Invalid(fld.Child("volumes").Index(i).Child("hostPath", "path"), v.HostPath.Path,
 				"is not under an allowed host path (--allowed-host-paths "+strings.Join(o.AllowedHostPaths, ",")+")"))
 		}
+	}
+	// The kubelet spares a node-critical static pod from the OOM killer
+	// (oom_score_adj -997, as Guaranteed); a cluster grants the class only
+	// through its admission, so a node with a policy grants it to nobody.
+	if o.Policy != "" && o.Policy != string(psaapi.LevelPrivileged) && pod.Spec.PriorityClassName == resources.NodeCriticalPriorityClass {
+		errs = append(errs, field.Forbidden(fld.Child("priorityClassName"),
+			resources.NodeCriticalPriorityClass+" makes the pod the last the OOM killer picks (oom_score_adj -997): not allowed under --policy "+o.Policy))
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		sfld := fld.Child("securityContext", "sysctls")

@@ -213,3 +213,18 @@ func TestLoadOptions(t *testing.T) {
 		t.Errorf("non-compliant pod: got %v, want 4 problems of stdin (document 1)", err)
 	}
 }
+
+// TestPolicyRefusesNodeCritical: system-node-critical (oom_score_adj -997)
+// is refused under a policy and allowed without one.
+func TestPolicyRefusesNodeCritical(t *testing.T) {
+	doc := []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  priorityClassName: system-node-critical\n  containers: [{name: c, image: i:1}]\n")
+	if _, err := (Options{}).Parse("p.yaml", doc); err != nil {
+		t.Errorf("without a policy: %v", err)
+	}
+	for _, level := range []string{"baseline", "restricted"} {
+		_, err := Options{Policy: level}.Parse("p.yaml", doc)
+		if err == nil || !strings.Contains(err.Error(), "spec.priorityClassName: Forbidden: system-node-critical") {
+			t.Errorf("--policy %s: %v", level, err)
+		}
+	}
+}

@@ -30,11 +30,12 @@ const (
 	// every pause container (defaultSandboxOOMAdj, defaultSandboxCPUshares).
 	sandboxOOMScoreAdj = -998
 	SandboxCPUShares   = 2
-
-	// nodeCriticalPriorityClass makes a static pod node-critical
-	// (kubelet types.IsNodeCriticalPod); every podrun pod is a static pod.
-	nodeCriticalPriorityClass = "system-node-critical"
 )
+
+// NodeCriticalPriorityClass makes a static pod node-critical (kubelet
+// types.IsNodeCriticalPod; every podrun pod is a static pod): its containers
+// get the Guaranteed oom_score_adj. Refused under a --policy (manifest).
+const NodeCriticalPriorityClass = "system-node-critical"
 
 // Node is what podrun knows of the machine.
 type Node struct {
@@ -172,7 +173,7 @@ func MilliCPUToQuota(milliCPU int64) int64 {
 
 // oomScoreAdj is the kubelet's GetContainerOOMScoreAdjust.
 func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int {
-	if pod.Spec.PriorityClassName == nodeCriticalPriorityClass {
+	if pod.Spec.PriorityClassName == NodeCriticalPriorityClass {
 		return guaranteedOOMScoreAdj
 	}
 	switch QOSClass(pod) {
