@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -240,16 +241,18 @@ func config(c *cli.Context) (run.Config, error) {
 		return run.Config{}, err
 	}
 	return run.Config{
-		Address:    c.String("address"),
-		AutoStart:  !c.IsSet("address"),
-		Namespace:  c.String("namespace"),
-		Root:       c.String("root"),
-		RunDir:     "/run/podrun",
-		LogDir:     c.String("log-dir"),
-		CNIConfDir: c.String("cni-conf-dir"),
-		CNIBinDirs: c.StringSlice("cni-bin-dir"),
-		PauseImage: c.String("pause-image"),
-		Exe:        exe,
+		Address:   c.String("address"),
+		AutoStart: !c.IsSet("address"),
+		// Only commands that create pods or images start a private containerd.
+		StartPrivate: slices.Contains([]string{"up", "daemon", "import", "pull"}, c.Command.Name),
+		Namespace:    c.String("namespace"),
+		Root:         c.String("root"),
+		RunDir:       "/run/podrun",
+		LogDir:       c.String("log-dir"),
+		CNIConfDir:   c.String("cni-conf-dir"),
+		CNIBinDirs:   c.StringSlice("cni-bin-dir"),
+		PauseImage:   c.String("pause-image"),
+		Exe:          exe,
 		// The kubelet's --cluster-domain (pod FQDNs; podrun has no cluster DNS).
 		ClusterDomain: c.String("cluster-domain"),
 		// Registries (pulls.go): credentials file, insecure hosts, progress.

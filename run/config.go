@@ -13,6 +13,10 @@ type Config struct {
 	// AutoStart is set, podrun starts (or reuses) its own private containerd.
 	Address   string
 	AutoStart bool
+	// StartPrivate: this command creates pods or images (up, daemon, image
+	// import/pull) and may start the private containerd; the others only
+	// use it when it runs.
+	StartPrivate bool
 	// Namespace is the containerd namespace podrun's containers live in.
 	Namespace string
 	// Root is podrun's state directory (pods/<uid>, cni/, containerd/).

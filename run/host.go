@@ -48,11 +48,13 @@ func Open(ctx context.Context, cfg Config, report Reporter) (*Host, error) {
 	if err := os.Chmod(cfg.Root, 0o700); err != nil {
 		return nil, err
 	}
-	addr := cfg.Address
-	if cfg.AutoStart && !ctrd.Answers(ctx, addr, time.Second) {
-		p := ctrd.Private{Root: filepath.Join(cfg.Root, "containerd"), RunDir: cfg.RunDir}
+	p := ctrd.Private{Root: filepath.Join(cfg.Root, "containerd"), RunDir: cfg.RunDir}
+	addr, start, err := chooseRuntime(ctx, cfg, p.Address(), runtimeProbe{})
+	if err != nil {
+		return nil, err
+	}
+	if start {
 		var started bool
-		var err error
 		if addr, started, err = p.Ensure(ctx); err != nil {
 			return nil, err
 		}
@@ -104,4 +106,57 @@ func (h *Host) Close() error {
 		return nil
 	}
 	return h.closer()
+}
+
+// prober tells whether a socket exists and whether a containerd answers
+// on it within a time.
+type prober interface {
+	Exists(addr string) bool
+	Answers(ctx context.Context, addr string, timeout time.Duration) bool
+}
+
+type runtimeProbe struct{}
+
+func (runtimeProbe) Exists(addr string) bool {
+	st, err := os.Stat(addr)
+	return err == nil && st.Mode().Type() == os.ModeSocket
+}
+
+func (runtimeProbe) Answers(ctx context.Context, addr string, timeout time.Duration) bool {
+	return ctrd.Answers(ctx, addr, timeout)
+}
+
+// busyRuntimeWait is how long a containerd whose socket exists is given to
+// answer (a busy one at boot, or under load) before podrun gives up on it.
+const busyRuntimeWait = 10 * time.Second
+
+// chooseRuntime decides which containerd to use: the configured one when
+// it answers; when its socket exists, it is waited for (busyRuntimeWait)
+// and never replaced by the private one, so that pods are never split
+// across two runtimes; otherwise podrun's private one, which only
+// commands that create pods (cfg.StartPrivate) may start (start true).
+func chooseRuntime(ctx context.Context, cfg Config, private string, p prober) (addr string, start bool, err error) {
+	if !cfg.AutoStart || p.Answers(ctx, cfg.Address, time.Second) {
+		return cfg.Address, false, nil // an explicit --address is used as it is
+	}
+	if p.Exists(cfg.Address) {
+		deadline := time.Now().Add(busyRuntimeWait)
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			if p.Answers(ctx, cfg.Address, 2*time.Second) {
+				return cfg.Address, false, nil
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		return "", false, fmt.Errorf("%w: containerd at %s does not answer", engine.ErrUnavailable, cfg.Address)
+	}
+	if p.Answers(ctx, private, 2*time.Second) {
+		return private, false, nil
+	}
+	if !cfg.StartPrivate {
+		return "", false, fmt.Errorf("%w: no containerd runs (at %s, or podrun's private one: `podrun up` or `podrun daemon` starts it)", engine.ErrUnavailable, cfg.Address)
+	}
+	return private, true, nil
 }
