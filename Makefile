@@ -7,7 +7,7 @@ IMAGE_TAR := $(BIN)/busybox.tar
 IMAGE_REF := podrun.local/busybox:1
 E2E_TIMEOUT ?= 40m
 
-.PHONY: all deps build test unit e2e vet fmt-check up bench clean
+.PHONY: all deps build test unit fuzz e2e vet fmt-check up bench clean
 
 all: build
 
@@ -33,11 +33,23 @@ fmt-check:
 unit:
 	$(GO) test $$($(GO) list ./... | grep -v /e2e)
 
+# Fuzz targets (hostile input: manifests, subPaths, config volume payloads,
+# container logs), each for FUZZTIME on top of its committed corpus
+# (testdata/fuzz); `make fuzz FUZZTIME=10m` for a longer run.
+FUZZTIME ?= 5s
+FUZZ_TARGETS := manifest:FuzzParse volumes:FuzzSubPath volumes:FuzzAtomicWrite logs:FuzzReadLog
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz: $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || \
+			{ echo "fuzz: $${t#*:} failed; rerun: go test -run '^$$' -fuzz '^$${t#*:}$$' ./$${t%%:*}" >&2; exit 1; }; \
+	done
+
 # End-to-end tests: a private containerd, runc, CNI; needs root (skips otherwise).
 e2e:
 	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/...
 
-test: deps vet fmt-check unit e2e
+test: deps vet fmt-check unit fuzz e2e
 
 $(IMAGE_TAR): internal/testimage/*.go tools/mkimage/*.go
 	@mkdir -p $(BIN)

@@ -365,25 +365,9 @@ func (p *Prepared) Mounts(c *corev1.Container, vars map[string]string) ([]spec.M
 // it), and the descriptor is mounted, not the path, so a sibling container
 // that swaps a directory for a symlink after the check gains nothing.
 func (p *Prepared) subPath(volume, sub, target string) (string, error) {
-	root, err := os.OpenFile(volume, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	f, err := openSubPath(volume, sub)
 	if err != nil {
 		return "", err
-	}
-	defer root.Close()
-	// Refuse (rather than confine) a subPath whose symlinks point out of
-	// the volume, with a message that says so, as the kubelet does.
-	if err := escapes(root, volume, sub); err != nil {
-		return "", err
-	}
-	f, err := pathrs.OpenatInRoot(root, sub)
-	if errors.Is(err, os.ErrNotExist) {
-		f, err = pathrs.MkdirAllHandle(root, sub, 0o755)
-		if err != nil {
-			return "", fmt.Errorf("creating subPath %q: %w", sub, err)
-		}
-	}
-	if err != nil {
-		return "", fmt.Errorf("subPath %q: %w", sub, err)
 	}
 	defer f.Close()
 	var st unix.Stat_t
@@ -396,10 +380,36 @@ func (p *Prepared) subPath(volume, sub, target string) (string, error) {
 	return target, nil
 }
 
+// openSubPath opens (O_PATH) sub inside volume, creating it as a
+// directory when missing; it never leaves the volume.
+func openSubPath(volume, sub string) (*os.File, error) {
+	root, err := os.OpenFile(volume, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	// Refuse (rather than confine) a subPath whose symlinks point out of
+	// the volume, with a message that says so, as the kubelet does.
+	if err := escapes(root, sub); err != nil {
+		return nil, err
+	}
+	f, err := pathrs.OpenatInRoot(root, sub)
+	if errors.Is(err, os.ErrNotExist) {
+		f, err = pathrs.MkdirAllHandle(root, sub, 0o755)
+		if err != nil {
+			return nil, fmt.Errorf("creating subPath %q: %w", sub, err)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("subPath %q: %w", sub, err)
+	}
+	return f, nil
+}
+
 // escapes reports a subPath that resolves, through the symlinks it has
 // now, outside its volume. It only reads, for the message: what is mounted
 // is opened safely afterwards whatever happens meanwhile.
-func escapes(root *os.File, volume, sub string) error {
+func escapes(root *os.File, sub string) error {
 	real, err := os.Readlink(procFD(int(root.Fd())))
 	if err != nil {
 		return err
