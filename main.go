@@ -60,7 +60,7 @@ func main() {
 	switch {
 	case errors.As(err, &problems):
 		fmt.Fprintln(os.Stderr, problems.Error())
-		fmt.Fprintf(os.Stderr, "podrun: %d problem(s); nothing was changed\n", len(problems))
+		fmt.Fprintf(os.Stderr, "podrun: %d problem(s); nothing was changed\n", problems.Total())
 	case err != nil && err.Error() != "":
 		fmt.Fprintf(os.Stderr, "podrun: %v\n", err)
 	}

@@ -39,8 +39,8 @@ spec:
 	d1 := dmStart(t, dir, nil, "--resync", "2s")
 	dmWaitRunning(t, 60*time.Second, nil, "hs-fsgroup")
 	stat := func() string { return strings.TrimSpace(svExec(t, "hs-fsgroup", "", "stat", "-c", "%g %a", "/data/f")) }
-	if got := stat(); got != "2000 664" {
-		t.Errorf("a file the container made in the fsGroup volume: %q, want group 2000 mode 664 (setgid directory)", got)
+	if got := stat(); got != "2000 644" {
+		t.Errorf("a file the container made in the fsGroup volume: %q, want group 2000 (the setgid directory's) and mode 644 (umask 022)", got)
 	}
 	svExec(t, "hs-fsgroup", "", "sh", "-c", "chgrp 0 /data/f && chmod 600 /data/f")
 	tasks := dmTasks(t, "hs-fsgroup")

@@ -96,7 +96,7 @@ func droppedProblems(dropped map[string]int) Problems {
 	sort.Strings(files)
 	var out Problems
 	for _, f := range files {
-		out = append(out, Problem{Source: Source{File: f}, Msg: fmt.Sprintf("and %d more problems", dropped[f])})
+		out = append(out, Problem{Source: Source{File: f}, Msg: fmt.Sprintf("and %d more problems", dropped[f]), More: dropped[f]})
 	}
 	return out
 }

@@ -92,7 +92,7 @@ func TestProblemsCapped(t *testing.T) {
 	if !errors.As(err, &ps) {
 		t.Fatalf("Parse: %v", err)
 	}
-	if len(ps) != MaxProblems+1 || ps[MaxProblems].Msg != "and 150 more problems" {
+	if len(ps) != MaxProblems+1 || ps[MaxProblems].Msg != "and 150 more problems" || ps.Total() != 250 {
 		t.Errorf("%d problems, the last %q; want %d and \"and 150 more problems\"", len(ps), ps[len(ps)-1].Msg, MaxProblems+1)
 	}
 }

@@ -86,6 +86,9 @@ type Problem struct {
 	Source Source
 	Field  string // field path, e.g. "spec.containers[1].volumeMounts[0].name"; "" when the whole document is concerned
 	Msg    string
+	// More, on the last problem of a file that had too many, is how many
+	// more were found and not listed (Msg says "and N more problems").
+	More int
 }
 
 // String renders the problem as "pod.yaml (document 2): spec.containers[1].image: Required value".
@@ -101,6 +104,15 @@ func (p Problem) String() string {
 
 // Problems is every problem found in an input.
 type Problems []Problem
+
+// Total is how many problems were found, those not listed included.
+func (ps Problems) Total() int {
+	n := 0
+	for _, p := range ps {
+		n += max(p.More, 1)
+	}
+	return n
+}
 
 // Error renders one line per problem.
 func (ps Problems) Error() string {

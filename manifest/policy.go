@@ -131,13 +131,17 @@ func (o Options) admit(pod *corev1.Pod) field.ErrorList {
 }
 
 // hostPathAllowed reports whether a host path is under one of the allowed
-// prefixes (any path when none is given), comparing whole path elements.
+// prefixes (any path when none is given).
 func (o Options) hostPathAllowed(p string) bool {
-	if len(o.AllowedHostPaths) == 0 {
-		return true
-	}
+	return len(o.AllowedHostPaths) == 0 || UnderPrefix(p, o.AllowedHostPaths)
+}
+
+// UnderPrefix reports whether path p is one of the prefixes or below one,
+// comparing whole path elements, as PodSecurityPolicy's allowedHostPaths:
+// "/foo" holds /foo and /foo/bar, not /foobar.
+func UnderPrefix(p string, prefixes []string) bool {
 	p = path.Clean(p)
-	return slices.ContainsFunc(o.AllowedHostPaths, func(prefix string) bool {
+	return slices.ContainsFunc(prefixes, func(prefix string) bool {
 		prefix = path.Clean(prefix)
 		return prefix == "/" || p == prefix || strings.HasPrefix(p, prefix+"/")
 	})

@@ -6,13 +6,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/spec"
 )
 
@@ -194,7 +194,7 @@ func (p *Prepared) hostPath(name string, h *corev1.HostPathVolumeSource, allowed
 		if err != nil {
 			return fmt.Errorf("hostPath %s: %w", h.Path, err)
 		}
-		if !underAny(real, allowed) {
+		if !manifest.UnderPrefix(real, allowed) {
 			return fmt.Errorf("hostPath %s resolves to %s, which is not under an allowed host path (--allowed-host-paths %s)", h.Path, real, strings.Join(allowed, ","))
 		}
 	}
@@ -212,10 +212,13 @@ func (p *Prepared) hostPath(name string, h *corev1.HostPathVolumeSource, allowed
 func openHostPath(p string, typ corev1.HostPathType, allowed []string) (f *os.File, created bool, err error) {
 	root, rel := "/", strings.TrimPrefix(path.Clean(p), "/")
 	for _, a := range allowed {
-		if a = path.Clean(a); underAny(path.Clean(p), []string{a}) {
+		if a = path.Clean(a); manifest.UnderPrefix(p, []string{a}) {
 			root, rel = a, strings.TrimPrefix(strings.TrimPrefix(path.Clean(p), a), "/")
 			break
 		}
+	}
+	if rel == "" {
+		rel = "." // the root (or the allowed prefix) itself
 	}
 	open := func() (*os.File, error) {
 		if len(allowed) == 0 {
@@ -286,15 +289,6 @@ func createFileIn(root, rel string) error {
 		return err
 	}
 	return unix.Close(fd)
-}
-
-// underAny reports whether p is one of the prefixes or below one,
-// comparing whole path elements ("/foo" holds /foo/bar, not /foobar).
-func underAny(p string, prefixes []string) bool {
-	return slices.ContainsFunc(prefixes, func(prefix string) bool {
-		prefix = path.Clean(prefix)
-		return prefix == "/" || p == prefix || strings.HasPrefix(p, prefix+"/")
-	})
 }
 
 func checkType(p string, mode uint32, typ corev1.HostPathType) error {

@@ -186,9 +186,11 @@ func TestAllowedHostPathsResolved(t *testing.T) {
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Errorf("created outside the allowed prefix: %v", entries)
 	}
-	p, err := Setup(testLayout(t), hostPathPod(filepath.Join(allowed, "data"), corev1.HostPathDirectory), nil, o)
-	if err != nil || !sameFile(p.Paths["v"], filepath.Join(allowed, "data")) {
-		t.Errorf("a path under the allowed prefix: %v, %v", p, err)
+	for _, path := range []string{filepath.Join(allowed, "data"), allowed} {
+		p, err := Setup(testLayout(t), hostPathPod(path, corev1.HostPathDirectory), nil, o)
+		if err != nil || !sameFile(p.Paths["v"], path) {
+			t.Errorf("%s, under the allowed prefix: %v, %v", path, p, err)
+		}
 	}
 }
 
