@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -88,6 +89,15 @@ func TestHostSafetyBoundedInput(t *testing.T) {
 				t.Errorf("podrun %s %s: %d lines on stderr", cmd, filepath.Base(file), n)
 			}
 			t.Logf("podrun %s %s: exit %d in %v", cmd, filepath.Base(file), code, took.Round(time.Millisecond))
+		}
+		// Bounded memory: the whole process's peak, read from its rusage.
+		c := exec.Command(H.Bin, append(H.globalArgs(), "validate", file)...)
+		_ = c.Run()
+		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			t.Logf("podrun validate %s: max RSS %d KiB", filepath.Base(file), ru.Maxrss)
+			if ru.Maxrss > 100<<10 {
+				t.Errorf("podrun validate %s: max RSS %d KiB, want under 100 MiB", filepath.Base(file), ru.Maxrss)
+			}
 		}
 	}
 }
