@@ -33,7 +33,7 @@ func NodeAllocatable(dir string) (corev1.ResourceList, error) {
 	return corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(mem, resource.BinarySI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(st.Blocks)*st.Bsize, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(int64(st.Blocks)*int64(st.Bsize), resource.BinarySI), // Bsize is int32 on 32-bit arm,
 	}, nil
 }
 

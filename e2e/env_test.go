@@ -47,7 +47,7 @@ func envNode(t *testing.T) (name string, cpu int, memory, storage int64) {
 	if err := unix.Statfs(H.Root, &st); err != nil {
 		t.Fatal(err)
 	}
-	return strings.ToLower(host), runtime.NumCPU(), memory, int64(st.Blocks) * st.Bsize
+	return strings.ToLower(host), runtime.NumCPU(), memory, int64(st.Blocks) * int64(st.Bsize)
 }
 
 // envLines returns the sorted output lines of a container that ran `env`.
