@@ -26,6 +26,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
@@ -240,6 +241,10 @@ func config(c *cli.Context) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, err
 	}
+	rotation, err := logRotation(c)
+	if err != nil {
+		return run.Config{}, err
+	}
 	return run.Config{
 		Address:   c.String("address"),
 		AutoStart: !c.IsSet("address"),
@@ -262,6 +267,7 @@ func config(c *cli.Context) (run.Config, error) {
 		PullProgress:           pullProgress(),
 		// Checked again on the opened path when volumes are set up (up, daemon).
 		AllowedHostPaths: c.StringSlice("allowed-host-paths"),
+		LogRotation:      rotation,
 	}, nil
 }
 
@@ -341,6 +347,37 @@ func admissionFlags() []cli.Flag {
 	}
 }
 
+// logFlags are the container log rotation flags of the commands that start
+// containers (up, daemon): the kubelet's containerLogMaxSize/MaxFiles.
+func logFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "container-log-max-size", EnvVars: []string{"PODRUN_CONTAINER_LOG_MAX_SIZE"}, Value: "10Mi",
+			Usage: "rotate a container's log when it reaches this size (a quantity: 10Mi, 512Ki); 0: never"},
+		&cli.IntFlag{Name: "container-log-max-files", EnvVars: []string{"PODRUN_CONTAINER_LOG_MAX_FILES"}, Value: logs.DefaultRotation.MaxFiles,
+			Usage: "log files kept per container, the one being written included (at least 2)"},
+	}
+}
+
+// logRotation reads the log flags (the kubelet's defaults for a command
+// without them).
+func logRotation(c *cli.Context) (logs.Rotation, error) {
+	r := logs.DefaultRotation
+	if s := c.String("container-log-max-size"); s != "" {
+		q, err := resource.ParseQuantity(s)
+		if err != nil || q.Sign() < 0 {
+			return r, usageError{fmt.Sprintf("%s: --container-log-max-size %q: want a size such as 10Mi", c.Command.Name, s)}
+		}
+		r.MaxSize = q.Value()
+	}
+	if c.IsSet("container-log-max-files") {
+		r.MaxFiles = c.Int("container-log-max-files")
+	}
+	if r.MaxFiles < 2 {
+		return r, usageError{fmt.Sprintf("%s: --container-log-max-files must be at least 2", c.Command.Name)}
+	}
+	return r, nil
+}
+
 // admission reads the admission flags of a command that has them.
 func admission(c *cli.Context) (manifest.Options, error) {
 	o := manifest.Options{Policy: c.String("policy"), AllowedHostPaths: c.StringSlice("allowed-host-paths"),
@@ -373,7 +410,7 @@ func upCommand() *cli.Command {
 			&cli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay and supervise (probes, hooks, restarts) until SIGINT or SIGTERM, then stop the pods gracefully"},
 			&cli.BoolFlag{Name: "keep-on-failure", Usage: "leave a failed pod's parts in place for inspection"},
 			configMapFlag(),
-		}, admissionFlags()...),
+		}, append(admissionFlags(), logFlags()...)...),
 		Action: func(c *cli.Context) error {
 			o := run.UpOptions{Timeout: c.Duration("timeout"), Wait: run.Wait(c.String("wait")), KeepOnFailure: c.Bool("keep-on-failure"), Foreground: c.Bool("foreground")}
 			switch {
@@ -468,7 +505,7 @@ func daemonCommand() *cli.Command {
 			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
-		}, admissionFlags()...),
+		}, append(admissionFlags(), logFlags()...)...),
 		Action: func(c *cli.Context) error {
 			dir, err := filepath.Abs(c.String("manifest-dir"))
 			if err != nil {

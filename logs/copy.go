@@ -3,6 +3,7 @@ package logs
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -51,19 +52,32 @@ func Copy(ctx context.Context, w io.Writer, dir string, restart int, o Options) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f, err := os.Open(logFile(dir, restart))
+	f, err := openLog(logFile(dir, restart))
 	if err != nil {
 		return err
 	}
 	c := &copier{out: bufio.NewWriter(w), timestamps: o.Timestamps, tail: -1}
-	c.r.reset(f)
 	defer func() { c.r.f.Close() }()
 
-	// The lines present now, keeping the last o.Tail.
+	// The lines present now, keeping the last o.Tail: the rotated files,
+	// oldest first, then the one being written.
 	if o.Tail >= 0 {
 		c.ring = make([]entry, 0, min(o.Tail, 1024))
 		c.tail = o.Tail
 	}
+	rotated := Rotated(logFile(dir, restart))
+	c.seen = map[string]bool{}
+	for _, old := range rotated {
+		c.seen[rotationKey(old)] = true
+		if isFile(old, f) {
+			break // rotated since it was opened: read through f; newer ones after it (followRotation)
+		}
+		if err := c.drainRotated(old); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	c.r.reset(f)
 	if err := c.drain(); err != nil {
 		return err
 	}
@@ -90,6 +104,9 @@ func Copy(ctx context.Context, w io.Writer, dir string, restart int, o Options) 
 		if err := c.drain(); err != nil {
 			return err
 		}
+		if err := c.followRotation(logFile(dir, restart)); err != nil {
+			return err
+		}
 		next, ok := nextRestart(dir, restart)
 		if ok {
 			nf, err := os.Open(logFile(dir, next))
@@ -114,6 +131,116 @@ func Copy(ctx context.Context, w io.Writer, dir string, restart int, o Options) 
 			return err
 		}
 	}
+}
+
+// openLog opens a container's current log file, waiting out the instant
+// of a rotation (renamed, the new file not created yet).
+func openLog(path string) (*os.File, error) {
+	for i := 0; ; i++ {
+		f, err := os.Open(path)
+		if err == nil || !errors.Is(err, os.ErrNotExist) || i == 50 || len(Rotated(path)) == 0 {
+			return f, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// followRotation, when the file being followed was rotated away (its
+// content is drained already), reads the files rotated after it that were
+// never seen (several rotations between two polls), then goes on in the
+// new file. Records are whole in one file; a line's P records may go on in
+// the next, so open partials are kept.
+func (c *copier) followRotation(path string) error {
+	cur, ok := c.r.f.(*os.File)
+	if !ok || !rotatedAway(cur, path) {
+		return nil
+	}
+	nf, err := os.Open(path)
+	if err != nil {
+		return nil // between the rename and the new file: next poll
+	}
+	rotated := Rotated(path)
+	var unseen []string
+	for _, p := range rotated {
+		if !c.seen[rotationKey(p)] {
+			unseen = append(unseen, p)
+		}
+	}
+	// The file cur holds, drained already, is among them (found by inode;
+	// if compressed meanwhile, it is the oldest); only those after it are new.
+	held := slices.IndexFunc(unseen, func(p string) bool { return isFile(p, cur) })
+	if held < 0 && len(unseen) > 0 {
+		held = 0
+	}
+	for _, p := range unseen[held+1:] {
+		if isFile(p, nf) {
+			break // rotated again since nf was opened: read through nf
+		}
+		if err := c.drainRotated(p); err != nil {
+			nf.Close()
+			return err
+		}
+	}
+	c.seen = rotationKeys(rotated)
+	cur.Close()
+	c.r.reset(nf)
+	return c.drain()
+}
+
+// isFile reports whether path is the file f holds.
+func isFile(path string, f *os.File) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+func rotationKeys(paths []string) map[string]bool {
+	m := map[string]bool{}
+	for _, p := range paths {
+		m[rotationKey(p)] = true
+	}
+	return m
+}
+
+// rotatedAway reports whether the file at path is no longer the one f
+// holds (the writer renamed it and started a new one).
+func rotatedAway(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && !os.SameFile(a, b)
+}
+
+// drainRotated reads a whole rotated file (gzip'd when it ends in .gz); one
+// that is gone meanwhile (removed by the rotation) is skipped.
+func (c *copier) drainRotated(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var rc io.ReadCloser = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil // a file being compressed: its plain twin was read or is gone
+		}
+		rc = struct {
+			io.Reader
+			io.Closer
+		}{zr, f}
+	}
+	c.r.reset(rc)
+	defer rc.Close()
+	return c.drain()
 }
 
 // Latest returns the highest restart number with a log file in dir (or an
@@ -270,8 +397,9 @@ type copier struct {
 	j          joiner
 	out        *bufio.Writer
 	timestamps bool
-	tail       int     // -1: write lines as they come; else keep the last tail in ring
-	ring       []entry // the last tail lines, oldest at head
+	seen       map[string]bool // rotated files present when the current file was opened
+	tail       int             // -1: write lines as they come; else keep the last tail in ring
+	ring       []entry         // the last tail lines, oldest at head
 	head       int
 	err        error // first write error
 }
@@ -351,13 +479,13 @@ func (c *copier) flush() error {
 // at the end of the file it keeps the unterminated bytes and tries again on
 // the next call.
 type lineReader struct {
-	f       *os.File
+	f       io.ReadCloser
 	br      *bufio.Reader
 	partial []byte // unterminated bytes read so far
 	skip    bool   // discarding an overlong line up to its newline
 }
 
-func (r *lineReader) reset(f *os.File) {
+func (r *lineReader) reset(f io.ReadCloser) {
 	r.f = f
 	if r.br == nil {
 		r.br = bufio.NewReaderSize(f, 64*1024)

@@ -86,14 +86,18 @@ func (w *Writer) record(stream, tag string, line []byte) error {
 }
 
 // RunDriver is the containerd shim's binary log driver: the shim runs
-// `podrun cri-log PATH` with the container's stdout and stderr as fds 3 and 4.
-// It never returns.
-func RunDriver(path string) {
+// `podrun cri-log ARG` (DriverArg: the log's path and its rotation) with the
+// container's stdout and stderr as fds 3 and 4. It never returns.
+func RunDriver(arg string) {
 	logging.Run(func(_ context.Context, cfg *logging.Config, ready func() error) error {
+		path, rot, err := ParseDriverArg(arg)
+		if err != nil {
+			return fmt.Errorf("cri-log %q: %w", arg, err)
+		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+		f, err := openRotating(path, rot, time.Now)
 		if err != nil {
 			return err
 		}

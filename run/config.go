@@ -4,6 +4,8 @@ package run
 
 import (
 	"time"
+
+	"github.com/podrun/podrun/logs"
 )
 
 // Config is everything podrun's commands need to know about the host. main
@@ -25,6 +27,8 @@ type Config struct {
 	RunDir string
 	// LogDir is where container logs go, as <ns>_<pod>_<uid>/<container>/<n>.log.
 	LogDir string
+	// LogRotation is how the log driver rotates each container's log.
+	LogRotation logs.Rotation
 	// CNIConfDir is read for a network configuration; when it has none,
 	// podrun's default bridge network is used.
 	CNIConfDir string

@@ -62,7 +62,7 @@ func Open(ctx context.Context, cfg Config, report Reporter) (*Host, error) {
 			report(Event{Msg: fmt.Sprintf("started podrun's private containerd at %s", addr)})
 		}
 	}
-	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Logger: cfg.Exe, Timeout: dialTimeout})
+	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Logger: cfg.Exe, LogRotation: cfg.LogRotation, Timeout: dialTimeout})
 	if err != nil {
 		return nil, err
 	}

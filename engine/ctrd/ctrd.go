@@ -22,6 +22,7 @@ import (
 	"github.com/containerd/containerd/snapshots"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/spec"
 )
 
@@ -38,6 +39,7 @@ type Engine struct {
 	client    *containerd.Client
 	namespace string
 	logger    string // absolute path of the binary the shim runs as the log driver
+	rotation  logs.Rotation
 }
 
 // Options configure Connect.
@@ -45,9 +47,10 @@ type Options struct {
 	Address   string
 	Namespace string
 	// Logger is the absolute path of podrun's own binary, run by the shim as
-	// `Logger cri-log PATH` to write CRI-format logs.
-	Logger  string
-	Timeout time.Duration // dial and health-check timeout
+	// `Logger cri-log ARG` to write CRI-format logs, rotated per LogRotation.
+	Logger      string
+	LogRotation logs.Rotation
+	Timeout     time.Duration // dial and health-check timeout
 }
 
 // Connect dials containerd and checks that it answers. Errors wrap
@@ -65,7 +68,7 @@ func Connect(ctx context.Context, o Options) (*Engine, error) {
 		client.Close()
 		return nil, fmt.Errorf("%w: containerd at %q does not answer: %w", engine.ErrUnavailable, o.Address, err)
 	}
-	return &Engine{client: client, namespace: o.Namespace, logger: o.Logger}, nil
+	return &Engine{client: client, namespace: o.Namespace, logger: o.Logger, rotation: o.LogRotation}, nil
 }
 
 // Close releases the client connection.
@@ -227,7 +230,7 @@ func (e *Engine) Start(ctx context.Context, id, logPath string) (uint32, error) 
 	}
 	creator := cio.NullIO
 	if logPath != "" {
-		creator = cio.BinaryIO(e.logger, map[string]string{logKey: logPath})
+		creator = cio.BinaryIO(e.logger, map[string]string{logKey: logs.DriverArg(logPath, e.rotation)})
 	}
 	t0 := time.Now()
 	task, err := ctr.NewTask(ctx, creator)

@@ -1,0 +1,136 @@
+package e2e
+
+// Container log rotation by podrun's log driver (issue 11): the cap holds at
+// every sampled moment, no line is split, and `logs --tail 1` and `logs -f`
+// read across rotations.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestLogRotation(t *testing.T) {
+	H.require(t)
+	const (
+		lines    = 12000 // of 1 kB: 12 MB
+		maxSize  = 1 << 20
+		maxFiles = 3
+	)
+	manifest := H.WriteManifest(t, "lr-rot.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: lr-rot}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: %s
+    command: ["sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.1; done; i=0; while [ $i -lt %d ]; do printf 'line %%05d %%01000d\\n' $i 0; i=$((i+1)); done; echo done; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+`, H.Image, lines))
+	plDownOnCleanup(t, manifest)
+	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", "--container-log-max-size", "1Mi", "--container-log-max-files", strconv.Itoa(maxFiles), manifest); code != 0 {
+		t.Fatalf("up: exit %d\n%s", code, stderr)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(H.LogDir, "default_lr-rot_*", "app"))
+	if len(dirs) != 1 {
+		t.Fatalf("log dirs %v", dirs)
+	}
+	follow := svTrack(t, H.Start(t, "logs", "-f", "lr-rot"))
+
+	// Sample the container's log directory, as fast as it can be read,
+	// while the container writes.
+	stop, sampled := make(chan struct{}), make(chan [2]int64)
+	go func() {
+		worst, samples := int64(0), int64(0)
+		for {
+			select {
+			case <-stop:
+				sampled <- [2]int64{worst, samples}
+				return
+			default:
+			}
+			var total int64
+			entries, _ := os.ReadDir(dirs[0])
+			for _, e := range entries {
+				if info, err := e.Info(); err == nil {
+					total += info.Size()
+				}
+			}
+			worst, samples = max(worst, total), samples+1
+		}
+	}()
+	svExec(t, "lr-rot", "", "touch", "/tmp/go")
+	svEventually(t, 120*time.Second, "the container has written its lines", func() (bool, string) {
+		out, _, _, _ := H.run(t, "", 10*time.Second, "logs", "--tail", "1", "lr-rot")
+		return strings.TrimSpace(out) == "done", e2eClip(out)
+	})
+	close(stop)
+	s := <-sampled
+	worst, samples := s[0], s[1]
+	t.Logf("log dir at most %d bytes over %d samples (cap %d files of %d)", worst, samples, maxFiles, maxSize)
+	if worst > maxFiles*maxSize+1100 {
+		t.Errorf("the log dir reached %d bytes, over %d files of %d bytes plus a line", worst, maxFiles, maxSize)
+	}
+	if out, _, code := H.Podrun(t, "", "logs", "--tail", "1", "lr-rot"); code != 0 || strings.TrimSpace(out) != "done" {
+		t.Fatalf("logs --tail 1: exit %d, %q; want done", code, e2eClip(out))
+	}
+	entries, _ := os.ReadDir(dirs[0])
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	t.Logf("files: %v", names)
+	if len(names) > maxFiles {
+		t.Errorf("%d files kept, want at most %d", len(names), maxFiles)
+	}
+
+	// Every line `logs` returns is whole, and they are a run of the last ones.
+	whole := regexp.MustCompile(`^line (\d{5}) 0{1000}$`)
+	check := func(what, out string) {
+		t.Helper()
+		got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(got) < 2 || got[len(got)-1] != "done" {
+			t.Errorf("%s: %d lines, the last %q; want the last one \"done\"", what, len(got), e2eClip(got[len(got)-1]))
+			return
+		}
+		prev := -1
+		for i, l := range got[:len(got)-1] {
+			m := whole.FindStringSubmatch(l)
+			if m == nil {
+				t.Errorf("%s: line %d is not whole: %q", what, i, e2eClip(l))
+				return
+			}
+			n, _ := strconv.Atoi(m[1])
+			if prev >= 0 && n != prev+1 && what == "logs" {
+				t.Errorf("%s: line %d is %05d after %05d: a gap", what, i, n, prev)
+				return
+			}
+			if n <= prev {
+				t.Errorf("%s: line %d is %05d after %05d: out of order", what, i, n, prev)
+				return
+			}
+			prev = n
+		}
+		if prev != lines-1 {
+			t.Errorf("%s: the last numbered line is %d, want %d", what, prev, lines-1)
+		}
+		t.Logf("%s: %d whole lines, the last %05d", what, len(got)-1, prev)
+	}
+	out, _, _ := H.Podrun(t, "", "logs", "lr-rot")
+	check("logs", out)
+
+	svEventually(t, 10*time.Second, "logs -f has read up to done", func() (bool, string) {
+		return strings.HasSuffix(follow.stdout(), "done\n"), fmt.Sprintf("%d bytes", len(follow.stdout()))
+	})
+	if err := follow.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	follow.wait(10 * time.Second)
+	check("logs -f", follow.stdout())
+}

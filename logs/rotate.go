@@ -1,0 +1,209 @@
+package logs
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Rotation is how a container's log is rotated: the kubelet's
+// containerLogMaxSize and containerLogMaxFiles.
+type Rotation struct {
+	MaxSize  int64 // bytes; 0: never rotated
+	MaxFiles int   // files kept, the one being written included (at least 2)
+}
+
+// DefaultRotation is the kubelet's: 10 MiB, 5 files.
+var DefaultRotation = Rotation{MaxSize: 10 << 20, MaxFiles: 5}
+
+// rotatedTimeFormat is the suffix of a rotated file, as the kubelet names
+// them: 0.log.20261126-093000, compressed 0.log.20261126-093000.gz.
+const rotatedTimeFormat = "20060102-150405"
+
+// DriverArg is the one argument of `podrun cri-log` (the shim passes the
+// log URI's query to the driver in map order, so everything travels in
+// one value): the log path and the rotation.
+func DriverArg(path string, r Rotation) string {
+	return url.Values{"path": {path}, "max-size": {strconv.FormatInt(r.MaxSize, 10)}, "max-files": {strconv.Itoa(r.MaxFiles)}}.Encode()
+}
+
+// ParseDriverArg reads DriverArg's value; a bare path (a container started
+// by an older podrun) is never rotated.
+func ParseDriverArg(arg string) (string, Rotation, error) {
+	if strings.HasPrefix(arg, "/") {
+		return arg, Rotation{}, nil
+	}
+	q, err := url.ParseQuery(arg)
+	if err != nil {
+		return "", Rotation{}, err
+	}
+	var r Rotation
+	if r.MaxSize, err = strconv.ParseInt(q.Get("max-size"), 10, 64); err != nil {
+		return "", Rotation{}, fmt.Errorf("max-size: %w", err)
+	}
+	if r.MaxFiles, err = strconv.Atoi(q.Get("max-files")); err != nil {
+		return "", Rotation{}, fmt.Errorf("max-files: %w", err)
+	}
+	if q.Get("path") == "" {
+		return "", Rotation{}, errors.New("no path")
+	}
+	return q.Get("path"), r, nil
+}
+
+// rotatingFile is a log file rotated inline by its only writer: a record
+// that would take the file over MaxSize goes, whole, to a new file, so the
+// cap holds at every moment and no record is split or lost (the kubelet
+// rotates from outside every 10 s, and a fast writer overruns it).
+type rotatingFile struct {
+	path string
+	rot  Rotation
+	f    *os.File
+	size int64
+	now  func() time.Time
+	// last and seq name rotations in the same second: .<time>, .<time>.1,
+	// .<time>.2 ..., always after the ones before, even those removed.
+	last string
+	seq  int
+}
+
+func openRotating(path string, rot Rotation, now func() time.Time) (*rotatingFile, error) {
+	r := &rotatingFile{path: path, rot: rot, now: now}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *rotatingFile) open() error {
+	f, err := os.OpenFile(r.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	r.f, r.size = f, st.Size()
+	return nil
+}
+
+// Write writes one record (Writer writes each whole, under its lock).
+func (r *rotatingFile) Write(p []byte) (int, error) {
+	if r.rot.MaxSize > 0 && r.size > 0 && r.size+int64(len(p)) > r.rot.MaxSize {
+		if err := r.rotate(); err != nil {
+			return 0, fmt.Errorf("rotating %s: %w", r.path, err)
+		}
+	}
+	n, err := r.f.Write(p)
+	r.size += int64(n)
+	return n, err
+}
+
+func (r *rotatingFile) Close() error { return r.f.Close() }
+
+// rotate renames the file to its timestamped name, starts a new one,
+// compresses the older rotated files and removes those over MaxFiles.
+func (r *rotatingFile) rotate() error {
+	if err := r.f.Close(); err != nil {
+		return err
+	}
+	stamp := r.now().UTC().Format(rotatedTimeFormat)
+	if stamp == r.last {
+		r.seq++
+	} else {
+		r.last, r.seq = stamp, 0
+	}
+	name := r.path + "." + stamp
+	if r.seq > 0 {
+		name += "." + strconv.Itoa(r.seq)
+	}
+	if exists(name) || exists(name+".gz") { // a clock set back: never overwrite
+		return fmt.Errorf("%s exists already", name)
+	}
+	if err := os.Rename(r.path, name); err != nil {
+		return err
+	}
+	if err := r.open(); err != nil {
+		return err
+	}
+	old := Rotated(r.path)
+	keep := max(r.rot.MaxFiles-1, 1)
+	for i, p := range old {
+		switch {
+		case i < len(old)-keep:
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		case i < len(old)-1 && !strings.HasSuffix(p, ".gz"):
+			// As the kubelet: every rotated file but the newest is compressed.
+			if err := compress(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// compress gzips path to path.gz (through a temporary file) and removes it.
+func compress(path string) error {
+	in, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := path + ".gz.tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(out)
+	_, err = io.Copy(zw, in)
+	err = errors.Join(err, zw.Close(), out.Close())
+	if err == nil {
+		err = os.Rename(tmp, path+".gz")
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Remove(path)
+}
+
+// Rotated returns the rotated files of the log at path (path.<time>,
+// path.<time>.<n>, and their .gz), oldest first.
+func Rotated(path string) []string {
+	matches, _ := filepath.Glob(path + ".*")
+	var out []string
+	for _, m := range matches {
+		if !strings.HasSuffix(m, ".tmp") {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return rotationKey(out[i]) < rotationKey(out[j]) })
+	return out
+}
+
+// rotationKey orders rotated files: by time, then by the counter of
+// several rotations in one second (a file with none first).
+func rotationKey(p string) string {
+	p = strings.TrimSuffix(p, ".gz")
+	ext := filepath.Ext(p) // ".<n>" after the time, or the time itself
+	if n, err := strconv.Atoi(ext[1:]); err == nil && len(ext) < 8 {
+		return fmt.Sprintf("%s.%08d", strings.TrimSuffix(p, ext), n)
+	}
+	return p + ".00000000"
+}
