@@ -168,6 +168,9 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 			continue
 		}
 		t := cs.State.Terminated
+		// A completed init container is ready, as the kubelet reports it.
+		cs.Ready = t != nil && t.ExitCode == 0
+		st.InitContainerStatuses[len(st.InitContainerStatuses)-1].Ready = cs.Ready
 		if t == nil || t.ExitCode != 0 {
 			initDone = false
 		}
@@ -205,7 +208,7 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 		t := metav1.NewTime(o.Sandbox.CreatedAt)
 		st.StartTime = &t
 	}
-	st.Conditions = conditions(pod, o, initDone, st)
+	st.Conditions = conditions(pod, o, st)
 	st.QOSClass = resources.QOSClass(pod)
 	return st
 }
@@ -264,14 +267,20 @@ func Phase(policy corev1.RestartPolicy, initDone, initFailed bool, cs []corev1.C
 	return corev1.PodPending
 }
 
-// conditions sets the four pod conditions with their transition times: the
-// pod's creation, the last init container's finish, and the latest
-// readiness change of its containers.
-func conditions(pod *corev1.Pod, o Observed, initDone bool, st corev1.PodStatus) []corev1.PodCondition {
-	ready := len(st.ContainerStatuses) > 0
-	for _, s := range st.ContainerStatuses {
-		ready = ready && s.Ready
-	}
+// The kubelet's condition reasons (pkg/kubelet/status/generate.go).
+const (
+	reasonContainersNotReady       = "ContainersNotReady"
+	reasonContainersNotInitialized = "ContainersNotInitialized"
+	reasonPodCompleted             = "PodCompleted"
+	reasonPodFailed                = "PodFailed"
+)
+
+// conditions are the kubelet's pod conditions, word for word and in its
+// order (generateAPIPodStatus): PodReadyToStartContainers, Initialized,
+// Ready, ContainersReady, PodScheduled. Transition times: the pod's
+// creation, the sandbox's, the last init container's finish, and the
+// latest readiness change of its containers.
+func conditions(pod *corev1.Pod, o Observed, st corev1.PodStatus) []corev1.PodCondition {
 	created := metav1.NewTime(o.Created)
 	initAt, readyAt := created, created
 	for _, attempts := range o.Containers {
@@ -286,23 +295,78 @@ func conditions(pod *corev1.Pod, o Observed, initDone bool, st corev1.PodStatus)
 			}
 		}
 	}
-	cond := func(t corev1.PodConditionType, ok bool, at metav1.Time) corev1.PodCondition {
-		s := corev1.ConditionFalse
-		if ok {
-			s = corev1.ConditionTrue
-		}
-		c := corev1.PodCondition{Type: t, Status: s, LastTransitionTime: at}
-		if !ok && (t == corev1.ContainersReady || t == corev1.PodReady) {
-			c.Reason = "ContainersNotReady"
-		}
+	sandbox := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse, LastTransitionTime: created}
+	if o.Sandbox != nil && o.Sandbox.Task.State == engine.TaskRunning {
+		sandbox.Status, sandbox.LastTransitionTime = corev1.ConditionTrue, metav1.NewTime(o.Sandbox.CreatedAt)
+	}
+	initialized := initializedCondition(pod, st)
+	initialized.LastTransitionTime = initAt
+	containersReady := containersReadyCondition(pod, st)
+	containersReady.LastTransitionTime = readyAt
+	ready := containersReady // Ready follows ContainersReady (podrun has no readiness gates)
+	ready.Type = corev1.PodReady
+	return []corev1.PodCondition{
+		sandbox, initialized, ready, containersReady,
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: created},
+	}
+}
+
+// initializedCondition is the kubelet's GeneratePodInitializedCondition.
+func initializedCondition(pod *corev1.Pod, st corev1.PodStatus) corev1.PodCondition {
+	c := corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue}
+	if st.Phase == corev1.PodSucceeded {
+		c.Reason = reasonPodCompleted
 		return c
 	}
-	return []corev1.PodCondition{
-		cond(corev1.PodScheduled, true, created),
-		cond(corev1.PodInitialized, initDone, initAt),
-		cond(corev1.ContainersReady, ready, readyAt),
-		cond(corev1.PodReady, ready, readyAt),
+	for _, cs := range st.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			return c // a regular container has started: initialized before (sidecars may be restarting)
+		}
 	}
+	var incomplete []string
+	for i, ic := range pod.Spec.InitContainers {
+		cs := st.InitContainerStatuses[i]
+		if IsSidecar(&ic) && (cs.Started == nil || !*cs.Started) || !IsSidecar(&ic) && !cs.Ready {
+			incomplete = append(incomplete, ic.Name)
+		}
+	}
+	if len(incomplete) > 0 {
+		c.Status, c.Reason = corev1.ConditionFalse, reasonContainersNotInitialized
+		c.Message = fmt.Sprintf("containers with incomplete status: %s", incomplete)
+	}
+	return c
+}
+
+// containersReadyCondition is the kubelet's
+// GenerateContainersReadyCondition: native sidecars and app containers
+// must be ready; a finished pod's is False with PodCompleted or PodFailed.
+func containersReadyCondition(pod *corev1.Pod, st corev1.PodStatus) corev1.PodCondition {
+	c := corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionFalse}
+	switch st.Phase {
+	case corev1.PodSucceeded:
+		c.Reason = reasonPodCompleted
+		return c
+	case corev1.PodFailed:
+		c.Reason = reasonPodFailed
+		return c
+	}
+	var unready []string
+	for i, ic := range pod.Spec.InitContainers {
+		if IsSidecar(&ic) && !st.InitContainerStatuses[i].Ready {
+			unready = append(unready, ic.Name)
+		}
+	}
+	for i, ac := range pod.Spec.Containers {
+		if !st.ContainerStatuses[i].Ready {
+			unready = append(unready, ac.Name)
+		}
+	}
+	if len(unready) > 0 {
+		c.Reason, c.Message = reasonContainersNotReady, fmt.Sprintf("containers with unready status: %s", unready)
+		return c
+	}
+	c.Status = corev1.ConditionTrue
+	return c
 }
 
 // Reason is the one-word STATUS kubectl get pods shows: the phase, or a

@@ -93,7 +93,7 @@ func TestComputePhaseAndReason(t *testing.T) {
 			if got := Reason(tt.pod, st); got != tt.reason {
 				t.Errorf("reason = %q, want %q", got, tt.reason)
 			}
-			if got := st.Conditions[3].Status == corev1.ConditionTrue; got != tt.ready {
+			if got := condition(st, corev1.PodReady).Status == corev1.ConditionTrue; got != tt.ready {
 				t.Errorf("Ready = %v, want %v", got, tt.ready)
 			}
 		})
@@ -134,8 +134,8 @@ func TestReadinessFollowsProbeLabels(t *testing.T) {
 		if *cs.Started != tt.started || cs.Ready != tt.ready {
 			t.Errorf("labels %v: started=%v ready=%v, want %v %v", tt.labels, *cs.Started, cs.Ready, tt.started, tt.ready)
 		}
-		if tt.ready && !st.Conditions[3].LastTransitionTime.Time.Equal(readyAt) {
-			t.Errorf("Ready condition time = %s, want %s", st.Conditions[3].LastTransitionTime, readyAt)
+		if tt.ready && !condition(st, corev1.PodReady).LastTransitionTime.Time.Equal(readyAt) {
+			t.Errorf("Ready condition time = %s, want %s", condition(st, corev1.PodReady).LastTransitionTime, readyAt)
 		}
 	}
 }
