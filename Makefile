@@ -7,7 +7,7 @@ IMAGE_TAR := $(BIN)/busybox.tar
 IMAGE_REF := podrun.local/busybox:1
 E2E_TIMEOUT ?= 40m
 
-.PHONY: all deps build cross test unit fuzz e2e vet fmt-check up bench clean
+.PHONY: all deps build cross test unit fuzz e2e vet lint fmt-check up bench clean
 
 all: build
 
@@ -32,6 +32,13 @@ cross:
 
 vet:
 	$(GO) vet ./...
+
+# staticcheck (pinned in go.mod as a tool; staticcheck.conf) and deadcode:
+# no finding, and no function that only tests reach.
+lint:
+	$(GO) tool staticcheck ./...
+	@dead=$$($(GO) tool deadcode .); \
+	if [ -n "$$dead" ]; then echo "deadcode: unreachable from main (tests only, or nothing):" >&2; echo "$$dead" >&2; exit 1; fi
 
 fmt-check:
 	@unformatted=$$(find . -name '*.go' -not -path './.git/*' -not -path './vendor/*' -not -path '*/testdata/*' -print0 | xargs -0 -r gofmt -l); \
@@ -62,7 +69,7 @@ fuzz:
 e2e:
 	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/...
 
-test: deps vet fmt-check cross unit fuzz e2e
+test: deps vet lint fmt-check cross unit fuzz e2e
 
 $(IMAGE_TAR): internal/testimage/*.go tools/mkimage/*.go
 	@mkdir -p $(BIN)

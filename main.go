@@ -100,7 +100,7 @@ func flagsFirst(app *cli.App, args []string) []string {
 			break
 		}
 	}
-	if cmds != nil && len(cmds) > 0 || i == 1 {
+	if len(cmds) > 0 || i == 1 {
 		return args // no leaf command: leave it to the parser
 	}
 	var positional, rest []string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 
@@ -48,7 +49,7 @@ func NewMetrics() *Metrics {
 			Help: "Syncs that could not reach the container runtime."}),
 	}
 	m.reg.MustRegister(m.pods, m.restarts, m.probeResults, m.probeDuration, m.syncDuration, m.syncFailures,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

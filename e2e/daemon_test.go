@@ -827,7 +827,7 @@ func TestDaemonDuplicatePod(t *testing.T) {
 	if err := os.Remove(fileA); err != nil {
 		t.Fatal(err)
 	}
-	pods = dmWaitRunning(t, 30*time.Second, func(p corev1.Pod) bool { return p.Name != "dm-dup" || dmValue(p) == "from-b" }, "dm-dup", "dm-dup-other")
+	dmWaitRunning(t, 30*time.Second, func(p corev1.Pod) bool { return p.Name != "dm-dup" || dmValue(p) == "from-b" }, "dm-dup", "dm-dup-other")
 	if row := plPsRow(t, "dm-dup"); len(row) < 8 || row[7] != fileB {
 		t.Errorf("after a.yaml is removed, podrun ps row of dm-dup = %q, want SOURCE %s", row, fileB)
 	}
@@ -1483,7 +1483,7 @@ func dmDownNote(t *testing.T) {
 	}
 
 	// The daemon starts it again, once, clean: exactly a sandbox and one app container.
-	pods = dmWaitRunning(t, 30*time.Second, nil, "dm-x")
+	dmWaitRunning(t, 30*time.Second, nil, "dm-x")
 	dmWaitSyncs(t, d, 3, 20*time.Second)
 	now := dmTasks(t, "dm-x")
 	p := dmPods(t)["dm-x"]

@@ -423,9 +423,9 @@ func e2eBuild(out string) error {
 		}
 		root = parent
 	}
-	goBin, err := exec.LookPath("go")
+	goBin, err := exec.LookPath("go") // go test puts its own GOROOT/bin first in PATH
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return err
 	}
 	cmd := exec.Command(goBin, "build", "-o", out, ".")
 	cmd.Dir = root

@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -345,9 +344,9 @@ func svLineWith(s, sub string) string {
 func svGRPCImage(t *testing.T) string {
 	t.Helper()
 	H.require(t)
-	goBin, err := exec.LookPath("go")
+	goBin, err := exec.LookPath("go") // go test puts its own GOROOT/bin first in PATH
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "grpchealth")
 	cmd := exec.Command(goBin, "build", "-o", bin, "./e2e/testdata/grpchealth")
@@ -717,7 +716,7 @@ spec:
     command: ["sh", "-c", "echo sv-crash-x; exit 1"]
 `, "--wait=running")
 	start := time.Now()
-	pod := svStatus(t, "sv-crash")
+	svStatus(t, "sv-crash")
 
 	// During the first back-off (10 s after the first exit).
 	svEventually(t, 8*time.Second, "STATUS CrashLoopBackOff in podrun ps", func() (bool, string) {
@@ -728,7 +727,7 @@ spec:
 	if row == nil || row[3] != "CrashLoopBackOff" || row[2] != "0/1" {
 		t.Errorf("podrun ps row = %q, want READY 0/1 STATUS CrashLoopBackOff", row)
 	}
-	pod = svStatus(t, "sv-crash")
+	pod := svStatus(t, "sv-crash")
 	cs := svMustCS(t, pod, "app")
 	if w := cs.State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" {
 		t.Errorf("container app state = %+v, want waiting with reason CrashLoopBackOff", cs.State)

@@ -151,7 +151,7 @@ func clearServerFields(meta *metav1.ObjectMeta) {
 	meta.ResourceVersion = ""
 	meta.Generation = 0
 	meta.CreationTimestamp = metav1.Time{}
-	meta.SelfLink = ""
+	meta.SelfLink = "" //lint:ignore SA1019 old `kubectl get -o yaml` output still has it
 	meta.ManagedFields = nil
 }
 

@@ -10,16 +10,6 @@ import (
 	"strings"
 )
 
-// Load reads every path: a file; a directory, meaning its *.yaml, *.yml and
-// *.json files sorted by name (not recursive, dotfiles skipped); or "-",
-// meaning stdin. It splits multi-document YAML (---) and JSON streams, decodes
-// strictly, defaults and validates, and returns either the whole Set or
-// Problems listing every problem of every path (never a partial Set).
-// The pods are admitted with the zero Options: see Options.Load.
-func Load(paths []string, stdin io.Reader) (*Set, error) {
-	return Options{}.Load(paths, stdin)
-}
-
 // load reads one path given by the user.
 func (r *reader) load(path string, stdin io.Reader) {
 	if path == "-" {

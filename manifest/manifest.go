@@ -123,15 +123,6 @@ func (ps Problems) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// Parse reads one stream of bytes already read (a file's content, stdin) named
-// file in problems. It splits multi-document YAML and JSON streams, decodes
-// strictly, defaults and validates, and returns either the whole Set or
-// Problems listing every problem (never a partial Set).
-// The pods are admitted with the zero Options: see Options.Parse.
-func Parse(file string, data []byte) (*Set, error) {
-	return Options{}.Parse(file, data)
-}
-
 // reader accumulates the objects and problems of one Load or Parse call.
 type reader struct {
 	opts     Options // policy.go

@@ -71,14 +71,14 @@ func (o Options) Check() error {
 	return nil
 }
 
-// Load is the package's Load with these options.
+// Load reads every path: a file; a directory, meaning its *.yaml, *.yml and
+// *.json files sorted by name (not recursive, dotfiles skipped); or "-",
+// meaning stdin. It splits multi-document YAML (---) and JSON streams, decodes
+// strictly, defaults, validates and admits with these options, and returns
+// either the whole Set or Problems listing every problem of every path (never
+// a partial Set).
 func (o Options) Load(paths []string, stdin io.Reader) (*Set, error) {
 	return o.read(false, paths, stdin)
-}
-
-// Parse is the package's Parse with these options.
-func (o Options) Parse(file string, data []byte) (*Set, error) {
-	return o.readData(false, file, data)
 }
 
 // read loads paths; unresolved leaves the pods' references to ConfigMaps

@@ -35,7 +35,8 @@ func grpcProbe(ctx context.Context, a *corev1.GRPCAction, t Target, timeout time
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := grpc.DialContext(ctx, addr,
+	// passthrough: the address is an IP and port, never resolved (as DialContext did).
+	conn, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithUserAgent("kube-probe/"+kubeVersion),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {

@@ -216,7 +216,6 @@ type podRun struct {
 	images    map[string]engine.Image // by image reference as written
 	netns     string
 	pausePID  uint32
-	netConf   []byte
 	ips       []net.IP
 	hostname  string
 	phase     corev1.PodPhase
@@ -494,7 +493,6 @@ func (r *podRun) addNetwork(ctx context.Context) error {
 	if err := os.WriteFile(r.layout.File(cniFile), conf, 0o640); err != nil {
 		return err
 	}
-	r.netConf = conf
 	if r.ips, err = r.h.network.Add(ctx, conf, r.attachment()); err != nil {
 		return err
 	}

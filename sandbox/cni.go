@@ -94,11 +94,13 @@ func confListBytes(file string) ([]byte, error) {
 		}
 		return os.ReadFile(file)
 	}
-	conf, err := libcni.ConfFromFile(file)
+	// A single-plugin .conf is still what many devices ship; containerd's
+	// go-cni up-converts it the same way.
+	conf, err := libcni.ConfFromFile(file) //lint:ignore SA1019 see above
 	if err != nil {
 		return nil, fmt.Errorf("CNI config %s: %w", file, err)
 	}
-	list, err := libcni.ConfListFromConf(conf)
+	list, err := libcni.ConfListFromConf(conf) //lint:ignore SA1019 see above
 	if err != nil {
 		return nil, fmt.Errorf("CNI config %s: %w", file, err)
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/namespaces"
-	"github.com/containerd/containerd/platforms"
-	"github.com/containerd/containerd/reference/docker"
 	"github.com/containerd/containerd/snapshots"
+	"github.com/containerd/platforms"
+	"github.com/distribution/reference"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/logs"
@@ -207,7 +207,7 @@ func (e *Engine) Create(ctx context.Context, c engine.ContainerSpec) error {
 // Normalize turns a reference into its full Docker form
 // (busybox -> docker.io/library/busybox:latest).
 func Normalize(ref string) (string, error) {
-	n, err := docker.ParseDockerRef(ref)
+	n, err := reference.ParseDockerRef(ref)
 	if err != nil {
 		return "", fmt.Errorf("%w %q: %w", engine.ErrInvalidImageName, ref, err)
 	}

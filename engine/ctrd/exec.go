@@ -46,7 +46,7 @@ func (e *Engine) Exec(ctx context.Context, id string, p engine.ExecSpec) (int, e
 	if p.TTY {
 		opts = append(opts, cio.WithTerminal)
 	}
-	defer stdin.start(nil, nil) // releases the stdin closer if the exec never starts
+	defer stdin.start(context.TODO(), nil) // releases the stdin closer if the exec never starts
 	execID := "exec-" + randomHex(6)
 	// The exec and its I/O are cleaned up even when ctx has ended.
 	cleanup := context.WithoutCancel(ctx)
