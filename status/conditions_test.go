@@ -1,6 +1,7 @@
 package status
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -102,5 +103,22 @@ func TestConditionsAsTheKubelet(t *testing.T) {
 	}
 	if st := Compute(pod(corev1.RestartPolicyAlways, nil, app), Observed{Created: t0}); condition(st, corev1.PodReadyToStartContainers).Status != "False" {
 		t.Errorf("PodReadyToStartContainers without a sandbox: %+v", condition(st, corev1.PodReadyToStartContainers))
+	}
+}
+
+// TestImageNameAsTheCRI: the image is reported normalized, as the kubelet
+// shows it through containerd.
+func TestImageNameAsTheCRI(t *testing.T) {
+	for in, want := range map[string]string{
+		"busybox:1.28":              "docker.io/library/busybox:1.28",
+		"nginx":                     "docker.io/library/nginx:latest",
+		"registry.k8s.io/pause:3.9": "registry.k8s.io/pause:3.9",
+		"127.0.0.1:5000/app:1":      "127.0.0.1:5000/app:1",
+		"user/app@sha256:" + strings.Repeat("a", 64): "docker.io/user/app@sha256:" + strings.Repeat("a", 64),
+	} {
+		st := ContainerStatus(&corev1.Container{Name: "c", Image: in}, nil, "ContainerCreating")
+		if st.Image != want {
+			t.Errorf("image %s reported as %s, want %s", in, st.Image, want)
+		}
 	}
 }

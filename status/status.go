@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -75,7 +76,7 @@ func startedAt(c engine.Container) metav1.Time {
 // ContainerStatus is one container's status from its attempts; waiting is
 // the reason used when there is no attempt yet.
 func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting string) corev1.ContainerStatus {
-	st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Started: boolPtr(false)}
+	st := corev1.ContainerStatus{Name: c.Name, Image: imageName(c.Image), Started: boolPtr(false)}
 	cur := Latest(attempts)
 	if cur == nil {
 		st.State.Waiting = &corev1.ContainerStateWaiting{Reason: waiting}
@@ -107,6 +108,17 @@ func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting s
 		}
 	}
 	return st
+}
+
+// imageName is an image reference as the kubelet reports it through
+// containerd's CRI: normalized the Docker way (busybox:1.28 ->
+// docker.io/library/busybox:1.28, nginx -> docker.io/library/nginx:latest).
+func imageName(ref string) string {
+	n, err := reference.ParseDockerRef(ref)
+	if err != nil {
+		return ref
+	}
+	return n.String()
 }
 
 func state(c engine.Container) corev1.ContainerState {
