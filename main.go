@@ -33,6 +33,7 @@ import (
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/engine/ctrd"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/pause"
@@ -192,6 +193,7 @@ func newApp() *cli.App {
 				level = slog.LevelDebug
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+			ctrd.SetLogging(c.Bool("debug")) // containerd's own log lines only with --debug
 			return nil
 		},
 		Commands: []*cli.Command{
@@ -268,6 +270,7 @@ func config(c *cli.Context) (run.Config, error) {
 		// Checked again on the opened path when volumes are set up (up, daemon).
 		AllowedHostPaths: c.StringSlice("allowed-host-paths"),
 		LogRotation:      rotation,
+		Debug:            c.Bool("debug"),
 	}, nil
 }
 

@@ -398,8 +398,9 @@ spec:
 		"search corp.podrun.example svc.podrun.example\nnameserver 192.0.2.53\nnameserver 2001:db8::53\noptions ndots:3 edns0\n")
 
 	// Default merged with dnsConfig, ClusterFirst, ClusterFirstWithHostNet
-	// on the host network, in one up: the fallback is said once.
-	_, stdout, stderr, code = plUp(t, "nw-dns", `apiVersion: v1
+	// on the host network, in one up: the fallback is said once (--debug
+	// says again what this host was told before).
+	dnsFile := H.WriteManifest(t, "nw-dns.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: nw-merge
@@ -442,6 +443,8 @@ spec:
     image: `+H.Image+`
     command: `+nwShow+`
 `)
+	plDownOnCleanup(t, dnsFile)
+	stdout, stderr, code = H.Podrun(t, "", "--debug", "up", dnsFile)
 	if code != 0 {
 		t.Fatalf("up nw-dns: exit %d; stderr:\n%s", code, stderr)
 	}
@@ -453,6 +456,17 @@ spec:
 	const note = "podrun has no cluster DNS: pods with dnsPolicy ClusterFirst or ClusterFirstWithHostNet fall back to Default"
 	if n := strings.Count(stderr, note); n != 1 {
 		t.Errorf("stderr says %d times %q, want once:\n%s", n, note, stderr)
+	}
+	// Without --debug, a host that was told is not told again.
+	_, _, stderr, code = plUp(t, "nw-quiet", `apiVersion: v1
+kind: Pod
+metadata: {name: nw-quiet}
+spec:
+  restartPolicy: Never
+  containers: [{name: c, image: `+H.Image+`, command: ["true"]}]
+`)
+	if code != 0 || strings.Contains(stderr, note) {
+		t.Errorf("a second up (exit %d) says the note again:\n%s", code, stderr)
 	}
 
 	servers, searches, options := nwHostResolver(t, false)

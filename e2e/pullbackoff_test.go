@@ -105,6 +105,9 @@ func TestPullBackOffUpFailsFast(t *testing.T) {
 			if strings.Contains(stderr, "ImagePullBackOff") || took > 8*time.Second {
 				t.Errorf("up retried (%v); stderr:\n%s", took, stderr)
 			}
+			if strings.Contains(stderr, "level=") || strings.Contains(stderr, "trying next host") {
+				t.Errorf("containerd's own log lines on stderr without --debug:\n%s", stderr)
+			}
 		})
 	}
 }

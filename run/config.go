@@ -53,6 +53,8 @@ type Config struct {
 	// hostPath volume may resolve under (--allowed-host-paths), checked on
 	// what is opened, symlinks resolved, when a pod's volumes are set up.
 	AllowedHostPaths []string
+	// Debug repeats the notes a host was given already (sayOnce).
+	Debug bool
 	// PullProgress, when set, is told how pulls are going.
 	PullProgress PullProgress
 }

@@ -1,9 +1,12 @@
 package run
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,10 +18,21 @@ import (
 
 // sayOnce reports msg the first time this process has it to say: a note
 // about the host that would otherwise repeat for every pod.
+// sayOnce reports a note once per process and, unless cfg.Debug, once
+// per host: a marker under <root>/notes keeps later commands quiet.
 func (h *Host) sayOnce(msg string) {
-	if _, said := h.said.LoadOrStore(msg, true); !said {
-		h.report(Event{Msg: msg})
+	if _, said := h.said.LoadOrStore(msg, true); said {
+		return
 	}
+	sum := sha256.Sum256([]byte(msg))
+	marker := filepath.Join(h.cfg.Root, "notes", hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(marker); err == nil && !h.cfg.Debug {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(marker), 0o700); err == nil {
+		_ = os.WriteFile(marker, []byte(msg+"\n"), 0o600)
+	}
+	h.report(Event{Msg: msg})
 }
 
 // hostsFile is the pod's /etc/hosts, as the kubelet writes it.

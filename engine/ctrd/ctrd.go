@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/snapshots"
+	"github.com/containerd/log"
 	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 
@@ -33,6 +35,18 @@ const (
 	// query pairs into argv, so the logger runs as `podrun cri-log PATH`.
 	logKey = "cri-log"
 )
+
+// SetLogging routes the containerd client's own log lines ("trying next
+// host" ...) to stderr at debug level with debug, and nowhere otherwise:
+// podrun prints its own lines only.
+func SetLogging(debug bool) {
+	if !debug {
+		log.L.Logger.SetOutput(io.Discard)
+		return
+	}
+	log.L.Logger.SetOutput(os.Stderr)
+	_ = log.SetLevel("debug")
+}
 
 // Engine is engine.Engine on a containerd client.
 type Engine struct {
