@@ -194,6 +194,9 @@ func newApp() *cli.App {
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 			ctrd.SetLogging(c.Bool("debug")) // containerd's own log lines only with --debug
+			if os.Getenv("PODRUN_NAMESPACE") != "" && os.Getenv("PODRUN_CONTAINERD_NAMESPACE") == "" {
+				fmt.Fprintln(os.Stderr, "podrun: PODRUN_NAMESPACE is deprecated and goes in the next release: use PODRUN_CONTAINERD_NAMESPACE")
+			}
 			return nil
 		},
 		Commands: []*cli.Command{
@@ -213,7 +216,8 @@ func globalFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "address", Value: defaultAddress, EnvVars: []string{"PODRUN_ADDRESS"},
 			Usage: "containerd socket; when the default answers nothing, podrun starts its own private containerd"},
-		&cli.StringFlag{Name: "namespace", Value: "podrun", EnvVars: []string{"PODRUN_NAMESPACE"}, Usage: "containerd namespace"},
+		// PODRUN_NAMESPACE is the deprecated name of PODRUN_CONTAINERD_NAMESPACE (one release).
+		&cli.StringFlag{Name: "containerd-namespace", Value: "podrun", EnvVars: []string{"PODRUN_CONTAINERD_NAMESPACE", "PODRUN_NAMESPACE"}, Usage: "containerd namespace of podrun's containers (-n is the pods' namespace, as in kubectl)"},
 		&cli.StringFlag{Name: "root", Value: "/var/lib/podrun", EnvVars: []string{"PODRUN_ROOT"}, Usage: "state directory"},
 		&cli.StringFlag{Name: "log-dir", Value: "/var/log/pods", EnvVars: []string{"PODRUN_LOG_DIR"}, Usage: "container log directory"},
 		&cli.StringFlag{Name: "cni-conf-dir", Value: "/etc/cni/net.d", EnvVars: []string{"PODRUN_CNI_CONF_DIR"},
@@ -252,7 +256,7 @@ func config(c *cli.Context) (run.Config, error) {
 		AutoStart: !c.IsSet("address"),
 		// Only commands that create pods or images start a private containerd.
 		StartPrivate: slices.Contains([]string{"up", "daemon", "import", "pull"}, c.Command.Name),
-		Namespace:    c.String("namespace"),
+		Namespace:    c.String("containerd-namespace"),
 		Root:         c.String("root"),
 		RunDir:       "/run/podrun",
 		LogDir:       c.String("log-dir"),
@@ -460,6 +464,7 @@ func logsCommand() *cli.Command {
 		Usage:     "print a container's log, like kubectl logs",
 		ArgsUsage: "POD",
 		Flags: []cli.Flag{
+			namespaceFlag(),
 			containerFlag(),
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing, across restarts"},
 			&cli.BoolFlag{Name: "previous", Aliases: []string{"p"}, Usage: "the previous (terminated) instance's log"},
@@ -598,6 +603,7 @@ func downCommand() *cli.Command {
 		Usage:     "stop pods gracefully and remove them (logs are kept)",
 		ArgsUsage: "FILE|DIR|-|POD ...  (POD is NAME or NAMESPACE/NAME)",
 		Flags: []cli.Flag{
+			namespaceFlag(),
 			&cli.IntFlag{Name: "grace-period", Value: -1, Usage: "seconds to wait after the stop signal, overriding the pods' terminationGracePeriodSeconds (-1: the pods' own)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -654,11 +660,11 @@ func downTargets(c *cli.Context) ([]run.Target, error) {
 			paths = append(paths, a)
 			continue
 		}
-		ns, name, ok := strings.Cut(a, "/")
-		if !ok {
-			ns, name = "default", a
+		target, err := podTarget(c, a)
+		if err != nil {
+			return nil, err
 		}
-		targets = append(targets, run.Target{Namespace: ns, Name: name})
+		targets = append(targets, target)
 	}
 	if len(paths) > 0 {
 		// Read as the most permissive node would, so that a pod up ran
@@ -685,6 +691,8 @@ func psCommand() *cli.Command {
 		Usage: "list pods, like kubectl get pods",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "include pods that have completed (Succeeded or Failed)"},
+			namespaceFlag(),
+			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "every namespace (the default without -n)"},
 			outputFlag("wide", "json", "yaml", "name"),
 		},
 		Action: func(c *cli.Context) error {
@@ -697,9 +705,13 @@ func psCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			ns := c.String("namespace")
+			if c.Bool("all-namespaces") {
+				ns = ""
+			}
 			var shown []*run.PodInfo
 			for _, p := range pods {
-				if c.Bool("all") || !finished(p) {
+				if (c.Bool("all") || !finished(p)) && (ns == "" || p.Namespace == ns) {
 					shown = append(shown, p)
 				}
 			}
@@ -796,13 +808,26 @@ func podRow(p *run.PodInfo, wide bool) string {
 	return row
 }
 
-// podTarget parses POD as NAME (namespace default) or NAMESPACE/NAME.
-func podTarget(arg string) run.Target {
+// namespaceFlag is kubectl's -n: the namespace of the pods a command names
+// (default "default"), or for ps the one it lists (default all).
+func namespaceFlag() cli.Flag {
+	return &cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "the pods' namespace, as kubectl's -n (default: default; for ps: all)"}
+}
+
+// podTarget parses POD as NAME, in the -n namespace (default "default"),
+// or NAMESPACE/NAME; naming a namespace both ways, differently, is an error.
+func podTarget(c *cli.Context, arg string) (run.Target, error) {
+	flag := c.String("namespace")
 	ns, name, ok := strings.Cut(arg, "/")
-	if !ok {
+	switch {
+	case !ok && flag != "":
+		ns, name = flag, arg
+	case !ok:
 		ns, name = "default", arg
+	case flag != "" && flag != ns:
+		return run.Target{}, usageError{fmt.Sprintf("%s: %s names namespace %q, -n says %q", c.Command.Name, arg, ns, flag)}
 	}
-	return run.Target{Namespace: ns, Name: name}
+	return run.Target{Namespace: ns, Name: name}, nil
 }
 
 // onePod opens the host and finds the pod named by the command's first argument.
@@ -814,7 +839,12 @@ func onePod(c *cli.Context) (*run.Host, *run.PodInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := h.Pod(c.Context, podTarget(c.Args().First()))
+	target, err := podTarget(c, c.Args().First())
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	p, err := h.Pod(c.Context, target)
 	if err != nil {
 		h.Close()
 		return nil, nil, err
@@ -827,7 +857,7 @@ func statusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "print a pod as Kubernetes would (a v1 Pod with its status)",
 		ArgsUsage: "POD",
-		Flags:     []cli.Flag{outputFlag("yaml", "json")},
+		Flags:     []cli.Flag{namespaceFlag(), outputFlag("yaml", "json")},
 		Action: func(c *cli.Context) error {
 			h, p, err := onePod(c)
 			if err != nil {
@@ -898,6 +928,7 @@ func execCommand() *cli.Command {
 		Usage:     "run a command in a running container, like kubectl exec",
 		ArgsUsage: "POD -- CMD [ARG...]",
 		Flags: []cli.Flag{
+			namespaceFlag(),
 			containerFlag(),
 			&cli.BoolFlag{Name: "stdin", Aliases: []string{"i"}, Usage: "pass stdin to the command"},
 			&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "allocate a terminal"},

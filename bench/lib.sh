@@ -112,7 +112,7 @@ bench_make_tmp() {
 	TMP=$(cd "$TMP" && pwd -P)
 	SOCK=$TMP/containerd.sock
 	mkdir -p "$TMP/root" "$TMP/logs" "$TMP/cni-conf" "$TMP/containerd"
-	G=(--address "$SOCK" --namespace "$NS" --root "$TMP/root" --log-dir "$TMP/logs" --cni-conf-dir "$TMP/cni-conf")
+	G=(--address "$SOCK" --containerd-namespace "$NS" --root "$TMP/root" --log-dir "$TMP/logs" --cni-conf-dir "$TMP/cni-conf")
 	log "temp dir $TMP"
 }
 

@@ -78,7 +78,7 @@ func (h *Harness) require(t *testing.T) {
 }
 
 func (h *Harness) globalArgs() []string {
-	args := []string{"--address", h.Address, "--namespace", h.Namespace, "--root", h.Root, "--log-dir", h.LogDir}
+	args := []string{"--address", h.Address, "--containerd-namespace", h.Namespace, "--root", h.Root, "--log-dir", h.LogDir}
 	if h.CNIConfDir != "" {
 		args = append(args, "--cni-conf-dir", h.CNIConfDir)
 	}

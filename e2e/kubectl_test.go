@@ -1,0 +1,61 @@
+package e2e
+
+// kubectl habits (issue 11): -n is the pods' namespace for ps, status,
+// logs, exec and down; ps lists every namespace by default or with -A.
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNamespaceFlag(t *testing.T) {
+	H.require(t)
+	plMustUp(t, "kc-web", `apiVersion: v1
+kind: Pod
+metadata: {name: kc-web, namespace: kc-ns}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "echo hello-kc; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+`, "--wait=running")
+	listed := func(args ...string) bool {
+		out, stderr, code := H.Podrun(t, "", append([]string{"ps", "-o", "name"}, args...)...)
+		if code != 0 {
+			t.Fatalf("ps %v: exit %d\n%s", args, code, stderr)
+		}
+		return strings.Contains(out, "pod/kc-web\n")
+	}
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{{nil, true}, {[]string{"-A"}, true}, {[]string{"-n", "kc-ns"}, true}, {[]string{"-n", "default"}, false}} {
+		if got := listed(tc.args...); got != tc.want {
+			t.Errorf("ps %v lists kc-web: %v, want %v", tc.args, got, tc.want)
+		}
+	}
+	if _, _, code := H.Podrun(t, "", "status", "kc-web"); code == 0 {
+		t.Error("status kc-web found it in namespace default")
+	}
+	if out, stderr, code := H.Podrun(t, "", "status", "-n", "kc-ns", "kc-web", "-o", "json"); code != 0 || !strings.Contains(out, `"namespace": "kc-ns"`) {
+		t.Errorf("status -n kc-ns kc-web: exit %d\n%s%s", code, e2eClip(out), stderr)
+	}
+	svEventually(t, 10*time.Second, "logs -n kc-ns kc-web shows the app's line", func() (bool, string) {
+		out, stderr, code := H.Podrun(t, "", "logs", "-n", "kc-ns", "kc-web")
+		return code == 0 && strings.Contains(out, "hello-kc"), out + stderr
+	})
+	if out, stderr, code := H.Podrun(t, "", "exec", "-n", "kc-ns", "kc-web", "--", "echo", "in-kc"); code != 0 || strings.TrimSpace(out) != "in-kc" {
+		t.Errorf("exec -n kc-ns kc-web: exit %d, %q\n%s", code, out, stderr)
+	}
+	if _, stderr, code := H.Podrun(t, "", "logs", "-n", "other", "kc-ns/kc-web"); code != 2 || !strings.Contains(stderr, `-n says "other"`) {
+		t.Errorf("logs -n other kc-ns/kc-web: exit %d, want 2 and the conflict\n%s", code, stderr)
+	}
+	if out, stderr, code := H.Podrun(t, "", "down", "-n", "kc-ns", "kc-web"); code != 0 || !strings.Contains(out, "pod/kc-ns/kc-web deleted") {
+		t.Errorf("down -n kc-ns kc-web: exit %d, %q\n%s", code, out, stderr)
+	}
+	if listed("-A") {
+		t.Error("kc-web still listed after down -n")
+	}
+}
