@@ -74,6 +74,9 @@ func main() {
 // kubectl: urfave/cli stops reading flags at the first argument. What
 // follows "--" is left alone.
 func flagsFirst(app *cli.App, args []string) []string {
+	if n := len(args); n > 1 && args[n-1] == completionFlag {
+		return args // a shell asking for completions: urfave/cli reads it as it is
+	}
 	out := append([]string{}, args[0])
 	i := 1
 	flags := app.Flags
@@ -201,7 +204,7 @@ func newApp() *cli.App {
 		},
 		Commands: []*cli.Command{
 			upCommand(), downCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), daemonCommand(),
-			validateCommand(), imageCommand(), versionCommand(),
+			validateCommand(), imageCommand(), versionCommand(), completionCommand(),
 			// Run by the runtime, not by users: the sandbox's PID 1 and the shim's log driver.
 			{Name: "pause", Hidden: true, Action: func(*cli.Context) error { os.Exit(pause.Run()); return nil }},
 			{Name: "cri-log", Hidden: true, Action: func(c *cli.Context) error {
@@ -1115,6 +1118,64 @@ func versionCommand() *cli.Command {
 			}
 			fmt.Printf("podrun %s (%s, %s/%s, containerd client %s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, client)
 			return nil
+		},
+	}
+}
+
+// completionFlag is how urfave/cli's shell completion asks for candidates.
+const completionFlag = "--generate-bash-completion"
+
+// Shell completion scripts over urfave/cli's protocol: the shell runs the
+// words typed so far with completionFlag and offers what podrun prints.
+const (
+	bashCompletion = `# podrun completion for bash: source <(podrun completion bash)
+_podrun() {
+	local cur="${COMP_WORDS[COMP_CWORD]}" opts
+	local words=("${COMP_WORDS[@]:0:COMP_CWORD}")
+	if [[ "$cur" == -* ]]; then
+		opts=$("${words[@]}" "$cur" ` + completionFlag + ` 2>/dev/null)
+	else
+		opts=$("${words[@]}" ` + completionFlag + ` 2>/dev/null)
+	fi
+	COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+}
+complete -o bashdefault -o default -F _podrun podrun
+`
+	zshCompletion = `#compdef podrun
+# podrun completion for zsh: source <(podrun completion zsh)
+_podrun() {
+	local -a opts
+	local cur=${words[-1]}
+	if [[ "$cur" == -* ]]; then
+		opts=("${(@f)$(${words[@]:0:#words[@]-1} "$cur" ` + completionFlag + ` 2>/dev/null)}")
+	else
+		opts=("${(@f)$(${words[@]:0:#words[@]-1} ` + completionFlag + ` 2>/dev/null)}")
+	fi
+	if [[ -n "${opts[1]}" ]]; then
+		_describe 'values' opts
+	else
+		_files
+	fi
+}
+compdef _podrun podrun
+`
+)
+
+func completionCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "completion",
+		Usage:     "print a shell completion script: source <(podrun completion bash)",
+		ArgsUsage: "bash|zsh",
+		Action: func(c *cli.Context) error {
+			switch c.Args().First() {
+			case "bash":
+				_, err := fmt.Fprint(os.Stdout, bashCompletion)
+				return err
+			case "zsh":
+				_, err := fmt.Fprint(os.Stdout, zshCompletion)
+				return err
+			}
+			return usageError{"completion: name a shell: bash or zsh"}
 		},
 	}
 }

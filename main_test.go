@@ -18,6 +18,7 @@ func TestFlagsFirst(t *testing.T) {
 			[]string{"podrun", "image", "import", "--", "x.tar"}},
 		{[]string{"podrun", "image"}, []string{"podrun", "image"}},
 		{[]string{"podrun", "--debug"}, []string{"podrun", "--debug"}},
+		{[]string{"podrun", "logs", "web", "--generate-bash-completion"}, []string{"podrun", "logs", "web", "--generate-bash-completion"}},
 	}
 	for _, tt := range tests {
 		if got := flagsFirst(app, tt.in); !reflect.DeepEqual(got, tt.want) {

@@ -4,6 +4,8 @@ package e2e
 // logs, exec and down; ps lists every namespace by default or with -A.
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +59,24 @@ spec:
 	}
 	if listed("-A") {
 		t.Error("kc-web still listed after down -n")
+	}
+}
+
+// TestShellCompletion: the bash script podrun prints completes commands
+// and a command's flags.
+func TestShellCompletion(t *testing.T) {
+	H.require(t)
+	script, stderr, code := H.Podrun(t, "", "completion", "bash")
+	if code != 0 {
+		t.Fatalf("completion bash: exit %d\n%s", code, stderr)
+	}
+	for words, want := range map[string]string{"lo": "logs", "logs --ta": "--tail", "ps --all-n": "--all-namespaces"} {
+		cmd := exec.Command("bash", "-c", script+`
+COMP_WORDS=("$BIN" `+words+`); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _podrun; echo "${COMPREPLY[*]}"`)
+		cmd.Env = append(os.Environ(), "BIN="+H.Bin)
+		out, err := cmd.Output()
+		if err != nil || strings.TrimSpace(string(out)) != want {
+			t.Errorf("completing %q: %q, %v; want %q", words, out, err, want)
+		}
 	}
 }
