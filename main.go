@@ -204,7 +204,7 @@ func newApp() *cli.App {
 		},
 		Commands: []*cli.Command{
 			upCommand(), downCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), daemonCommand(),
-			validateCommand(), imageCommand(), versionCommand(), completionCommand(),
+			validateCommand(), imageCommand(), versionCommand(), completionCommand(), gcCommand(),
 			// Run by the runtime, not by users: the sandbox's PID 1 and the shim's log driver.
 			{Name: "pause", Hidden: true, Action: func(*cli.Context) error { os.Exit(pause.Run()); return nil }},
 			{Name: "cri-log", Hidden: true, Action: func(c *cli.Context) error {
@@ -368,6 +368,49 @@ func logFlags() []cli.Flag {
 	}
 }
 
+// retentionFlags bound the logs of pods that are gone (gc, daemon).
+func retentionFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "log-retention", EnvVars: []string{"PODRUN_LOG_RETENTION"}, Value: logs.DefaultRetention.MaxAge,
+			Usage: "remove the logs of a pod that is gone once they are this old (0: never)"},
+		&cli.StringFlag{Name: "log-max-total", EnvVars: []string{"PODRUN_LOG_MAX_TOTAL"}, Value: "1Gi",
+			Usage: "over this much in the log dir, remove the logs of pods that are gone, oldest first (0: no limit)"},
+	}
+}
+
+// logRetention reads the retention flags.
+func logRetention(c *cli.Context) (logs.Retention, error) {
+	q, err := resource.ParseQuantity(c.String("log-max-total"))
+	if err != nil || q.Sign() < 0 {
+		return logs.Retention{}, usageError{fmt.Sprintf("%s: --log-max-total %q: want a size such as 1Gi", c.Command.Name, c.String("log-max-total"))}
+	}
+	return logs.Retention{MaxAge: c.Duration("log-retention"), MaxTotal: q.Value()}, nil
+}
+
+func gcCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "gc",
+		Usage: "remove the logs of pods that are gone: older than --log-retention, or the oldest while the log dir is over --log-max-total",
+		Flags: retentionFlags(),
+		Action: func(c *cli.Context) error {
+			r, err := logRetention(c)
+			if err != nil {
+				return err
+			}
+			h, err := openHost(c.Context, c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			removed, err := h.CollectLogs(c.Context, r)
+			for _, dir := range removed {
+				fmt.Printf("removed %s\n", dir)
+			}
+			return err
+		},
+	}
+}
+
 // logRotation reads the log flags (the kubelet's defaults for a command
 // without them).
 func logRotation(c *cli.Context) (logs.Rotation, error) {
@@ -516,7 +559,7 @@ func daemonCommand() *cli.Command {
 			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
-		}, append(admissionFlags(), logFlags()...)...),
+		}, append(append(admissionFlags(), logFlags()...), retentionFlags()...)...),
 		Action: func(c *cli.Context) error {
 			dir, err := filepath.Abs(c.String("manifest-dir"))
 			if err != nil {
@@ -526,6 +569,10 @@ func daemonCommand() *cli.Command {
 				return usageError{fmt.Sprintf("daemon: --manifest-dir %s is not a directory", dir)}
 			}
 			admit, err := admission(c)
+			if err != nil {
+				return err
+			}
+			retention, err := logRetention(c)
 			if err != nil {
 				return err
 			}
@@ -549,7 +596,7 @@ func daemonCommand() *cli.Command {
 				ManifestDir: dir, URL: c.String("manifest-url"), URLHeaderFile: c.String("manifest-url-header-file"),
 				Resync: c.Duration("resync"), Settle: c.Duration("settle"),
 				StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
-				Admission: admit,
+				Admission: admit, LogRetention: retention,
 			}, slog.Default(), metrics)
 			if addr := c.String("listen"); addr != "" {
 				l, err := daemon.Listen(addr)

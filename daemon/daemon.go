@@ -15,6 +15,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/google/renameio/v2"
 
+	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
 )
@@ -38,7 +39,13 @@ type Options struct {
 	// Admission is the node's policy for the pods read: a pod it refuses is
 	// the problem of its source, like an invalid manifest.
 	Admission manifest.Options
+	// LogRetention bounds the logs of pods that are gone, enforced at start
+	// and every logGCPeriod.
+	LogRetention logs.Retention
 }
+
+// logGCPeriod is how often the daemon removes the logs of pods that are gone.
+const logGCPeriod = time.Hour
 
 // quick is the delay before acting on a created, renamed or removed file.
 const quick = 20 * time.Millisecond
@@ -79,6 +86,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	retry := d.sync(ctx, nil)
 	d.notify(sd.SdNotifyReady)
 	go d.watchdog(ctx)
+	go d.collectLogs(ctx)
 
 	settle := map[string]time.Time{} // files being written, until when
 	var due time.Time                // when the next event-driven sync is due
@@ -377,6 +385,25 @@ func (d *Daemon) watchdog(ctx context.Context) {
 			d.notify(sd.SdNotifyWatchdog)
 		case <-ctx.Done():
 			return
+		}
+	}
+}
+
+// collectLogs removes the logs of pods that are gone (Options.LogRetention)
+// now and every logGCPeriod, until ctx ends.
+func (d *Daemon) collectLogs(ctx context.Context) {
+	for {
+		removed, err := d.h.CollectLogs(ctx, d.o.LogRetention)
+		for _, dir := range removed {
+			d.log.Info("removed the logs of a pod that is gone", "dir", dir)
+		}
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("collecting the logs of pods that are gone", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(logGCPeriod):
 		}
 	}
 }

@@ -134,3 +134,58 @@ spec:
 	follow.wait(10 * time.Second)
 	check("logs -f", follow.stdout())
 }
+
+// TestLogGC: `podrun gc --log-retention 1s` removes the logs of a pod that
+// is gone, keeps those of a pod that runs, and never touches a directory
+// podrun did not make (a kubelet's, in a shared log dir).
+func TestLogGC(t *testing.T) {
+	H.require(t)
+	pod := func(name string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: %s
+    command: ["sh", "-c", "echo hello; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+`, name, H.Image)
+	}
+	goneFile, _ := plMustUp(t, "lr-gone", pod("lr-gone"), "--wait=running")
+	plMustUp(t, "lr-live", pod("lr-live"), "--wait=running")
+	foreign := filepath.Join(H.LogDir, "default_kubelets_0000", "app")
+	if err := os.MkdirAll(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(foreign)) })
+	if err := os.WriteFile(filepath.Join(foreign, "0.log"), []byte("x\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(foreign, "0.log"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	gone, _ := filepath.Glob(filepath.Join(H.LogDir, "default_lr-gone_*"))
+	live, _ := filepath.Glob(filepath.Join(H.LogDir, "default_lr-live_*"))
+	if len(gone) != 1 || len(live) != 1 {
+		t.Fatalf("log dirs: gone %v, live %v", gone, live)
+	}
+	if _, stderr, code := H.Podrun(t, "", "down", goneFile); code != 0 {
+		t.Fatalf("down: exit %d\n%s", code, stderr)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	out, stderr, code := H.Podrun(t, "", "gc", "--log-retention", "1s")
+	// Earlier tests' pods are gone too: theirs may go as well.
+	if code != 0 || !strings.Contains(out, "removed "+gone[0]+"\n") || strings.Contains(out, live[0]) || strings.Contains(out, "kubelets") {
+		t.Errorf("gc: exit %d, %q; want %s removed, not %s nor the kubelet's\n%s", code, out, gone[0], live[0], stderr)
+	}
+	for _, keep := range []string{live[0], filepath.Dir(foreign)} {
+		if _, err := os.Stat(keep); err != nil {
+			t.Errorf("gc removed %s: %v", keep, err)
+		}
+	}
+	if _, err := os.Stat(gone[0]); err == nil {
+		t.Errorf("%s is still there", gone[0])
+	}
+}

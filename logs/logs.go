@@ -97,6 +97,9 @@ func RunDriver(arg string) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
+		if err := markPodDir(filepath.Dir(path)); err != nil { // GC removes only what podrun made
+			return err
+		}
 		f, err := openRotating(path, rot, time.Now)
 		if err != nil {
 			return err

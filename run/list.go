@@ -184,3 +184,18 @@ func (p *PodInfo) Current(name string) *engine.Container {
 func (h *Host) LogDir(p *PodInfo, container string) string {
 	return filepath.Join(logs.PodDir(h.cfg.LogDir, p.Namespace, p.Name, p.UID), container)
 }
+
+// CollectLogs removes the logs of pods that are gone, per r (logs.GC). The
+// pods that exist are asked of the runtime first: when it does not answer,
+// nothing is removed.
+func (h *Host) CollectLogs(ctx context.Context, r logs.Retention) ([]string, error) {
+	pods, err := h.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	alive := map[string]bool{}
+	for _, p := range pods {
+		alive[filepath.Base(logs.PodDir(h.cfg.LogDir, p.Namespace, p.Name, p.UID))] = true
+	}
+	return logs.GC(h.cfg.LogDir, func(name string) bool { return alive[name] }, r, h.clock.Now())
+}
