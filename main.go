@@ -232,6 +232,8 @@ func globalFlags() []cli.Flag {
 			Usage: "domain of pod FQDNs (hostname.subdomain.namespace.svc.DOMAIN), like the kubelet's --cluster-domain"},
 		&cli.StringFlag{Name: "registry-config", Value: defaultRegistryConfig(), EnvVars: []string{"PODRUN_REGISTRY_CONFIG"},
 			Usage: "Docker config file whose \"auths\" give registry credentials (used after the pods' imagePullSecrets)"},
+		&cli.StringFlag{Name: "hosts-dir", EnvVars: []string{"PODRUN_HOSTS_DIR"}, Value: "/etc/containerd/certs.d:/etc/docker/certs.d",
+			Usage: "directories (colon-separated) of registry host configuration in containerd's hosts.toml layout: mirrors, TLS (as nerdctl's --hosts-dir)"},
 		&cli.StringSliceFlag{Name: "insecure-registry", EnvVars: []string{"PODRUN_INSECURE_REGISTRY"},
 			Usage: "registry HOST[:PORT] that may use plain HTTP or an unverified certificate (repeatable; loopback registries always may)"},
 		&cli.BoolFlag{Name: "debug", EnvVars: []string{"PODRUN_DEBUG"}, Usage: "verbose logs on stderr"},
@@ -273,6 +275,7 @@ func config(c *cli.Context) (run.Config, error) {
 		RegistryConfig:         c.String("registry-config"),
 		RegistryConfigOptional: !c.IsSet("registry-config"),
 		InsecureRegistries:     insecure,
+		HostsDirs:              filepath.SplitList(c.String("hosts-dir")),
 		PullProgress:           pullProgress(),
 		// Checked again on the opened path when volumes are set up (up, daemon).
 		AllowedHostPaths: c.StringSlice("allowed-host-paths"),

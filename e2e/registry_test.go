@@ -399,3 +399,58 @@ func TestRegistryInputs(t *testing.T) {
 		t.Errorf("podrun image pull of an invalid reference: exit %d; stderr:\n%s\nwant exit 2 and InvalidImageName", code, stderr)
 	}
 }
+
+// TestRegistryMirror: a hosts.toml under --hosts-dir points docker.io at a
+// registry on 127.0.0.1 (as an air-gapped device's containerd would be set
+// up): a pod with `image: rg-mirror` (no tag: pulled every time) is pulled
+// from it and runs; with that registry stopped, the pod fails with
+// ErrImagePull naming it, and nothing public is ever asked.
+func TestRegistryMirror(t *testing.T) {
+	H.require(t)
+	hostsDir := t.TempDir()
+	pod := func(name string) string {
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: rg-mirror
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+`, name)
+	}
+	t.Cleanup(func() { rgDeleteImage(t, "docker.io/library/rg-mirror:latest") })
+	var addr string
+	t.Run("served", func(t *testing.T) {
+		reg := rgStartRegistry(t, "", "")
+		addr = reg.Addr
+		rgPush(t, reg, H.Image, reg.Addr+"/library/rg-mirror:latest", "", "")
+		if err := os.MkdirAll(filepath.Join(hostsDir, "docker.io"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		toml := fmt.Sprintf("server = \"http://%s\"\n\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", reg.Addr, reg.Addr)
+		if err := os.WriteFile(filepath.Join(hostsDir, "docker.io", "hosts.toml"), []byte(toml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		file := H.WriteManifest(t, "rg-mirror.yaml", pod("rg-mirror"))
+		plDownOnCleanup(t, file)
+		if out, stderr, code := H.Podrun(t, "", "--hosts-dir", hostsDir, "up", "--wait=running", file); code != 0 || !strings.Contains(out, "created (Running)") {
+			t.Fatalf("up through the mirror: exit %d, %q\n%s", code, out, stderr)
+		}
+		if !strings.Contains(reg.Access.String()+reg.Log.String(), "/v2/library/rg-mirror/manifests/latest") {
+			t.Errorf("the registry was not asked for library/rg-mirror; its log:\n%s", e2eClip(reg.Log.String()))
+		}
+		pod := plPod(t, "rg-mirror")
+		if img := pod.Status.ContainerStatuses[0].Image; img != "docker.io/library/rg-mirror:latest" {
+			t.Errorf("status image %q", img)
+		}
+	})
+	// The registry is stopped now.
+	file := H.WriteManifest(t, "rg-mirror-down.yaml", pod("rg-mirror-down"))
+	plDownOnCleanup(t, file)
+	_, stderr, code := H.Podrun(t, "", "--hosts-dir", hostsDir, "up", "--timeout", "5s", file)
+	if code != 1 || !strings.Contains(stderr, "ErrImagePull") || !strings.Contains(stderr, addr) {
+		t.Errorf("up with the mirror stopped: exit %d; want 1, ErrImagePull and %s\n%s", code, addr, stderr)
+	}
+}

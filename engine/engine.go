@@ -47,6 +47,11 @@ type PullOptions struct {
 	// registry.IsInsecure) that may be reached over plain HTTP or with an
 	// unverified certificate. Loopback registries always may.
 	Insecure []string
+	// HostsDirs are searched, in order, for a registry's host directory in
+	// containerd's layout (<dir>/<host>/hosts.toml: mirrors, server,
+	// capabilities, CA and client certificates, skip_verify; or Docker's
+	// certs.d files). A registry with one is configured by it alone.
+	HostsDirs []string
 	// Progress, when set, is called a few times a second during the
 	// download with the bytes fetched so far and the total known so far.
 	Progress func(done, total int64)

@@ -49,6 +49,9 @@ type Config struct {
 	// InsecureRegistries (HOST or HOST:PORT) may be reached over plain HTTP
 	// or with unverified certificates; loopback registries always may.
 	InsecureRegistries []string
+	// HostsDirs are containerd's registry host directories (--hosts-dir):
+	// mirrors and TLS of a registry, in its hosts.toml.
+	HostsDirs []string
 	// AllowedHostPaths, when not empty, are the only host path prefixes a
 	// hostPath volume may resolve under (--allowed-host-paths), checked on
 	// what is opened, symlinks resolved, when a pod's volumes are set up.

@@ -88,7 +88,7 @@ func (h *Host) pull(ctx context.Context, ref string, pullSecrets []*corev1.Secre
 	if err != nil {
 		return engine.Image{}, err
 	}
-	o := engine.PullOptions{Insecure: h.cfg.InsecureRegistries}
+	o := engine.PullOptions{Insecure: h.cfg.InsecureRegistries, HostsDirs: h.cfg.HostsDirs}
 	if p := h.cfg.PullProgress; p != nil {
 		o.Progress = func(done, total int64) { p.Update(ref, done, total) }
 		defer p.Done(ref)

@@ -13,9 +13,11 @@ import (
 
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/content"
+	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/remotes"
 	remotedocker "github.com/containerd/containerd/remotes/docker"
+	remoteconfig "github.com/containerd/containerd/remotes/docker/config"
 	remoteerrors "github.com/containerd/containerd/remotes/errors"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -31,7 +33,7 @@ func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (en
 	if err != nil {
 		return engine.Image{}, err
 	}
-	resolver := remotedocker.NewResolver(remotedocker.ResolverOptions{Hosts: registryHosts(o)})
+	resolver := remotedocker.NewResolver(remotedocker.ResolverOptions{Hosts: registryHosts(ctx, o)})
 	opts := []containerd.RemoteOpt{
 		containerd.WithResolver(resolver),
 		containerd.WithPullUnpack,
@@ -55,8 +57,26 @@ func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (en
 // registry-1.docker.io, loopback registries over plain HTTP; hosts listed in
 // o.Insecure are tried over HTTPS without verifying the certificate and
 // then over plain HTTP, as Docker's insecure-registries.
-func registryHosts(o engine.PullOptions) remotedocker.RegistryHosts {
+//
+// A registry with a host directory under o.HostsDirs is configured by it
+// alone, with containerd's own reader of hosts.toml (mirrors, server,
+// capabilities, TLS), as containerd and nerdctl configure it: a device set
+// up for containerd pulls the same way with podrun.
+func registryHosts(ctx context.Context, o engine.PullOptions) remotedocker.RegistryHosts {
+	configured := remoteconfig.ConfigureHosts(ctx, remoteconfig.HostOptions{
+		HostDir: hostDir(o.HostsDirs),
+		Credentials: func(h string) (string, string, error) {
+			if o.Auth == nil {
+				return "", "", nil
+			}
+			user, secret := o.Auth(h)
+			return user, secret, nil
+		},
+	})
 	return func(host string) ([]remotedocker.RegistryHost, error) {
+		if dir, _ := hostDir(o.HostsDirs)(host); dir != "" {
+			return configured(host)
+		}
 		transport := http.DefaultTransport.(*http.Transport).Clone()
 		client := &http.Client{Transport: transport}
 		authOpts := []remotedocker.AuthorizerOpt{remotedocker.WithAuthClient(client)}
@@ -82,6 +102,19 @@ func registryHosts(o engine.PullOptions) remotedocker.RegistryHosts {
 			client.Transport = remotedocker.NewHTTPFallback(transport)
 		}
 		return []remotedocker.RegistryHost{h}, nil
+	}
+}
+
+// hostDir finds a registry's host directory in the first of dirs that has
+// one (containerd's layout: <dir>/<host>/, with _default as a fallback).
+func hostDir(dirs []string) func(string) (string, error) {
+	return func(host string) (string, error) {
+		for _, root := range dirs {
+			if dir, err := remoteconfig.HostDirFromRoot(root)(host); err == nil && dir != "" {
+				return dir, nil
+			}
+		}
+		return "", errdefs.ErrNotFound
 	}
 }
 
