@@ -562,6 +562,7 @@ func daemonCommand() *cli.Command {
 			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
+			&cli.StringFlag{Name: "images-dir", EnvVars: []string{"PODRUN_IMAGES_DIR"}, Usage: "image archives (.tar, .tar.gz, .tgz, .tar.zst; OCI or docker) imported at start and when they appear, as k3s's air-gap images (default: <root>/images)"},
 		}, append(append(admissionFlags(), logFlags()...), retentionFlags()...)...),
 		Action: func(c *cli.Context) error {
 			dir, err := filepath.Abs(c.String("manifest-dir"))
@@ -577,6 +578,13 @@ func daemonCommand() *cli.Command {
 			}
 			retention, err := logRetention(c)
 			if err != nil {
+				return err
+			}
+			images := c.String("images-dir")
+			if images == "" {
+				images = filepath.Join(c.String("root"), "images")
+			}
+			if err := os.MkdirAll(images, 0o700); err != nil {
 				return err
 			}
 			if u := c.String("manifest-url"); u != "" {
@@ -599,7 +607,7 @@ func daemonCommand() *cli.Command {
 				ManifestDir: dir, URL: c.String("manifest-url"), URLHeaderFile: c.String("manifest-url-header-file"),
 				Resync: c.Duration("resync"), Settle: c.Duration("settle"),
 				StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
-				Admission: admit, LogRetention: retention,
+				Admission: admit, LogRetention: retention, ImagesDir: images,
 			}, slog.Default(), metrics)
 			if addr := c.String("listen"); addr != "" {
 				l, err := daemon.Listen(addr)

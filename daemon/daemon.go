@@ -42,6 +42,8 @@ type Options struct {
 	// LogRetention bounds the logs of pods that are gone, enforced at start
 	// and every logGCPeriod.
 	LogRetention logs.Retention
+	// ImagesDir holds image archives imported before pods start (images.go).
+	ImagesDir string
 }
 
 // logGCPeriod is how often the daemon removes the logs of pods that are gone.
@@ -61,13 +63,16 @@ type Daemon struct {
 	// logged is the problem text last logged of each source: a source's
 	// problems are logged when they change, not at every resync.
 	logged map[string]string
+	// archives are the image archives of ImagesDir as last imported.
+	archives map[string]archiveState
 }
 
 // New returns a daemon on a connected host.
 func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
 	src := NewSources(o.ManifestDir, o.URL)
 	src.Admission, src.URLHeaderFile = o.Admission, o.URLHeaderFile
-	return &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{}}
+	return &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{},
+		archives: map[string]archiveState{}}
 }
 
 // Health reports the daemon's state for /healthz and /readyz.
@@ -82,6 +87,11 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	defer w.Close()
 	if err := w.Add(d.o.ManifestDir); err != nil {
 		return fmt.Errorf("watching %s: %w", d.o.ManifestDir, err)
+	}
+	if d.o.ImagesDir != "" {
+		if err := w.Add(d.o.ImagesDir); err != nil {
+			d.log.Warn("not watching the images directory (it is read at each re-scan)", "dir", d.o.ImagesDir, "err", err)
+		}
 	}
 	retry := d.sync(ctx, nil)
 	d.notify(sd.SdNotifyReady)
@@ -116,6 +126,12 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		case ev, ok := <-w.Events:
 			if !ok {
 				return errors.New("the directory watch ended")
+			}
+			if filepath.Dir(ev.Name) == d.o.ImagesDir && d.o.ImagesDir != "" {
+				if isArchive(filepath.Base(ev.Name)) {
+					schedule(time.Now().Add(2 * d.o.Settle)) // imported once left alone for Settle
+				}
+				continue
 			}
 			if !IsManifest(filepath.Base(ev.Name)) {
 				continue
@@ -173,7 +189,9 @@ func writing(settle map[string]time.Time, now time.Time, schedule func(time.Time
 func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool) {
 	start := time.Now()
 	defer func() { d.metrics.observeSync(time.Since(start), retry) }()
+	imageProblems := d.importImages(ctx) // before the pods that need them start
 	wants, broken, problems := d.src.Scan(ctx, settling)
+	problems = append(problems, imageProblems...)
 	if d.interrupted(ctx) {
 		return false
 	}

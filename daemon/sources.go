@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/podrun/podrun/manifest"
 )
 
@@ -154,23 +152,13 @@ func (s *Sources) files() ([]string, error) {
 // file is read), only when root or the daemon's user owns it and nobody
 // else can write it, and never more than the size limit.
 func (s *Sources) readFile(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	f, err := openTrusted(path) // images.go
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, errors.New("is a symlink: not read")
-		}
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("is not a regular file (%s): not read", st.Mode().Type())
-	}
-	if err := trusted(f); err != nil {
 		return nil, err
 	}
 	if st.Size() > s.Admission.MaxFileSize && s.Admission.MaxFileSize > 0 {

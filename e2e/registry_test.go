@@ -5,6 +5,8 @@ package e2e
 // and from a Docker config file, and the Kubernetes reasons when they fail.
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -453,4 +455,50 @@ spec:
 	if code != 1 || !strings.Contains(stderr, "ErrImagePull") || !strings.Contains(stderr, addr) {
 		t.Errorf("up with the mirror stopped: exit %d; want 1, ErrImagePull and %s\n%s", code, addr, stderr)
 	}
+}
+
+// TestDaemonImagesDir: with no registry at all, a gzip'd image archive
+// dropped into the daemon's --images-dir while it runs is imported, and the
+// pod waiting on that image starts.
+func TestDaemonImagesDir(t *testing.T) {
+	H.require(t)
+	const ref = "podrun.test/rg-airgap:1"
+	t.Cleanup(func() { rgDeleteImage(t, ref) })
+	dir, images := t.TempDir(), t.TempDir()
+	plDownOnCleanup(t, "rg-airgap")
+	dmWrite(t, dir, "rg-airgap.yaml", `apiVersion: v1
+kind: Pod
+metadata: {name: rg-airgap}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: `+ref+`
+    imagePullPolicy: Never
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+`)
+	d := dmStart(t, dir, nil, "--resync", "2s", "--settle", "200ms", "--images-dir", images)
+	dmWaitSynced(t, d, 60*time.Second)
+	if p, ok := dmPods(t)["rg-airgap"]; ok && dmRunning(p) {
+		t.Fatal("rg-airgap runs before its image is there")
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := testimage.WriteOCIArchive(zw, testimage.Config{Ref: ref}); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(images, ".rg-airgap.tar.gz.part")
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := os.Rename(tmp, filepath.Join(images, "rg-airgap.tar.gz")); err != nil {
+		t.Fatal(err)
+	}
+	dmWaitRunning(t, 60*time.Second, nil, "rg-airgap")
+	t.Logf("rg-airgap Running %v after its archive was dropped in", time.Since(start).Round(time.Millisecond))
+	dmWaitLog(t, d, "imported image archive", 5*time.Second)
 }

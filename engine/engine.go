@@ -144,7 +144,8 @@ type Engine interface {
 	// that does not parse is an error wrapping ErrInvalidImageName; a
 	// refusal for want of credentials wraps ErrUnauthorized.
 	Pull(ctx context.Context, ref string, o PullOptions) (Image, error)
-	// Import loads the images of an OCI or docker archive and unpacks them.
+	// Import loads the images of an OCI or docker archive (plain, gzip or
+	// zstd) and unpacks them.
 	Import(ctx context.Context, r io.Reader) ([]Image, error)
 	// Images lists the local images.
 	Images(ctx context.Context) ([]Image, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -198,4 +199,21 @@ func (h *Host) keepPending(p *manifest.Pod, source string, perr *ImagePullError)
 	}
 	return h.saveState(&State{UID: p.UID, Hash: p.Hash, Source: source, Pod: p.Pod,
 		ImagePull: &status.ImageWait{Image: perr.Image, Reason: perr.Reason, Message: perr.Err.Error()}})
+}
+
+// ImportImages imports an image archive (engine.Engine.Import) and ends
+// every image pull back-off: the pods that wait on an image it brought are
+// tried again at once.
+func (h *Host) ImportImages(ctx context.Context, r io.Reader) ([]engine.Image, error) {
+	imgs, err := h.engine.Import(ctx, r)
+	if err == nil {
+		h.pulls.clear()
+	}
+	return imgs, err
+}
+
+func (p *pullBackoffs) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.entries)
 }

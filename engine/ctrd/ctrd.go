@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/archive/compression"
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/errdefs"
@@ -147,10 +148,16 @@ func (e *Engine) describe(ctx context.Context, img containerd.Image) (engine.Ima
 	}, nil
 }
 
-// Import loads an OCI or docker archive.
+// Import loads an OCI or docker archive, plain or compressed (gzip, zstd:
+// containerd's own detection).
 func (e *Engine) Import(ctx context.Context, r io.Reader) ([]engine.Image, error) {
 	ctx = e.ns(ctx)
-	imgs, err := e.client.Import(ctx, r,
+	dr, err := compression.DecompressStream(r)
+	if err != nil {
+		return nil, err
+	}
+	defer dr.Close()
+	imgs, err := e.client.Import(ctx, dr,
 		containerd.WithImportPlatform(platforms.Default()),
 		containerd.WithSkipDigestRef(func(name string) bool { return name != "" }))
 	if err != nil {
