@@ -96,11 +96,17 @@ func (r *rotatingFile) open() error {
 	return nil
 }
 
-// Write writes one record (Writer writes each whole, under its lock).
+// Write writes one record (Writer writes each whole, under its lock). A
+// rotation that fails (a full disk while compressing) never stops the
+// container's output: the record goes to the current file and rotation is
+// tried again at the next record.
 func (r *rotatingFile) Write(p []byte) (int, error) {
 	if r.rot.MaxSize > 0 && r.size > 0 && r.size+int64(len(p)) > r.rot.MaxSize {
 		if err := r.rotate(); err != nil {
-			return 0, fmt.Errorf("rotating %s: %w", r.path, err)
+			fmt.Fprintf(os.Stderr, "podrun cri-log: rotating %s: %v\n", r.path, err) // the shim's log
+			if r.f == nil {
+				return 0, err
+			}
 		}
 	}
 	n, err := r.f.Write(p)
@@ -113,9 +119,6 @@ func (r *rotatingFile) Close() error { return r.f.Close() }
 // rotate renames the file to its timestamped name, starts a new one,
 // compresses the older rotated files and removes those over MaxFiles.
 func (r *rotatingFile) rotate() error {
-	if err := r.f.Close(); err != nil {
-		return err
-	}
 	stamp := r.now().UTC().Format(rotatedTimeFormat)
 	if stamp == r.last {
 		r.seq++
@@ -130,27 +133,36 @@ func (r *rotatingFile) rotate() error {
 		return fmt.Errorf("%s exists already", name)
 	}
 	if err := os.Rename(r.path, name); err != nil {
-		return err
+		return err // still writing to the same file
 	}
+	old := r.f
 	if err := r.open(); err != nil {
+		r.f = old // renamed, but written on: the records are not lost
 		return err
 	}
+	old.Close()
+	return r.prune()
+}
+
+// prune compresses the older rotated files and removes those over MaxFiles.
+func (r *rotatingFile) prune() error {
 	old := Rotated(r.path)
 	keep := max(r.rot.MaxFiles-1, 1)
+	var errs []error
 	for i, p := range old {
 		switch {
 		case i < len(old)-keep:
 			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
+				errs = append(errs, err)
 			}
 		case i < len(old)-1 && !strings.HasSuffix(p, ".gz"):
 			// As the kubelet: every rotated file but the newest is compressed.
 			if err := compress(p); err != nil {
-				return err
+				errs = append(errs, err)
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func exists(path string) bool {

@@ -149,3 +149,29 @@ func TestDriverArg(t *testing.T) {
 		t.Errorf("a bare path: %q %+v %v", path, r, err)
 	}
 }
+
+// TestRotationFailureKeepsWriting: when a rotation cannot be made (here the
+// name it would take exists), records still reach the file.
+func TestRotationFailureKeepsWriting(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "0.log")
+	at := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	if err := os.WriteFile(path+"."+at.Format(rotatedTimeFormat), nil, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	rf, err := openRotating(path, Rotation{MaxSize: 100, MaxFiles: 2}, func() time.Time { return at })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	w := NewWriter(rf)
+	for i := 0; i < 5; i++ {
+		if err := w.Copy("stdout", strings.NewReader(line(i)+"\n")); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || strings.Count(string(data), "\n") != 5 {
+		t.Errorf("the log holds %d records, want the 5 written: %v", strings.Count(string(data), "\n"), err)
+	}
+}
