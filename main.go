@@ -34,6 +34,7 @@ import (
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/ctrd"
+	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/pause"
@@ -371,6 +372,29 @@ func logFlags() []cli.Flag {
 	}
 }
 
+// imageGCFlags are the kubelet's image garbage collection flags (daemon,
+// image prune).
+func imageGCFlags() []cli.Flag {
+	d := imagegc.DefaultPolicy
+	return []cli.Flag{
+		&cli.IntFlag{Name: "image-gc-high-threshold", EnvVars: []string{"PODRUN_IMAGE_GC_HIGH_THRESHOLD"}, Value: d.HighPercent,
+			Usage: "percent of the image filesystem's use above which unused images are removed"},
+		&cli.IntFlag{Name: "image-gc-low-threshold", EnvVars: []string{"PODRUN_IMAGE_GC_LOW_THRESHOLD"}, Value: d.LowPercent,
+			Usage: "percent of use image garbage collection brings it down to"},
+		&cli.DurationFlag{Name: "image-minimum-gc-age", EnvVars: []string{"PODRUN_IMAGE_MINIMUM_GC_AGE"}, Value: d.MinAge,
+			Usage: "an image younger than this is never removed"},
+	}
+}
+
+// imageGCPolicy reads the image GC flags.
+func imageGCPolicy(c *cli.Context) (imagegc.Policy, error) {
+	p := imagegc.Policy{HighPercent: c.Int("image-gc-high-threshold"), LowPercent: c.Int("image-gc-low-threshold"), MinAge: c.Duration("image-minimum-gc-age")}
+	if p.LowPercent < 0 || p.LowPercent > p.HighPercent || p.HighPercent > 100 {
+		return p, usageError{fmt.Sprintf("%s: want 0 <= --image-gc-low-threshold <= --image-gc-high-threshold <= 100", c.Command.Name)}
+	}
+	return p, nil
+}
+
 // retentionFlags bound the logs of pods that are gone (gc, daemon).
 func retentionFlags() []cli.Flag {
 	return []cli.Flag{
@@ -563,7 +587,7 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
 			&cli.StringFlag{Name: "images-dir", EnvVars: []string{"PODRUN_IMAGES_DIR"}, Usage: "image archives (.tar, .tar.gz, .tgz, .tar.zst; OCI or docker) imported at start and when they appear, as k3s's air-gap images (default: <root>/images)"},
-		}, append(append(admissionFlags(), logFlags()...), retentionFlags()...)...),
+		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags())...),
 		Action: func(c *cli.Context) error {
 			dir, err := filepath.Abs(c.String("manifest-dir"))
 			if err != nil {
@@ -577,6 +601,10 @@ func daemonCommand() *cli.Command {
 				return err
 			}
 			retention, err := logRetention(c)
+			if err != nil {
+				return err
+			}
+			imagePolicy, err := imageGCPolicy(c)
 			if err != nil {
 				return err
 			}
@@ -607,7 +635,7 @@ func daemonCommand() *cli.Command {
 				ManifestDir: dir, URL: c.String("manifest-url"), URLHeaderFile: c.String("manifest-url-header-file"),
 				Resync: c.Duration("resync"), Settle: c.Duration("settle"),
 				StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
-				Admission: admit, LogRetention: retention, ImagesDir: images,
+				Admission: admit, LogRetention: retention, ImagesDir: images, ImageGC: imagePolicy,
 			}, slog.Default(), metrics)
 			if addr := c.String("listen"); addr != "" {
 				l, err := daemon.Listen(addr)
@@ -1096,6 +1124,27 @@ func imageCommand() *cli.Command {
 					}
 					return nil
 				}),
+			},
+			{
+				Name:  "prune",
+				Usage: "remove images no container uses, as the kubelet's image GC: above --image-gc-high-threshold down to the low one; -a: every unused image",
+				Flags: append([]cli.Flag{&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "every image no container uses (older than --image-minimum-gc-age), whatever the disk's use"}}, imageGCFlags()...),
+				Action: func(c *cli.Context) error {
+					p, err := imageGCPolicy(c)
+					if err != nil {
+						return err
+					}
+					h, err := openHost(c.Context, c)
+					if err != nil {
+						return err
+					}
+					defer h.Close()
+					removed, err := h.CollectImages(c.Context, run.ImageGC{Policy: p, All: c.Bool("all")})
+					for _, ref := range removed {
+						fmt.Printf("deleted %s\n", ref)
+					}
+					return err
+				},
 			},
 			{
 				Name: "ls", Usage: "list images", Flags: []cli.Flag{outputFlag("json", "yaml")},

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -15,8 +17,10 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/google/renameio/v2"
 
+	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/run"
 )
 
@@ -44,7 +48,14 @@ type Options struct {
 	LogRetention logs.Retention
 	// ImagesDir holds image archives imported before pods start (images.go).
 	ImagesDir string
+	// ImageGC is the image garbage collection policy, applied every
+	// imageGCPeriod; the images of the sources' pods are kept.
+	ImageGC imagegc.Policy
 }
+
+// imageGCPeriod is how often the daemon checks the image filesystem (the
+// kubelet's ImageGCPeriod).
+const imageGCPeriod = 5 * time.Minute
 
 // logGCPeriod is how often the daemon removes the logs of pods that are gone.
 const logGCPeriod = time.Hour
@@ -65,6 +76,10 @@ type Daemon struct {
 	logged map[string]string
 	// archives are the image archives of ImagesDir as last imported.
 	archives map[string]archiveState
+	// wanted are the images of the pods the sources define, at the last
+	// sync: image GC keeps them though no container uses them yet.
+	wantedMu sync.Mutex
+	wanted   []string
 }
 
 // New returns a daemon on a connected host.
@@ -97,6 +112,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	d.notify(sd.SdNotifyReady)
 	go d.watchdog(ctx)
 	go d.collectLogs(ctx)
+	go d.collectImages(ctx)
 
 	settle := map[string]time.Time{} // files being written, until when
 	var due time.Time                // when the next event-driven sync is due
@@ -191,6 +207,7 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	defer func() { d.metrics.observeSync(time.Since(start), retry) }()
 	imageProblems := d.importImages(ctx) // before the pods that need them start
 	wants, broken, problems := d.src.Scan(ctx, settling)
+	d.keepImages(wants)
 	problems = append(problems, imageProblems...)
 	if d.interrupted(ctx) {
 		return false
@@ -422,6 +439,41 @@ func (d *Daemon) collectLogs(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(logGCPeriod):
+		}
+	}
+}
+
+// keepImages records the images of the pods wanted, for image GC.
+func (d *Daemon) keepImages(wants map[string]Want) {
+	var refs []string
+	for _, w := range wants {
+		for _, c := range resources.Containers(w.Pod.Pod) {
+			refs = append(refs, c.Image)
+		}
+	}
+	d.wantedMu.Lock()
+	d.wanted = refs
+	d.wantedMu.Unlock()
+}
+
+// collectImages runs the image GC after the first sync (the images the
+// sources want are known then) and every imageGCPeriod, until ctx ends.
+func (d *Daemon) collectImages(ctx context.Context) {
+	for {
+		d.wantedMu.Lock()
+		keep := slices.Clone(d.wanted)
+		d.wantedMu.Unlock()
+		removed, err := d.h.CollectImages(ctx, run.ImageGC{Policy: d.o.ImageGC, Keep: keep})
+		for _, ref := range removed {
+			d.log.Info("removed an unused image", "image", ref)
+		}
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("image garbage collection", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(imageGCPeriod):
 		}
 	}
 }

@@ -59,10 +59,13 @@ type PullOptions struct {
 
 // Image is an image present in the runtime's store.
 type Image struct {
-	Ref    string     // normalized reference, e.g. docker.io/library/busybox:latest
-	Digest string     // digest of the image's manifest or index ("imageID")
-	Size   int64      // bytes of content in the store (set by Images only)
-	Config spec.Image // what podrun needs from the image's config
+	Ref    string // normalized reference, e.g. docker.io/library/busybox:latest
+	Digest string // digest of the image's manifest or index ("imageID")
+	Size   int64  // bytes of content in the store (set by Images only)
+	// CreatedAt is when the image came to the store (pulled or imported;
+	// set by Images only).
+	CreatedAt time.Time
+	Config    spec.Image // what podrun needs from the image's config
 }
 
 // ContainerSpec is everything needed to create a container.
@@ -149,6 +152,12 @@ type Engine interface {
 	Import(ctx context.Context, r io.Reader) ([]Image, error)
 	// Images lists the local images.
 	Images(ctx context.Context) ([]Image, error)
+	// RemoveImage removes a local image and, once nothing else uses it,
+	// its content and snapshots.
+	RemoveImage(ctx context.Context, ref string) error
+	// ImageFS is a directory on the filesystem that holds the unpacked
+	// images (the snapshotter's root), whose use image GC watches.
+	ImageFS(ctx context.Context) (string, error)
 
 	// Create creates a container (and its root snapshot when Image is set).
 	Create(ctx context.Context, c ContainerSpec) error

@@ -18,6 +18,7 @@ import (
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/snapshots"
 	"github.com/containerd/log"
@@ -188,9 +189,36 @@ func (e *Engine) Images(ctx context.Context) ([]engine.Image, error) {
 		if err != nil {
 			size = -1 // content missing for this platform: still list it
 		}
-		out = append(out, engine.Image{Ref: i.Name, Digest: i.Target.Digest.String(), Size: size})
+		out = append(out, engine.Image{Ref: i.Name, Digest: i.Target.Digest.String(), Size: size, CreatedAt: i.CreatedAt})
 	}
 	return out, nil
+}
+
+// ImageFS is the snapshotter's root, as containerd's introspection reports
+// it (what the CRI's ImageFsInfo measures).
+func (e *Engine) ImageFS(ctx context.Context) (string, error) {
+	// One filter: its comma-separated terms must all match.
+	resp, err := e.client.IntrospectionService().Plugins(ctx, []string{fmt.Sprintf(`type=="io.containerd.snapshotter.v1",id==%q`, snapshotter)})
+	if err != nil {
+		return "", err
+	}
+	for _, p := range resp.Plugins {
+		if root := p.Exports["root"]; root != "" {
+			return root, nil
+		}
+	}
+	return "", fmt.Errorf("containerd reports no root for the %s snapshotter", snapshotter)
+}
+
+// RemoveImage deletes an image record and waits for containerd's garbage
+// collector to free what only it used.
+func (e *Engine) RemoveImage(ctx context.Context, ref string) error {
+	ctx = e.ns(ctx)
+	err := e.client.ImageService().Delete(ctx, ref, images.SynchronousDelete())
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // Create creates a container, with a snapshot of its image as the root

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -398,6 +399,27 @@ func (e *Engine) Images(ctx context.Context) ([]engine.Image, error) {
 	out := slices.Collect(maps.Values(e.images))
 	slices.SortFunc(out, func(a, b engine.Image) int { return strings.Compare(a.Ref, b.Ref) })
 	return out, nil
+}
+
+// ImageFS is the test machine's temp dir.
+func (e *Engine) ImageFS(ctx context.Context) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.begin(ctx, "ImageFS"); err != nil {
+		return "", err
+	}
+	return os.TempDir(), nil
+}
+
+// RemoveImage removes a local image; a missing one is no error.
+func (e *Engine) RemoveImage(ctx context.Context, ref string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.begin(ctx, "RemoveImage", ref); err != nil {
+		return err
+	}
+	delete(e.images, Normalize(ref))
+	return nil
 }
 
 // Create creates a container; its image, when set, must be local.
