@@ -19,9 +19,9 @@ import (
 func TestLogRotation(t *testing.T) {
 	H.require(t)
 	const (
-		lines    = 12000 // of 1 kB: 12 MB
-		maxSize  = 1 << 20
-		maxFiles = 3
+		lines    = 120000 // of 1 kB: 120 MB, under the default cap
+		maxSize  = 10 << 20
+		maxFiles = 5
 	)
 	manifest := H.WriteManifest(t, "lr-rot.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -31,10 +31,10 @@ spec:
   containers:
   - name: app
     image: %s
-    command: ["sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.1; done; i=0; while [ $i -lt %d ]; do printf 'line %%05d %%01000d\\n' $i 0; i=$((i+1)); done; echo done; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+    command: ["sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.1; done; i=0; while [ $i -lt %d ]; do printf 'line %%06d %%01000d\\n' $i 0; i=$((i+1)); done; echo done; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
 `, H.Image, lines))
 	plDownOnCleanup(t, manifest)
-	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", "--container-log-max-size", "1Mi", "--container-log-max-files", strconv.Itoa(maxFiles), manifest); code != 0 {
+	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", manifest); code != 0 { // the defaults: 10Mi, 5 files
 		t.Fatalf("up: exit %d\n%s", code, stderr)
 	}
 	dirs, _ := filepath.Glob(filepath.Join(H.LogDir, "default_lr-rot_*", "app"))
@@ -91,7 +91,7 @@ spec:
 	}
 
 	// Every line `logs` returns is whole, and they are a run of the last ones.
-	whole := regexp.MustCompile(`^line (\d{5}) 0{1000}$`)
+	whole := regexp.MustCompile(`^line (\d{6}) 0{1000}$`)
 	check := func(what, out string) {
 		t.Helper()
 		got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
