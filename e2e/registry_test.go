@@ -24,6 +24,7 @@ import (
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/remotes/docker"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/internal/testimage"
 )
@@ -501,4 +502,38 @@ spec:
 	dmWaitRunning(t, 60*time.Second, nil, "rg-airgap")
 	t.Logf("rg-airgap Running %v after its archive was dropped in", time.Since(start).Round(time.Millisecond))
 	dmWaitLog(t, d, "imported image archive", 5*time.Second)
+}
+
+// TestDaemonPullBeforeReplace: a manifest edited to an image that cannot
+// be pulled (its registry on 127.0.0.1 is down) keeps the running pod, its
+// UID and its tasks; the next good edit replaces it.
+func TestDaemonPullBeforeReplace(t *testing.T) {
+	H.require(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := l.Addr().String() // nothing listens there once closed
+	l.Close()
+	dir := t.TempDir()
+	plDownOnCleanup(t, "rg-pbk")
+	dmWrite(t, dir, "rg-pbk.yaml", dmPod{name: "rg-pbk", value: "v1"}.yaml())
+	d := dmStart(t, dir, nil, "--resync", "1s", "--settle", "100ms")
+	pods := dmWaitRunning(t, 60*time.Second, nil, "rg-pbk")
+	uid, tasks := pods["rg-pbk"].UID, dmTasks(t, "rg-pbk")
+
+	bad := strings.Replace(dmPod{name: "rg-pbk", value: "v2"}.yaml(), "image: "+H.Image, "image: "+down+"/rg-pbk:1", 1)
+	dmRename(t, dir, "rg-pbk.yaml", bad)
+	dmWaitLog(t, d, "keeping the running pod until the new one's image is present", 30*time.Second)
+	dmWaitSyncs(t, d, 3, 30*time.Second)
+	if p := dmPods(t)["rg-pbk"]; p.UID != uid || !dmRunning(p) {
+		t.Errorf("with the new image unpullable: rg-pbk is %s %s, want still Running as %s", p.UID, p.Status.Phase, uid)
+	}
+	dmSameTasks(t, "rg-pbk", tasks)
+
+	dmRename(t, dir, "rg-pbk.yaml", dmPod{name: "rg-pbk", value: "v3"}.yaml())
+	pods = dmWaitRunning(t, 60*time.Second, func(p corev1.Pod) bool { return dmValue(p) == "v3" }, "rg-pbk")
+	if pods["rg-pbk"].UID == uid {
+		t.Error("the good edit did not replace the pod")
+	}
 }

@@ -188,6 +188,17 @@ func (h *Host) pullWaiting(ctx context.Context, p *manifest.Pod) *ImagePullError
 	return nil
 }
 
+// prefetchImages makes the images of a pod's containers present, behind
+// the pod's image back-off, before anything of the pod is made.
+func (h *Host) prefetchImages(ctx context.Context, p *manifest.Pod) error {
+	for _, c := range resources.Containers(p.Pod) {
+		if _, err := h.ensureImageGated(ctx, p.UID, c.Image, c.ImagePullPolicy, p.PullSecrets); err != nil {
+			return fmt.Errorf("container %q: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
 // keepPending records an image failure of a pod that Up could not start
 // (its steps undone) as the pod's state, so that `podrun ps` and `status`
 // show it Pending with the failure as its containers' waiting reason, as

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,6 +110,16 @@ func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions, existing
 			if err := h.keepPending(p, p.Source.Origin(), perr); err != nil {
 				res.Err = errors.Join(perr, err)
 			}
+			return res
+		}
+	}
+	if o.PullBackOff && d.Action == Replaced && slices.ContainsFunc(d.Remove, func(uid string) bool { return uid != p.UID }) {
+		// Pull before kill: the new pod's images are made present before
+		// the running pod is stopped; while they cannot be, it keeps
+		// running (its phase), and the daemon retries with the back-off.
+		if err := h.prefetchImages(ctx, p); err != nil {
+			res.Phase, res.Err = corev1.PodRunning, err
+			h.report(Event{Pod: key, Msg: fmt.Sprintf("keeping the running pod until the new one's image is present: %v", err)})
 			return res
 		}
 	}
