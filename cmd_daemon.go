@@ -1,0 +1,118 @@
+// podrun daemon.
+
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/podrun/podrun/daemon"
+)
+
+func daemonCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "daemon",
+		Usage: "keep the pods of a static-manifest directory running, like the kubelet's static pods",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "manifest-dir", Value: "/etc/podrun/manifests", EnvVars: []string{"PODRUN_MANIFEST_DIR"}, Usage: "directory of Pod manifests (.yaml, .yml, .json; not recursive)"},
+			&cli.StringFlag{Name: "manifest-url", EnvVars: []string{"PODRUN_MANIFEST_URL"}, Usage: "also keep the pods served at this https URL (polled every --resync; shown with credentials and query values redacted)"},
+			&cli.BoolFlag{Name: "insecure-manifest-url", Usage: "allow a plain http --manifest-url"},
+			&cli.StringFlag{Name: "manifest-url-header-file", EnvVars: []string{"PODRUN_MANIFEST_URL_HEADER_FILE"}, Usage: "send the \"Name: value\" lines of this file (e.g. Authorization: Bearer TOKEN) with every fetch of --manifest-url; read at each fetch, root-owned and not group- or world-writable"},
+			&cli.DurationFlag{Name: "resync", Value: 10 * time.Second, Usage: "full re-scan period, the backstop to inotify"},
+			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "how long a written file must stay unchanged before it is read"},
+			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
+			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
+			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
+			&cli.StringFlag{Name: "images-dir", EnvVars: []string{"PODRUN_IMAGES_DIR"}, Usage: "image archives (.tar, .tar.gz, .tgz, .tar.zst; OCI or docker) imported at start and when they appear, as k3s's air-gap images (default: <root>/images)"},
+		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags())...),
+		Action: func(c *cli.Context) error {
+			dir, err := filepath.Abs(c.String("manifest-dir"))
+			if err != nil {
+				return err
+			}
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return usageError{fmt.Sprintf("daemon: --manifest-dir %s is not a directory", dir)}
+			}
+			admit, err := admission(c)
+			if err != nil {
+				return err
+			}
+			retention, err := logRetention(c)
+			if err != nil {
+				return err
+			}
+			imagePolicy, err := imageGCPolicy(c)
+			if err != nil {
+				return err
+			}
+			images := c.String("images-dir")
+			if images == "" {
+				images = filepath.Join(c.String("root"), "images")
+			}
+			if err := os.MkdirAll(images, 0o700); err != nil {
+				return err
+			}
+			if u := c.String("manifest-url"); u != "" {
+				if err := daemon.CheckURL(u, c.Bool("insecure-manifest-url")); err != nil {
+					return usageError{fmt.Sprintf("daemon: --manifest-url: %v", err)}
+				}
+			}
+			ctx, stop := signalContext(c)
+			defer stop()
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			h, err := openHostRetrying(ctx, c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			metrics := daemon.NewMetrics()
+			h.ObserveProbes(metrics.ObserveProbe)
+			d := daemon.New(h, daemon.Options{
+				ManifestDir: dir, URL: c.String("manifest-url"), URLHeaderFile: c.String("manifest-url-header-file"),
+				Resync: c.Duration("resync"), Settle: c.Duration("settle"),
+				StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
+				Admission: admit, LogRetention: retention, ImagesDir: images, ImageGC: imagePolicy,
+			}, slog.Default(), metrics)
+			if addr := c.String("listen"); addr != "" {
+				l, err := daemon.Listen(addr)
+				if err != nil {
+					return usageError{fmt.Sprintf("daemon: --listen: %v", err)}
+				}
+				srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 5 * time.Second}
+				go func() { _ = srv.Serve(l) }()
+				defer srv.Close()
+			}
+			slog.Info("podrun daemon started", "manifest-dir", dir, "resync", c.Duration("resync"))
+			return d.Run(ctx, hup)
+		},
+	}
+}
+
+// statusFile is where a running daemon publishes its problems.
+func statusFile(c *cli.Context) string { return filepath.Join(c.String("root"), "daemon.json") }
+
+// daemonNotes tells, on stderr, which manifests a running daemon could not
+// apply (their pods keep running as last applied).
+func daemonNotes(c *cli.Context) (daemon.Status, bool) {
+	st, ok := daemon.ReadStatus(statusFile(c))
+	if ok && len(st.Problems) > 0 {
+		fmt.Fprintln(os.Stderr, "podrun daemon: not applied (pods keep running as last applied):")
+		for _, p := range st.Problems {
+			for _, line := range strings.Split(p.Msg, "\n") {
+				fmt.Fprintf(os.Stderr, "  %s: %s\n", p.Source, line)
+			}
+		}
+	}
+	return st, ok
+}

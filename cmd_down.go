@@ -1,0 +1,101 @@
+// podrun down.
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/podrun/podrun/daemon"
+	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/run"
+)
+
+func downCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "down",
+		Usage:     "stop pods gracefully and remove them (logs are kept)",
+		ArgsUsage: "FILE|DIR|-|POD ...  (POD is NAME or NAMESPACE/NAME)",
+		Flags: []cli.Flag{
+			namespaceFlag(),
+			&cli.IntFlag{Name: "grace-period", Value: -1, Usage: "seconds to wait after the stop signal, overriding the pods' terminationGracePeriodSeconds (-1: the pods' own)"},
+		},
+		Action: func(c *cli.Context) error {
+			targets, err := downTargets(c)
+			if err != nil {
+				return err
+			}
+			var o run.DownOptions
+			if g := c.Int("grace-period"); g >= 0 {
+				d := time.Duration(g) * time.Second
+				o.GracePeriod = &d
+			}
+			h, err := openHost(c.Context, c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
+				pods, _ := h.Pods(c.Context)
+				for _, p := range pods {
+					for _, t := range targets {
+						if p.Namespace == t.Namespace && p.Name == t.Name && (filepath.Dir(p.Source) == st.ManifestDir || (st.URL != "" && p.Source == st.URL)) {
+							fmt.Fprintf(os.Stderr, "note: pod %s comes from %s: the running podrun daemon will start it again while that file exists\n", t, p.Source)
+						}
+					}
+				}
+			}
+			var errs []error
+			for _, r := range h.Down(c.Context, targets, o) {
+				switch {
+				case r.Err != nil:
+					errs = append(errs, fmt.Errorf("pod %s: %w", r.Pod, r.Err))
+				case r.Found:
+					fmt.Printf("pod/%s deleted\n", r.Pod)
+				default:
+					fmt.Printf("pod/%s not found (nothing to do)\n", r.Pod)
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
+
+// downTargets reads pod names from manifests ("-", files, directories) and
+// from NAME or NAMESPACE/NAME arguments.
+func downTargets(c *cli.Context) ([]run.Target, error) {
+	if c.NArg() == 0 {
+		return nil, usageError{"down: name at least one FILE, DIR, - or POD"}
+	}
+	var targets []run.Target
+	var paths []string
+	for _, a := range c.Args().Slice() {
+		if _, err := os.Stat(a); a == "-" || err == nil {
+			paths = append(paths, a)
+			continue
+		}
+		target, err := podTarget(c, a)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, target)
+	}
+	if len(paths) > 0 {
+		// Read as the most permissive node would, so that a pod up ran
+		// with --allowed-unsafe-sysctls can be taken down by its file; the
+		// objects its pods reference may be in a --configmap file, or gone.
+		set, err := manifest.Options{AllowedUnsafeSysctls: manifest.NamespacedSysctls}.LoadUnresolved(paths, os.Stdin)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range set.Pods {
+			targets = append(targets, run.Target{Namespace: p.Namespace, Name: p.Name})
+		}
+	}
+	return targets, nil
+}

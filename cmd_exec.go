@@ -1,0 +1,72 @@
+// podrun exec.
+
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/podrun/podrun/engine"
+)
+
+func execCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "exec",
+		Usage:     "run a command in a running container, like kubectl exec",
+		ArgsUsage: "POD -- CMD [ARG...]",
+		Flags: []cli.Flag{
+			namespaceFlag(),
+			containerFlag(),
+			&cli.BoolFlag{Name: "stdin", Aliases: []string{"i"}, Usage: "pass stdin to the command"},
+			&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "allocate a terminal"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 2 {
+				return usageError{"exec: usage: podrun exec POD -- CMD [ARG...]"}
+			}
+			h, p, name, err := podContainer(c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			cur := p.Current(name)
+			if cur == nil || cur.Task.State != engine.TaskRunning {
+				return fmt.Errorf("container %q of pod %s/%s is not running", name, p.Namespace, p.Name)
+			}
+			spec := engine.ExecSpec{Args: c.Args().Slice()[1:], Stdout: os.Stdout, Stderr: os.Stderr, TTY: c.Bool("tty")}
+			if c.Bool("stdin") {
+				spec.Stdin = os.Stdin
+			}
+			if spec.TTY {
+				restore, err := rawTerminal(os.Stdin)
+				if err != nil {
+					return err
+				}
+				defer restore()
+			}
+			code, err := h.Engine().Exec(c.Context, cur.ID, spec)
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return cli.Exit("", code)
+			}
+			return nil
+		},
+	}
+}
+
+// rawTerminal puts a terminal in raw mode for exec -t; restore undoes it.
+func rawTerminal(f *os.File) (restore func(), err error) {
+	if !term.IsTerminal(int(f.Fd())) {
+		return func() {}, nil
+	}
+	old, err := term.MakeRaw(int(f.Fd()))
+	if err != nil {
+		return nil, fmt.Errorf("setting the terminal to raw mode: %w", err)
+	}
+	return func() { _ = term.Restore(int(f.Fd()), old) }, nil
+}

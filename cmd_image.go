@@ -1,0 +1,138 @@
+// podrun image import|pull|ls|prune.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/run"
+)
+
+func imageCommand() *cli.Command {
+	withEngine := func(fn func(ctx context.Context, e engine.Engine, c *cli.Context) error) cli.ActionFunc {
+		return func(c *cli.Context) error {
+			h, err := openHost(c.Context, c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			return fn(c.Context, h.Engine(), c)
+		}
+	}
+	return &cli.Command{
+		Name:  "image",
+		Usage: "manage images",
+		Subcommands: []*cli.Command{
+			{
+				Name: "import", Usage: "import an OCI or docker image archive", ArgsUsage: "FILE.tar|-",
+				Action: withEngine(func(ctx context.Context, e engine.Engine, c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usageError{"image import: name one FILE.tar (or - for stdin)"}
+					}
+					r, err := openInput(c.Args().First())
+					if err != nil {
+						return err
+					}
+					defer r.Close()
+					imgs, err := e.Import(ctx, r)
+					if err != nil {
+						return err
+					}
+					for _, i := range imgs {
+						fmt.Printf("%s\t%s\n", i.Ref, i.Digest)
+					}
+					return nil
+				}),
+			},
+			{
+				Name:  "prune",
+				Usage: "remove images no container uses, as the kubelet's image GC: above --image-gc-high-threshold down to the low one; -a: every unused image",
+				Flags: append([]cli.Flag{&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "every image no container uses (older than --image-minimum-gc-age), whatever the disk's use"}}, imageGCFlags()...),
+				Action: func(c *cli.Context) error {
+					p, err := imageGCPolicy(c)
+					if err != nil {
+						return err
+					}
+					h, err := openHost(c.Context, c)
+					if err != nil {
+						return err
+					}
+					defer h.Close()
+					removed, err := h.CollectImages(c.Context, run.ImageGC{Policy: p, All: c.Bool("all")})
+					for _, ref := range removed {
+						fmt.Printf("deleted %s\n", ref)
+					}
+					return err
+				},
+			},
+			{
+				Name: "ls", Usage: "list images", Flags: []cli.Flag{outputFlag("json", "yaml")},
+				Action: withEngine(func(ctx context.Context, e engine.Engine, c *cli.Context) error {
+					imgs, err := e.Images(ctx)
+					if err != nil {
+						return err
+					}
+					if f := c.String("output"); f != "" {
+						return printObject(os.Stdout, imgs, f)
+					}
+					tw := tabwriter.NewWriter(os.Stdout, 0, 8, 3, ' ', 0)
+					fmt.Fprintln(tw, "REF\tDIGEST\tSIZE")
+					for _, i := range imgs {
+						fmt.Fprintf(tw, "%s\t%s\t%s\n", i.Ref, i.Digest, humanSize(i.Size))
+					}
+					return tw.Flush()
+				}),
+			},
+			{
+				Name: "pull", Usage: "pull an image from its registry (credentials from --registry-config)", ArgsUsage: "REF",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usageError{"image pull: name one REF"}
+					}
+					h, err := openHost(c.Context, c)
+					if err != nil {
+						return err
+					}
+					defer h.Close()
+					img, err := h.PullImage(c.Context, c.Args().First())
+					if perr := (*run.ImagePullError)(nil); errors.As(err, &perr) && perr.Reason == run.ReasonInvalidImageName {
+						return usageError{err.Error()}
+					}
+					if err != nil {
+						return err
+					}
+					fmt.Printf("%s\t%s\n", img.Ref, img.Digest)
+					return nil
+				},
+			},
+		},
+	}
+}
+
+func openInput(path string) (io.ReadCloser, error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), nil
+	}
+	return os.Open(path)
+}
+
+func humanSize(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	units := []string{"B", "KiB", "MiB", "GiB"}
+	f, i := float64(n), 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %s", f, units[i])
+}

@@ -1,0 +1,68 @@
+// podrun up.
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/podrun/podrun/run"
+)
+
+func upCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "up",
+		Usage:     "run the pods of manifest files (a changed manifest replaces its pod, an unchanged one is left alone)",
+		ArgsUsage: "FILE|DIR|- ...",
+		Flags: append([]cli.Flag{
+			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on a pod that is not up (or done) after this long"},
+			&cli.StringFlag{Name: "wait", Value: string(run.WaitReady),
+				Usage: "return when pods are: ready (readiness probes pass; run-to-completion pods: finished), running (containers started), none (same as running)"},
+			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "same as --wait=running"},
+			&cli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay and supervise (probes, hooks, restarts) until SIGINT or SIGTERM, then stop the pods gracefully"},
+			&cli.BoolFlag{Name: "keep-on-failure", Usage: "leave a failed pod's parts in place for inspection"},
+			configMapFlag(),
+		}, append(admissionFlags(), logFlags()...)...),
+		Action: func(c *cli.Context) error {
+			o := run.UpOptions{Timeout: c.Duration("timeout"), Wait: run.Wait(c.String("wait")), KeepOnFailure: c.Bool("keep-on-failure"), Foreground: c.Bool("foreground")}
+			switch {
+			case c.Bool("detach") || o.Wait == "none":
+				o.Wait = run.WaitRunning
+			case o.Wait != run.WaitReady && o.Wait != run.WaitRunning:
+				return usageError{fmt.Sprintf("up: --wait must be ready, running or none, not %q", o.Wait)}
+			}
+			set, err := load(c)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(c)
+			defer stop()
+			h, err := openHost(ctx, c)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			var errs []error
+			for _, r := range h.Up(ctx, set, o) {
+				if r.Err != nil {
+					errs = append(errs, r.Err)
+					continue
+				}
+				fmt.Printf("pod/%s %s (%s)\n", r.Pod, r.Action, r.Phase)
+			}
+			if o.Foreground {
+				// Also when a signal came during start-up: the pods already up
+				// are terminated, not left running unsupervised.
+				if ctx.Err() == nil {
+					fmt.Fprintln(os.Stderr, "supervising; SIGINT or SIGTERM stops the pods")
+				}
+				errs = append(errs, h.Supervise(ctx))
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
