@@ -159,6 +159,12 @@ func (c *copier) followRotation(path string) error {
 	if err != nil {
 		return nil // between the rename and the new file: next poll
 	}
+	// The writer moved to the new file before it was there to open: what
+	// it wrote to the old one since the last poll is read now.
+	if err := c.drain(); err != nil {
+		nf.Close()
+		return err
+	}
 	rotated := Rotated(path)
 	var unseen []string
 	for _, p := range rotated {
