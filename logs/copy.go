@@ -68,10 +68,10 @@ func Copy(ctx context.Context, w io.Writer, dir string, restart int, o Options) 
 	rotated := Rotated(logFile(dir, restart))
 	c.seen = map[string]bool{}
 	for _, old := range rotated {
-		c.seen[rotationKey(old)] = true
-		if isFile(old, f) {
+		if sameLog(old, f) {
 			break // rotated since it was opened: read through f; newer ones after it (followRotation)
 		}
+		c.seen[rotationKey(old)] = true
 		if err := c.drainRotated(old); err != nil {
 			f.Close()
 			return err
@@ -172,25 +172,89 @@ func (c *copier) followRotation(path string) error {
 			unseen = append(unseen, p)
 		}
 	}
-	// The file cur holds, drained already, is among them (found by inode;
-	// if compressed meanwhile, it is the oldest); only those after it are new.
-	held := slices.IndexFunc(unseen, func(p string) bool { return isFile(p, cur) })
-	if held < 0 && len(unseen) > 0 {
-		held = 0
-	}
-	for _, p := range unseen[held+1:] {
-		if isFile(p, nf) {
-			break // rotated again since nf was opened: read through nf
+	// The file cur holds, drained already, is among them, unless removed
+	// (then every unseen one is newer); only those after it are new, up to
+	// the one nf holds.
+	held := slices.IndexFunc(unseen, func(p string) bool { return sameLog(p, cur) })
+	nfAt := len(unseen)
+	for i, p := range unseen {
+		if i > held && sameLog(p, nf) {
+			nfAt = i // rotated again since nf was opened: read through nf
+			break
 		}
+	}
+	for _, p := range unseen[held+1 : nfAt] {
 		if err := c.drainRotated(p); err != nil {
 			nf.Close()
 			return err
 		}
 	}
-	c.seen = rotationKeys(rotated)
+	// Seen: everything listed but the file nf holds, which must be found
+	// unseen (as the held one) at its own rotation.
+	c.seen = map[string]bool{}
+	for _, p := range rotated {
+		if !slices.Contains(unseen[nfAt:], p) {
+			c.seen[rotationKey(p)] = true
+		}
+	}
 	cur.Close()
 	c.r.reset(nf)
 	return c.drain()
+}
+
+// sameLog reports whether the log file at path (plain or gzip'd since) is
+// the one f holds: the same inode, or the same first record (its time to
+// the nanosecond makes it the file's identity; compression changes the
+// inode, not the content).
+func sameLog(path string, f *os.File) bool {
+	if isFile(path, f) {
+		return true
+	}
+	buf := make([]byte, fingerprintSize)
+	n, _ := f.ReadAt(buf, 0)
+	if n == 0 {
+		return false
+	}
+	return fingerprint(buf[:n]) == fingerprintOf(path)
+}
+
+// fingerprintSize is how much of a log's start identifies it.
+const fingerprintSize = 512
+
+// fingerprint is a log's first record (at most fingerprintSize bytes).
+func fingerprint(b []byte) string {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// fingerprintOf is the fingerprint of the log file at path, or of its .gz
+// when it was compressed meanwhile ("" if none).
+func fingerprintOf(path string) string {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) && !strings.HasSuffix(path, ".gz") {
+		path += ".gz"
+		f, err = os.Open(path)
+	}
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return ""
+		}
+		r = zr
+	}
+	buf := make([]byte, fingerprintSize)
+	n, _ := io.ReadFull(r, buf)
+	if n == 0 {
+		return ""
+	}
+	return fingerprint(buf[:n])
 }
 
 // isFile reports whether path is the file f holds.
@@ -201,14 +265,6 @@ func isFile(path string, f *os.File) bool {
 	}
 	b, err := os.Stat(path)
 	return err == nil && os.SameFile(a, b)
-}
-
-func rotationKeys(paths []string) map[string]bool {
-	m := map[string]bool{}
-	for _, p := range paths {
-		m[rotationKey(p)] = true
-	}
-	return m
 }
 
 // rotatedAway reports whether the file at path is no longer the one f
@@ -222,10 +278,15 @@ func rotatedAway(f *os.File, path string) bool {
 	return err == nil && !os.SameFile(a, b)
 }
 
-// drainRotated reads a whole rotated file (gzip'd when it ends in .gz); one
-// that is gone meanwhile (removed by the rotation) is skipped.
+// drainRotated reads a whole rotated file (gzip'd when it ends in .gz). A
+// plain one compressed meanwhile is read from its .gz (complete before the
+// plain one goes); one removed meanwhile (over MaxFiles) is skipped.
 func (c *copier) drainRotated(path string) error {
 	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) && !strings.HasSuffix(path, ".gz") {
+		path += ".gz"
+		f, err = os.Open(path)
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -196,14 +196,27 @@ func compress(path string) error {
 }
 
 // Rotated returns the rotated files of the log at path (path.<time>,
-// path.<time>.<n>, and their .gz), oldest first.
+// path.<time>.<n>, or their .gz), oldest first, each once: a file caught
+// while it is compressed (its .gz complete, the plain one not yet removed)
+// is listed as its .gz. A directory listing is no snapshot: a file renamed
+// to its .gz while the directory is read can be missed under both names,
+// so the directory is read three times and the listings joined.
 func Rotated(path string) []string {
-	matches, _ := filepath.Glob(path + ".*")
-	var out []string
-	for _, m := range matches {
-		if !strings.HasSuffix(m, ".tmp") {
-			out = append(out, m)
+	byKey := map[string]string{}
+	for range 3 {
+		matches, _ := filepath.Glob(path + ".*")
+		for _, m := range matches {
+			if strings.HasSuffix(m, ".tmp") {
+				continue
+			}
+			if k := rotationKey(m); byKey[k] == "" || strings.HasSuffix(m, ".gz") {
+				byKey[k] = m
+			}
 		}
+	}
+	out := make([]string, 0, len(byKey))
+	for _, m := range byKey {
+		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return rotationKey(out[i]) < rotationKey(out[j]) })
 	return out

@@ -183,3 +183,54 @@ func TestRotationFailureKeepsWriting(t *testing.T) {
 		t.Errorf("read back:\n%s\nwant the 5 lines written", out.String())
 	}
 }
+
+// TestFollowManyRotationsPerPoll: rotations every two records, dozens
+// between two polls and some while the follower switches files: with no
+// file removed (MaxFiles large), logs -f returns every line once, in order.
+func TestFollowManyRotationsPerPoll(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "0.log")
+	rf, err := openRotating(path, Rotation{MaxSize: 260, MaxFiles: 100000}, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rf.Close()
+	w := NewWriter(rf)
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var out bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- Copy(ctx, lockedWriter{&mu, &out}, dir, 0, Options{Tail: -1, Follow: true}) }()
+	const n = 1500
+	for i := 0; i < n; i++ {
+		if err := w.Copy("stdout", strings.NewReader(line(i)+"\n")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := strings.Count(out.String(), "\n")
+		mu.Unlock()
+		if got >= n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	for i, l := range got {
+		if l != line(i) {
+			t.Fatalf("line %d of %d: %q, want %q", i, len(got), e(l), e(line(i)))
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("followed %d lines, want %d", len(got), n)
+	}
+}
+
+func e(s string) string { return s[:min(len(s), 12)] }
