@@ -15,21 +15,23 @@ func FuzzSubPath(f *testing.F) {
 	for _, s := range []string{"a/b", "escape", "escape/x", "up/../..", "link-in/new", "a//b/./c", "/abs"} {
 		f.Add(s)
 	}
-	base := f.TempDir()
-	vol, outside := filepath.Join(base, "vol"), filepath.Join(base, "outside")
-	for _, d := range []string{vol, outside, filepath.Join(vol, "inside")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			f.Fatal(err)
-		}
-	}
-	for link, target := range map[string]string{"escape": outside, "up": "../..", "link-in": "inside", "abs": "/"} {
-		if err := os.Symlink(target, filepath.Join(vol, link)); err != nil {
-			f.Fatal(err)
-		}
-	}
 	f.Fuzz(func(t *testing.T, sub string) {
 		if sub == "" || strings.ContainsRune(sub, 0) || strings.HasPrefix(sub, "/") || len(sub) > 256 {
 			return // the manifest's validation refuses these before any volume is touched
+		}
+		// A volume of its own per input (t.TempDir is removed after each; a
+		// fuzz-wide one outlives the workers stopped at -fuzztime).
+		base := t.TempDir()
+		vol, outside := filepath.Join(base, "vol"), filepath.Join(base, "outside")
+		for _, d := range []string{vol, outside, filepath.Join(vol, "inside")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for link, target := range map[string]string{"escape": outside, "up": "../..", "link-in": "inside", "abs": "/"} {
+			if err := os.Symlink(target, filepath.Join(vol, link)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		h, err := openSubPath(vol, sub)
 		if err != nil {
