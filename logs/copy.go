@@ -229,28 +229,16 @@ func fingerprint(b []byte) string {
 	return string(b)
 }
 
-// fingerprintOf is the fingerprint of the log file at path, or of its .gz
-// when it was compressed meanwhile ("" if none).
+// fingerprintOf is the fingerprint of the rotated log file at path ("" if
+// none).
 func fingerprintOf(path string) string {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) && !strings.HasSuffix(path, ".gz") {
-		path += ".gz"
-		f, err = os.Open(path)
-	}
+	rc, err := openRotated(path)
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return ""
-		}
-		r = zr
-	}
+	defer rc.Close()
 	buf := make([]byte, fingerprintSize)
-	n, _ := io.ReadFull(r, buf)
+	n, _ := io.ReadFull(rc, buf)
 	if n == 0 {
 		return ""
 	}
@@ -278,36 +266,45 @@ func rotatedAway(f *os.File, path string) bool {
 	return err == nil && !os.SameFile(a, b)
 }
 
-// drainRotated reads a whole rotated file (gzip'd when it ends in .gz). A
-// plain one compressed meanwhile is read from its .gz (complete before the
-// plain one goes); one removed meanwhile (over MaxFiles) is skipped.
+// drainRotated reads a whole rotated file; one removed meanwhile (over
+// MaxFiles) or unreadable is skipped.
 func (c *copier) drainRotated(path string) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) && !strings.HasSuffix(path, ".gz") {
-		path += ".gz"
-		f, err = os.Open(path)
-	}
-	if errors.Is(err, os.ErrNotExist) {
+	rc, err := openRotated(path)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, errUnreadable) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	var rc io.ReadCloser = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			f.Close()
-			return nil // a file being compressed: its plain twin was read or is gone
-		}
-		rc = struct {
-			io.Reader
-			io.Closer
-		}{zr, f}
-	}
 	c.r.reset(rc)
 	defer rc.Close()
 	return c.drain()
+}
+
+// errUnreadable is a rotated file that is not the gzip it is named.
+var errUnreadable = errors.New("not a gzip file")
+
+// openRotated opens a rotated log file for reading, gunzipping a .gz; a
+// plain one compressed meanwhile is opened as its .gz (complete before the
+// plain one goes).
+func openRotated(path string) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) && !strings.HasSuffix(path, ".gz") {
+		path += ".gz"
+		f, err = os.Open(path)
+	}
+	if err != nil || !strings.HasSuffix(path, ".gz") {
+		return f, err
+	}
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w: %w", path, errUnreadable, err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{zr, f}, nil
 }
 
 // Latest returns the highest restart number with a log file in dir (or an
