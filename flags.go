@@ -137,7 +137,7 @@ func openHost(ctx context.Context, c *cli.Context) (*run.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	return run.Open(ctx, cfg, progress())
+	return openRuntime(ctx, cfg, progress())
 }
 
 // openHostRetrying connects like openHost, but waits for the runtime with

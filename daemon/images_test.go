@@ -29,7 +29,7 @@ func TestImportImages(t *testing.T) {
 		imported = append(imported, string(data))
 		return []engine.Image{{Ref: "podrun.test/" + string(data) + ":1"}}, err
 	}
-	h := run.NewHost(run.Config{Root: t.TempDir(), LogDir: t.TempDir()}, e, nil, nil)
+	h := run.NewHost(run.Config{Root: t.TempDir(), LogDir: t.TempDir()}, run.Deps{Engine: e}, nil, nil)
 	defer h.Close()
 	var log bytes.Buffer
 	d := New(h, Options{ManifestDir: t.TempDir(), ImagesDir: images, Settle: time.Second}, slog.New(slog.NewTextHandler(&log, nil)), NewMetrics())

@@ -39,7 +39,7 @@ func TestSyncInterruptedByShutdown(t *testing.T) {
 			}))
 			defer srv.Close()
 			root := t.TempDir()
-			h := run.NewHost(run.Config{Root: root, LogDir: t.TempDir()}, fake.New(), nil, nil)
+			h := run.NewHost(run.Config{Root: root, LogDir: t.TempDir()}, run.Deps{Engine: fake.New()}, nil, nil)
 			defer h.Close()
 			var log bytes.Buffer
 			o := Options{ManifestDir: t.TempDir(), Resync: time.Minute, StatusFile: filepath.Join(root, "daemon.json")}

@@ -214,7 +214,7 @@ func TestStatusPrivateAndProblemsLoggedOnce(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("kind: [\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := run.NewHost(run.Config{Root: root, LogDir: t.TempDir()}, fake.New(), nil, nil)
+	h := run.NewHost(run.Config{Root: root, LogDir: t.TempDir()}, run.Deps{Engine: fake.New()}, nil, nil)
 	defer h.Close()
 	var log bytes.Buffer
 	status := filepath.Join(root, "state", "daemon.json")

@@ -13,7 +13,6 @@ import (
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/status"
-	"github.com/podrun/podrun/volumes"
 )
 
 // ErrNotAdoptable is returned for a pod that cannot be supervised as it is
@@ -95,7 +94,7 @@ func (h *Host) rebuild(ctx context.Context, uid string) (*podRun, error) {
 	pod := &manifest.Pod{Pod: st.Pod, UID: st.UID, Hash: st.Hash}
 	r := &podRun{h: h, pod: pod, key: pod.Namespace + "/" + pod.Name, layout: h.layout(uid), state: st,
 		source: st.Source, sandboxID: SandboxID(uid), wait: WaitRunning}
-	if r.vols, err = volumes.Locate(r.layout, pod.Pod, h.volumeOptions()); err != nil {
+	if r.vols, err = h.disk.Locate(r.layout, pod.Pod, h.volumeOptions()); err != nil {
 		return nil, fmt.Errorf("%w: volumes: %w", ErrNotAdoptable, err)
 	}
 	r.images = map[string]engine.Image{}

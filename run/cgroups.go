@@ -2,86 +2,12 @@ package run
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 
-	"github.com/containerd/cgroups/v3"
-	"github.com/containerd/cgroups/v3/cgroup1"
-	"github.com/containerd/cgroups/v3/cgroup2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 
-	"github.com/podrun/podrun/downward"
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/spec"
 )
-
-// cgroupMount is where the cgroup hierarchies are mounted; runc and the
-// cgroups library assume it too.
-const cgroupMount = "/sys/fs/cgroup"
-
-// hostNode is what this machine offers, found out once per process.
-var hostNode = sync.OnceValue(detectNode)
-
-// detectNode reads the facts resources.Container needs: the cgroup version,
-// the memory size, whether swap is accounted, and how low podrun may set an
-// oom_score_adj.
-func detectNode() resources.Node {
-	n := resources.Node{CgroupV2: cgroups.Mode() == cgroups.Unified, MinOOMScoreAdj: -1000}
-	if mem, err := downward.MemTotal(); err == nil {
-		n.MemoryCapacity = mem
-	}
-	swap := filepath.Join(cgroupMount, "memory", "memory.memsw.limit_in_bytes")
-	if n.CgroupV2 {
-		// The root has no memory.swap.max; podrun's own cgroup has, like the
-		// kubelet's swapControllerAvailable.
-		swap = filepath.Join(cgroupMount, ownCgroupV2(), "memory.swap.max")
-	}
-	_, err := os.Stat(swap)
-	n.SwapController = err == nil
-	if !hasCapability(unix.CAP_SYS_RESOURCE) {
-		// Without CAP_SYS_RESOURCE no process may go below the adj it
-		// inherited (podrun inside a container): runc would fail to start the
-		// container, so the CRI plugin's restrict_oom_score_adj clamps it.
-		if b, err := os.ReadFile("/proc/self/oom_score_adj"); err == nil {
-			if adj, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				n.MinOOMScoreAdj = adj
-			}
-		}
-	}
-	return n
-}
-
-// ownCgroupV2 is podrun's own cgroup on a unified host ("0::<path>").
-func ownCgroupV2() string {
-	b, _ := os.ReadFile("/proc/self/cgroup")
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p
-		}
-	}
-	return "/"
-}
-
-// hasCapability reports whether podrun has capability c in its effective set.
-func hasCapability(c int) bool {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if hex, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			set, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
-			return err == nil && set&(1<<c) != 0
-		}
-	}
-	return false
-}
 
 // podCgroup is the pod cgroup of pod uid in podrun's containerd namespace.
 func (h *Host) podCgroup(uid string) string {
@@ -91,93 +17,16 @@ func (h *Host) podCgroup(uid string) string {
 // createPodCgroup is the "pod cgroup" step: the pod's cgroup with its limits
 // (resources.Pod), before the pause starts in it.
 func (r *podRun) createPodCgroup(context.Context) error {
-	return createCgroup(r.h.podCgroup(r.pod.UID), resources.Pod(r.pod.Pod))
+	return r.h.cgroups.Create(r.h.podCgroup(r.pod.UID), resources.Pod(r.pod.Pod))
 }
 
 func (r *podRun) removePodCgroup(context.Context) error {
-	return removeCgroup(r.h.podCgroup(r.pod.UID))
-}
-
-// createCgroup creates (or updates) the cgroup at path with the limits of r,
-// in every v1 hierarchy or in the unified one.
-func createCgroup(path string, r *specs.LinuxResources) error {
-	var err error
-	if cgroups.Mode() == cgroups.Unified {
-		_, err = cgroup2.NewManager(cgroupMount, path, v2Resources(r))
-	} else {
-		_, err = cgroup1.New(cgroup1.StaticPath(path), r, cgroup1.WithHiearchy(v1Hierarchy))
-	}
-	if err != nil {
-		return fmt.Errorf("creating cgroup %s: %w", path, err)
-	}
-	return nil
-}
-
-// removeCgroup removes the cgroup at path; one that is not there is gone
-// already. It fails while a process is left in it.
-func removeCgroup(path string) error {
-	var err error
-	if cgroups.Mode() == cgroups.Unified {
-		if _, serr := os.Stat(filepath.Join(cgroupMount, path)); errors.Is(serr, os.ErrNotExist) {
-			return nil
-		}
-		var m *cgroup2.Manager
-		if m, err = cgroup2.Load(path); err == nil {
-			err = m.Delete()
-		}
-	} else {
-		var cg cgroup1.Cgroup
-		cg, err = cgroup1.Load(cgroup1.StaticPath(path), cgroup1.WithHiearchy(v1Hierarchy))
-		if errors.Is(err, cgroup1.ErrCgroupDeleted) {
-			return nil
-		}
-		if err == nil {
-			err = cg.Delete()
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("removing cgroup %s: %w", path, err)
-	}
-	return nil
-}
-
-// v1Hierarchy is every mounted v1 hierarchy, plus on a hybrid host the
-// unified one, where runc also creates the container's cgroups (and so the
-// pod's as their parent).
-func v1Hierarchy() ([]cgroup1.Subsystem, error) {
-	subsystems, err := cgroup1.Default()
-	if err != nil {
-		return nil, err
-	}
-	if cgroups.Mode() == cgroups.Hybrid {
-		subsystems = append(subsystems, cgroup1.NewNamed(cgroupMount, "unified"))
-	}
-	return subsystems, nil
-}
-
-// v2Resources converts v1-style limits to cgroup v2 ones, as runc does: the
-// weight from the shares, cpu.max from quota and period, memory.max.
-func v2Resources(r *specs.LinuxResources) *cgroup2.Resources {
-	out := &cgroup2.Resources{}
-	if c := r.CPU; c != nil {
-		out.CPU = &cgroup2.CPU{}
-		if c.Shares != nil {
-			w := 1 + (*c.Shares-2)*9999/262142
-			out.CPU.Weight = &w
-		}
-		if c.Period != nil {
-			out.CPU.Max = cgroup2.NewCPUMax(c.Quota, c.Period)
-		}
-	}
-	if m := r.Memory; m != nil && m.Limit != nil {
-		out.Memory = &cgroup2.Memory{Max: m.Limit}
-	}
-	return out
+	return r.h.cgroups.Remove(r.h.podCgroup(r.pod.UID))
 }
 
 // pauseResources are the pause container's limits and oom_score_adj: those
 // the CRI plugin gives every sandbox.
-func pauseResources() (*specs.LinuxResources, int) {
+func (h *Host) pauseResources() (*specs.LinuxResources, int) {
 	shares := uint64(resources.SandboxCPUShares)
-	return &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: &shares}}, resources.SandboxOOMScoreAdj(hostNode())
+	return &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: &shares}}, resources.SandboxOOMScoreAdj(h.node)
 }

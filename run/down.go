@@ -116,11 +116,15 @@ func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration)
 	}
 	errs = append(errs,
 		h.delNetwork(ctx, uid, attachment(uid, pod)), // with the pod's ports, for portmap to remove its rules
-
-		sandbox.RemoveNetNS(sandbox.NetNSName(uid)),
-		removeCgroup(h.podCgroup(uid)), // empty once every task is gone (cgroups.go)
-		h.layout(uid).Remove())
+		h.netns.Remove(sandbox.NetNSName(uid)),
+		h.cgroups.Remove(h.podCgroup(uid))) // empty once every task is gone
 	err = errors.Join(errs...)
+	if err == nil {
+		// Last, and only when every step before succeeded: the directory
+		// holds the record (pod.json, the CNI configuration) another Down
+		// needs to finish what failed.
+		err = h.disk.Remove(h.layout(uid))
+	}
 	h.report(Event{Pod: key, Step: "down", Elapsed: time.Since(start), Err: err})
 	return err
 }
@@ -290,5 +294,5 @@ func (h *Host) stopSandbox(ctx context.Context, uid string, a sandbox.Attachment
 	if _, err := h.engine.DeleteTask(ctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return err
 	}
-	return errors.Join(h.delNetwork(ctx, uid, a), sandbox.RemoveNetNS(sandbox.NetNSName(uid)))
+	return errors.Join(h.delNetwork(ctx, uid, a), h.netns.Remove(sandbox.NetNSName(uid)))
 }

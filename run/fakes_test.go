@@ -121,12 +121,13 @@ const (
 // harness is a podRun on the in-memory engine and a fake clock, with no
 // real sandbox: what startContainer reads is filled in by hand.
 type harness struct {
-	t   *testing.T
-	ctx context.Context
-	eng *fake.Engine
-	clk *fakeClock
-	h   *Host
-	r   *podRun
+	t       *testing.T
+	ctx     context.Context
+	eng     *fake.Engine
+	machine *fakeMachine
+	clk     *fakeClock
+	h       *Host
+	r       *podRun
 
 	mu       sync.Mutex
 	exec     func(id string, args []string) int
@@ -175,7 +176,8 @@ func newHarness(t *testing.T, ps corev1.PodSpec) *harness {
 		t.Fatal(err)
 	}
 	hs.eng.ResetCalls()
-	hs.h = NewHost(Config{Root: t.TempDir(), LogDir: t.TempDir()}, hs.eng, hs.report, nil)
+	hs.machine = newFakeMachine()
+	hs.h = NewHost(Config{Root: t.TempDir(), LogDir: t.TempDir()}, hs.machine.deps(hs.eng), hs.report, nil)
 	hs.h.clock = hs.clk
 	pod := &manifest.Pod{
 		Pod: &corev1.Pod{

@@ -27,7 +27,7 @@ func TestCollectImages(t *testing.T) {
 	if err := e.Create(context.Background(), engine.ContainerSpec{ID: "c1", Image: "podrun.test/used:1"}); err != nil {
 		t.Fatal(err)
 	}
-	h := NewHost(Config{Root: t.TempDir(), LogDir: t.TempDir()}, e, nil, nil)
+	h := NewHost(Config{Root: t.TempDir(), LogDir: t.TempDir()}, Deps{Engine: e}, nil, nil)
 	p := imagegc.Policy{HighPercent: 100, LowPercent: 100, MinAge: time.Minute}
 	if removed, err := h.CollectImages(context.Background(), ImageGC{Policy: p}); err != nil || len(removed) != 0 {
 		t.Errorf("below the threshold: removed %v, %v", removed, err)

@@ -70,7 +70,7 @@ func newPullHost(t *testing.T, cfg Config) (*Host, *recordingEngine, *[]Event) {
 	var mu sync.Mutex
 	var events []Event
 	cfg.Root = t.TempDir()
-	h := NewHost(cfg, e, func(ev Event) { mu.Lock(); events = append(events, ev); mu.Unlock() }, nil)
+	h := NewHost(cfg, Deps{Engine: e}, func(ev Event) { mu.Lock(); events = append(events, ev); mu.Unlock() }, nil)
 	t.Cleanup(func() { h.Close() })
 	return h, e, &events
 }

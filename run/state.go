@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/google/renameio/v2"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/status"
@@ -51,7 +50,7 @@ func (h *Host) saveState(s *State) error {
 	if err != nil {
 		return err
 	}
-	return renameio.WriteFile(h.layout(s.UID).File(stateFile), data, 0o640)
+	return h.disk.WriteFile(h.layout(s.UID).File(stateFile), data, 0o640)
 }
 
 // loadState reads a pod's state; a missing file returns (nil, nil).

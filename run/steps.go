@@ -54,7 +54,8 @@ func (e *StepError) Unwrap() error { return e.Err }
 // undoTimeout bounds the whole undo of a failed pipeline.
 const undoTimeout = 2 * time.Minute
 
-// Execute runs steps in order. At the first failure it runs the Undo of
+// Execute runs steps in order, until the first failure or until ctx ends
+// (checked before each step). At the first failure it runs the Undo of
 // every completed step in reverse, on a fresh context (a cancelled request
 // must not abort cleanup), unless keep is set.
 func Execute(ctx context.Context, pod string, steps []Step, keep bool, report Reporter) error {
@@ -64,7 +65,10 @@ func Execute(ctx context.Context, pod string, steps []Step, keep bool, report Re
 		if s.UndoFirst {
 			done = append(done, s)
 		}
-		err := s.Do(ctx)
+		err := ctx.Err() // a cancelled pipeline stops at the next step
+		if err == nil {
+			err = s.Do(ctx)
+		}
 		report(Event{Pod: pod, Step: s.Name, Index: i + 1, Total: len(steps), Elapsed: time.Since(start), Err: err})
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {

@@ -305,7 +305,7 @@ func inOrder(fns ...func(context.Context) error) func(context.Context) error {
 }
 
 func (r *podRun) createDirs(context.Context) error {
-	if err := r.layout.Create(); err != nil {
+	if err := r.h.disk.Create(r.layout); err != nil {
 		return err
 	}
 	if err := r.archiveLogs(); err != nil {
@@ -330,7 +330,7 @@ func (r *podRun) archiveLogs() error {
 	return nil
 }
 
-func (r *podRun) removeDirs(context.Context) error { return r.layout.Remove() }
+func (r *podRun) removeDirs(context.Context) error { return r.h.disk.Remove(r.layout) }
 
 func (r *podRun) setupVolumes(context.Context) error {
 	var err error
@@ -338,7 +338,7 @@ func (r *podRun) setupVolumes(context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.vols, err = volumes.Setup(r.layout, r.pod.Pod, cfg, r.h.volumeOptions())
+	r.vols, err = r.h.disk.Setup(r.layout, r.pod.Pod, cfg, r.h.volumeOptions())
 	return err
 }
 
@@ -346,7 +346,7 @@ func (r *podRun) undoVolumes(context.Context) error {
 	if r.vols == nil {
 		return nil
 	}
-	return r.vols.Undo()
+	return r.h.disk.Undo(r.vols)
 }
 
 func (r *podRun) ensureImages(ctx context.Context) error {
@@ -418,12 +418,12 @@ func (h *Host) ensureImage(ctx context.Context, ref string, policy corev1.PullPo
 
 func (r *podRun) createNetNS(context.Context) error {
 	var err error
-	r.netns, err = sandbox.CreateNetNS(sandbox.NetNSName(r.pod.UID))
+	r.netns, err = r.h.netns.Create(sandbox.NetNSName(r.pod.UID))
 	return err
 }
 
 func (r *podRun) removeNetNS(context.Context) error {
-	return sandbox.RemoveNetNS(sandbox.NetNSName(r.pod.UID))
+	return r.h.netns.Remove(sandbox.NetNSName(r.pod.UID))
 }
 
 func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[string]string {
@@ -445,7 +445,7 @@ func (r *podRun) startPause(ctx context.Context) error {
 	in := spec.PauseInput{ID: r.sandboxID, Pod: r.pod.Pod, NetNSPath: r.netns, Hostname: r.hostname,
 		Security: spec.DetectHost(r.h.cfg.Root)} // seccomp on this host (spec/security.go)
 	in.Cgroup = r.h.podCgroup(r.pod.UID)
-	in.Resources, in.OOMScoreAdj = pauseResources() // cgroups.go
+	in.Resources, in.OOMScoreAdj = r.h.pauseResources() // cgroups.go
 	image := r.h.cfg.PauseImage
 	if image == "" {
 		if in.Rootfs, err = r.h.pauseRootfs(); err != nil {
@@ -501,7 +501,7 @@ func (r *podRun) addNetwork(ctx context.Context) error {
 		return err
 	}
 	// Saved before ADD so that DEL (now or after a crash) uses the same config.
-	if err := os.WriteFile(r.layout.File(cniFile), conf, 0o640); err != nil {
+	if err := r.h.disk.WriteFile(r.layout.File(cniFile), conf, 0o640); err != nil {
 		return err
 	}
 	if r.ips, err = r.h.network.Add(ctx, conf, r.attachment()); err != nil {
@@ -563,7 +563,7 @@ func (r *podRun) writeFiles(ctx context.Context) error {
 		"resolv.conf": resolv,
 		"hostname":    []byte(r.hostname + "\n"),
 	} {
-		if err := os.WriteFile(r.layout.File(name), data, 0o644); err != nil {
+		if err := r.h.disk.WriteFile(r.layout.File(name), data, 0o644); err != nil {
 			return err
 		}
 	}
@@ -593,10 +593,10 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	if err := os.MkdirAll(filepath.Dir(termLog), 0o750); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(termLog, nil, 0o666); err != nil {
+	if err := r.h.disk.WriteFile(termLog, nil, 0o666); err != nil {
 		return "", err
 	}
-	limits, oomScoreAdj := resources.Container(r.pod.Pod, c, hostNode()) // cgroups.go
+	limits, oomScoreAdj := resources.Container(r.pod.Pod, c, r.h.node)
 	s, err := spec.Container(ctx, spec.ContainerInput{
 		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Env: env, Mounts: mounts, TerminationLog: termLog,
 		Security:  spec.DetectHost(r.h.cfg.Root), // seccomp, AppArmor, <root>/seccomp profiles (spec/security.go)

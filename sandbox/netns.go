@@ -83,3 +83,12 @@ func RemoveNetNS(name string) error {
 	}
 	return nil
 }
+
+// Namespaces makes and removes named network namespaces on this host.
+type Namespaces struct{}
+
+// Create makes (or finds) the named namespace and returns its path.
+func (Namespaces) Create(name string) (string, error) { return CreateNetNS(name) }
+
+// Remove unmounts and removes the named namespace; gone is success.
+func (Namespaces) Remove(name string) error { return RemoveNetNS(name) }

@@ -8,7 +8,7 @@
 // context's error (so cleanup that wrongly reuses a cancelled context shows up
 // in tests), and a task must be deleted before the container can start again.
 //
-// Set the hook fields (Clock, ExecFunc, ImportFunc, KillBehaviour) before the
+// Set the hook fields (Clock, ExecFunc, ImportFunc, KillBehaviour, OnCall) before the
 // engine is shared between goroutines.
 package fake
 
@@ -54,6 +54,10 @@ type Engine struct {
 	// KillBehaviour decides what a signal does to a live task: whether the
 	// task exits and with which code. nil: DefaultKill.
 	KillBehaviour func(id string, sig syscall.Signal, ignoresSignals bool) (exits bool, code uint32)
+	// OnCall is told of every call ("Start <id>") before it is made, with
+	// the engine locked (it must not call the engine): tests record the
+	// order of side effects across seams, or cancel a context there.
+	OnCall func(call string)
 
 	mu     sync.Mutex
 	images map[string]engine.Image // local store, by normalized ref
@@ -185,7 +189,8 @@ func (e *Engine) IgnoreSignals(id string) {
 }
 
 // Fail makes the next call of method (e.g. "Start") return err without
-// doing anything. Several Fails on one method are used up in order.
+// doing anything; method may also be a whole call ("Start <id>"), which
+// fails only that call. Several Fails on one method are used up in order.
 func (e *Engine) Fail(method string, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -283,13 +288,19 @@ func (e *Engine) SetTask(id string, t engine.Task) {
 // begin records a call and returns the error it must fail with, if any.
 // Called with e.mu held.
 func (e *Engine) begin(ctx context.Context, method string, args ...string) error {
-	e.calls = append(e.calls, strings.Join(append([]string{method}, args...), " "))
+	call := strings.Join(append([]string{method}, args...), " ")
+	e.calls = append(e.calls, call)
+	if e.OnCall != nil {
+		e.OnCall(call)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if errs := e.fail[method]; len(errs) > 0 {
-		e.fail[method] = errs[1:]
-		return errs[0]
+	for _, key := range []string{call, method} {
+		if errs := e.fail[key]; len(errs) > 0 {
+			e.fail[key] = errs[1:]
+			return errs[0]
+		}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package run
+package main
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/run"
 )
 
 // fakeProbe: sockets that exist, and how many probes of each address
@@ -48,7 +49,7 @@ func TestChooseRuntime(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &fakeProbe{exists: tt.exists, slow: tt.slow, answers: map[string]int{}}
-			cfg := Config{Address: sys, AutoStart: true, StartPrivate: tt.start}
+			cfg := run.Config{Address: sys, AutoStart: true, StartPrivate: tt.start}
 			addr, start, err := chooseRuntime(context.Background(), cfg, priv, p)
 			if (err != nil) != tt.wantErr || addr != tt.wantAddr || start != tt.wantStart {
 				t.Errorf("got %q start %v err %v; want %q start %v err %v", addr, start, err, tt.wantAddr, tt.wantStart, tt.wantErr)

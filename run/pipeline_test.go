@@ -1,0 +1,463 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/engine/fake"
+	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/sandbox"
+	"github.com/podrun/podrun/spec"
+)
+
+// These tests run Up, Down and Adopt end to end on fakes of every seam
+// (seams_test.go): no root, no containerd, no CNI.
+
+const pipelinePod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 3
+  initContainers:
+  - {name: setup, image: "busybox:1", command: ["true"]}
+  - {name: log, image: "busybox:1", restartPolicy: Always}
+  containers:
+  - {name: app, image: "busybox:1", ports: [{containerPort: 80, hostPort: 8080}]}
+`
+
+// pipelineSteps are the steps of pipelinePod, in order.
+var pipelineSteps = []string{"pod directory", "volumes", "images", "pod cgroup", "sandbox: netns",
+	"sandbox: pause + network", "sandbox: files", "init/setup", "sidecar/log", "container/app", "record"}
+
+// pipeline is a Host on fakes with pipelinePod parsed, and a bystander:
+// another pod on the same machine that nothing may touch.
+type pipeline struct {
+	t   *testing.T
+	m   *fakeMachine
+	eng *fake.Engine
+	cfg Config
+	h   *Host
+	pod *manifest.Pod
+	clk *fakeClock
+}
+
+const bystanderUID = "0b0b0b0b-0000-4000-8000-000000000000"
+
+func newPipeline(t *testing.T) *pipeline {
+	t.Helper()
+	set, err := manifest.Options{}.ParseUnresolved("pod.yaml", []byte(pipelinePod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set, err = manifest.Resolve(set); err != nil {
+		t.Fatal(err)
+	}
+	p := &pipeline{t: t, m: newFakeMachine(), eng: fake.New(), pod: set.Pods[0], clk: newFakeClock()}
+	p.eng.AddImage(engine.Image{Ref: testImage, Digest: "sha256:" + strings.Repeat("a", 64),
+		Config: spec.Image{Ref: fake.Normalize(testImage), Cmd: []string{"sleep", "3600"}}})
+	p.cfg = Config{Root: t.TempDir(), LogDir: t.TempDir(), PauseImage: testImage, Namespace: "podrun"}
+	p.h = p.newHost()
+	// The bystander's sandbox, network, namespace, cgroup and directory.
+	bctx := context.Background()
+	id := SandboxID(bystanderUID)
+	if err := p.eng.Create(bctx, engine.ContainerSpec{ID: id, Labels: map[string]string{labels.PodUID: bystanderUID}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.eng.Start(bctx, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	p.m.netns[sandbox.NetNSName(bystanderUID)] = true
+	p.m.cgroups[p.h.podCgroup(bystanderUID)] = true
+	p.m.attached[id] = true
+	p.m.dirs[bystanderUID] = true
+	p.m.log = nil
+	// Init container "setup" exits 0 as soon as it starts.
+	setup := ContainerID(p.pod.UID, "setup", 0)
+	p.eng.OnCall = func(call string) {
+		p.m.engineCall(call)
+		if call == "Start "+setup {
+			go p.eng.Exit(setup, 0)
+		}
+	}
+	return p
+}
+
+// newHost is a Host on the pipeline's machine, as another podrun process
+// would open it.
+func (p *pipeline) newHost() *Host {
+	d := p.m.deps(p.eng)
+	d.Clock = p.clk
+	h := NewHost(p.cfg, d, nil, nil)
+	p.t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+func (p *pipeline) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	p.t.Cleanup(cancel)
+	return ctx
+}
+
+func (p *pipeline) up(ctx context.Context, o UpOptions) Result {
+	p.t.Helper()
+	if o.Wait == "" {
+		o.Wait = WaitRunning
+	}
+	rs := p.h.Up(ctx, &manifest.Set{Pods: []*manifest.Pod{p.pod}}, o)
+	return rs[0]
+}
+
+// containers lists the engine's containers of the pod under test.
+func (p *pipeline) containers() []string {
+	ctrs, err := p.eng.List(context.Background(), map[string]string{labels.PodUID: p.pod.UID})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range ctrs {
+		ids = append(ids, c.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// checkNothingLeft: the pod under test left nothing on the machine, and the
+// bystander has everything it had and appears in no op.
+func (p *pipeline) checkNothingLeft() {
+	p.t.Helper()
+	if ids := p.containers(); len(ids) > 0 {
+		p.t.Errorf("containers left: %v", ids)
+	}
+	want := []string{"cgroup " + p.h.podCgroup(bystanderUID), "cni " + SandboxID(bystanderUID), "dir " + bystanderUID, "netns " + sandbox.NetNSName(bystanderUID)}
+	if got := p.m.left(); !slices.Equal(got, want) {
+		p.t.Errorf("left on the machine: %v, want only the bystander's %v", got, want)
+	}
+	for _, op := range p.m.Log() {
+		if strings.Contains(op, bystanderUID) || strings.Contains(op, SandboxID(bystanderUID)) {
+			p.t.Errorf("the bystander was touched: %s", op)
+		}
+	}
+	if t, err := p.eng.Task(context.Background(), SandboxID(bystanderUID)); err != nil || t.State != engine.TaskRunning {
+		p.t.Errorf("bystander's sandbox: %v %v", t.State, err)
+	}
+}
+
+// made is what a creating op makes and the op that removes it.
+type made struct {
+	rank         int // creation order in the pipeline
+	make, remove string
+}
+
+func (p *pipeline) resources() []made {
+	uid := p.pod.UID
+	return []made{
+		{0, "disk.create " + uid, "disk.remove " + uid},
+		{1, "cgroup.create " + p.h.podCgroup(uid), "cgroup.remove " + p.h.podCgroup(uid)},
+		{2, "netns.create " + sandbox.NetNSName(uid), "netns.remove " + sandbox.NetNSName(uid)},
+		{3, "engine.Create " + SandboxID(uid), "engine.Delete " + SandboxID(uid)},
+		{3, "cni.add " + SandboxID(uid), "cni.del " + SandboxID(uid)},
+		{4, "engine.Create " + ContainerID(uid, "setup", 0), "engine.Delete " + ContainerID(uid, "setup", 0)},
+		{5, "engine.Create " + ContainerID(uid, "log", 0), "engine.Delete " + ContainerID(uid, "log", 0)},
+		{6, "engine.Create " + ContainerID(uid, "app", 0), "engine.Delete " + ContainerID(uid, "app", 0)},
+	}
+}
+
+// checkUndoneInReverse: removals come in the reverse order of creation (resources made together, the pause and
+// its network, may go in either order).
+func (p *pipeline) checkUndoneInReverse() {
+	p.t.Helper()
+	log := p.m.Log()
+	lastRank := 1 << 30
+	made := map[string]bool{}
+	for _, op := range log {
+		for _, r := range p.resources() {
+			switch op {
+			case r.make:
+				made[r.make] = true
+			case r.remove:
+				if !made[r.make] {
+					continue // removing what was never made is harmless (idempotent undo)
+				}
+				if r.rank > lastRank {
+					p.t.Errorf("%q undone after something made later: log %v", r.make, log)
+				}
+				lastRank = min(lastRank, r.rank)
+				delete(made, r.make)
+			}
+		}
+	}
+	// What was made and not removed (or whose make failed) is found by
+	// checkNothingLeft.
+}
+
+// TestUpUndoesEveryStepOnFailure injects a failure into each step of the
+// pipeline in turn: Up fails naming that step, everything it made is
+// undone in reverse, and nothing else is touched.
+func TestUpUndoesEveryStepOnFailure(t *testing.T) {
+	uid := func(p *pipeline) string { return p.pod.UID }
+	cases := []struct {
+		step   string
+		inject func(p *pipeline)
+	}{
+		{"pod directory", func(p *pipeline) { p.m.failOn("disk.create", 0) }},
+		{"volumes", func(p *pipeline) { p.m.failOn("disk.setup", 0) }},
+		{"images", func(p *pipeline) { p.eng.Fail("Image", errInjected) }},
+		{"pod cgroup", func(p *pipeline) { p.m.failOn("cgroup.create", 0) }},
+		{"sandbox: netns", func(p *pipeline) { p.m.failOn("netns.create", 0) }},
+		{"sandbox: pause + network", func(p *pipeline) { p.eng.Fail("Start "+SandboxID(uid(p)), errInjected) }},
+		{"sandbox: pause + network", func(p *pipeline) { p.m.failOn("cni.add", 0) }},
+		{"sandbox: files", func(p *pipeline) { p.m.failOn("disk.write etc-hosts", 0) }},
+		{"init/setup", func(p *pipeline) { p.eng.Fail("Create "+ContainerID(uid(p), "setup", 0), errInjected) }},
+		{"sidecar/log", func(p *pipeline) { p.eng.Fail("Start "+ContainerID(uid(p), "log", 0), errInjected) }},
+		{"container/app", func(p *pipeline) { p.eng.Fail("Create "+ContainerID(uid(p), "app", 0), errInjected) }},
+		{"record", func(p *pipeline) { p.m.failOn("disk.write pod.json", 2) }}, // after those of the directory and network steps
+	}
+	covered := map[string]bool{}
+	for i, tc := range cases {
+		t.Run(fmt.Sprintf("%d-%s", i, tc.step), func(t *testing.T) {
+			p := newPipeline(t)
+			tc.inject(p)
+			res := p.up(p.ctx(), UpOptions{})
+			var serr *StepError
+			if !errors.As(res.Err, &serr) || serr.Step != tc.step || !errors.Is(res.Err, errInjected) {
+				t.Fatalf("Up = %v, want step %q to fail with the injected error", res.Err, tc.step)
+			}
+			if serr.UndoErr != nil {
+				t.Errorf("undo: %v", serr.UndoErr)
+			}
+			p.checkUndoneInReverse()
+			p.checkNothingLeft()
+		})
+		covered[tc.step] = true
+	}
+	for _, s := range pipelineSteps {
+		if !covered[s] {
+			t.Errorf("no failure injected into step %q", s)
+		}
+	}
+}
+
+// TestUpUndoesEveryStepOnCancel cancels Up's context as each step begins
+// (at its first side effect): the pipeline stops and is undone on a fresh
+// context, leaving nothing.
+func TestUpUndoesEveryStepOnCancel(t *testing.T) {
+	// The first side effect of each step.
+	firsts := func(p *pipeline) map[string]string {
+		uid := p.pod.UID
+		return map[string]string{
+			"pod directory":            "disk.create",
+			"volumes":                  "disk.setup",
+			"images":                   "engine.Image",
+			"pod cgroup":               "cgroup.create",
+			"sandbox: netns":           "netns.create",
+			"sandbox: pause + network": "cni.add",
+			"sandbox: files":           "engine.SetLabels " + SandboxID(uid),
+			"init/setup":               "engine.Create " + ContainerID(uid, "setup", 0),
+			"sidecar/log":              "engine.Create " + ContainerID(uid, "log", 0),
+			"container/app":            "engine.Create " + ContainerID(uid, "app", 0),
+		}
+	}
+	for _, step := range pipelineSteps {
+		t.Run(step, func(t *testing.T) {
+			p := newPipeline(t)
+			ctx, cancel := context.WithCancel(p.ctx())
+			at, ok := firsts(p)[step]
+			if step == "record" {
+				at, ok = "disk.write pod.json", true
+			}
+			if !ok {
+				t.Fatalf("no first op for step %q", step)
+			}
+			n, want := 0, 0
+			if step == "record" {
+				want = 2 // after those of the directory and network steps
+			}
+			hit := func(op string) {
+				if strings.HasPrefix(op, at) {
+					if n == want {
+						cancel()
+					}
+					n++
+				}
+			}
+			p.m.before = hit
+			prev := p.eng.OnCall
+			p.eng.OnCall = func(call string) { hit("engine." + call); prev(call) }
+			res := p.up(ctx, UpOptions{})
+			if step == "record" {
+				// Cancelled during its last write: the pod is up, and says so.
+				if res.Err != nil || len(p.containers()) != 4 {
+					t.Fatalf("Up = %v with containers %v, want the pod up", res.Err, p.containers())
+				}
+				return
+			}
+			if !errors.Is(res.Err, context.Canceled) {
+				t.Fatalf("Up = %v, want the cancellation at %q", res.Err, at)
+			}
+			p.checkUndoneInReverse()
+			p.checkNothingLeft()
+		})
+	}
+}
+
+// TestUpThenDown brings the pod up and takes it down: the kubelet's kill
+// order (apps, then sidecars in reverse, then the sandbox; the network
+// before its namespace) and nothing left.
+func TestUpThenDown(t *testing.T) {
+	p := newPipeline(t)
+	ctx := p.ctx()
+	res := p.up(ctx, UpOptions{})
+	if res.Err != nil || res.Action != Created {
+		t.Fatalf("Up = %+v", res)
+	}
+	if got := p.m.left(); !slices.Contains(got, "cni "+SandboxID(p.pod.UID)) || !slices.Contains(got, "netns "+sandbox.NetNSName(p.pod.UID)) {
+		t.Fatalf("after up: %v", got)
+	}
+	again := p.up(ctx, UpOptions{})
+	if again.Err != nil || again.Action != Unchanged {
+		t.Fatalf("second Up = %+v, want unchanged", again)
+	}
+	start := len(p.m.Log())
+	down := p.h.Down(ctx, []Target{{Namespace: "default", Name: "web"}}, DownOptions{})
+	if down[0].Err != nil || !down[0].Found {
+		t.Fatalf("Down = %+v", down[0])
+	}
+	log := p.m.Log()[start:]
+	order := []string{
+		"engine.Kill " + ContainerID(p.pod.UID, "app", 0) + " SIGTERM",
+		"engine.Kill " + ContainerID(p.pod.UID, "log", 0) + " SIGTERM",
+		"engine.Delete " + SandboxID(p.pod.UID),
+		"cni.del " + SandboxID(p.pod.UID),
+		"netns.remove " + sandbox.NetNSName(p.pod.UID),
+		"cgroup.remove " + p.h.podCgroup(p.pod.UID),
+		"disk.remove " + p.pod.UID,
+	}
+	last := -1
+	for _, op := range order {
+		i := slices.Index(log, op)
+		if i < 0 || i < last {
+			t.Fatalf("%q missing or out of order in %v", op, log)
+		}
+		last = i
+	}
+	p.checkNothingLeft()
+}
+
+// TestDownResumesAfterAFailedStep: a teardown step that fails leaves the
+// pod's record in place, so that another Down (another podrun) finishes
+// it; every step is idempotent.
+func TestDownResumesAfterAFailedStep(t *testing.T) {
+	uid := func(p *pipeline) string { return p.pod.UID }
+	for _, tc := range []struct {
+		name   string
+		inject func(p *pipeline)
+	}{
+		{"delete", func(p *pipeline) { p.eng.Fail("Delete "+ContainerID(uid(p), "app", 0), errInjected) }},
+		{"cni del", func(p *pipeline) { p.m.failOn("cni.del", 0) }},
+		{"netns", func(p *pipeline) { p.m.failOn("netns.remove", 0) }},
+		{"cgroup", func(p *pipeline) { p.m.failOn("cgroup.remove", 0) }},
+		{"directory", func(p *pipeline) { p.m.failOn("disk.remove", 0) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPipeline(t)
+			ctx := p.ctx()
+			if res := p.up(ctx, UpOptions{}); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			tc.inject(p)
+			target := []Target{{Namespace: "default", Name: "web"}}
+			if r := p.h.Down(ctx, target, DownOptions{})[0]; !errors.Is(r.Err, errInjected) {
+				t.Fatalf("Down = %+v, want the injected failure", r)
+			}
+			if r := p.newHost().Down(ctx, target, DownOptions{})[0]; r.Err != nil || !r.Found {
+				t.Fatalf("second Down = %+v", r)
+			}
+			p.checkNothingLeft()
+		})
+	}
+}
+
+// TestAdopt: a pod left running by a podrun that exited is adopted by
+// another: nothing is changed, and a container that exits is restarted
+// into the same sandbox.
+func TestAdopt(t *testing.T) {
+	p := newPipeline(t)
+	ctx := p.ctx()
+	if res := p.up(ctx, UpOptions{}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	h := p.newHost()
+	start := len(p.m.Log())
+	if err := h.Adopt(ctx, p.pod.UID, p.pod); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range p.m.Log()[start:] {
+		for _, verb := range []string{".create", ".remove", ".add", ".del", ".write", "engine.Create", "engine.Start", "engine.Kill", "engine.Delete"} {
+			if strings.Contains(op, verb) {
+				t.Errorf("adoption changed something: %s", op)
+			}
+		}
+	}
+	if !h.Supervised(p.pod.UID) {
+		t.Fatal("not supervised after Adopt")
+	}
+	app := ContainerID(p.pod.UID, "app", 0)
+	p.eng.Exit(app, 1)
+	p.clk.waitAsked(t, 1) // the back-off
+	p.clk.Advance(5 * time.Minute)
+	next := ContainerID(p.pod.UID, "app", 1)
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		if t, err := p.eng.Task(ctx, next); err == nil && t.State == engine.TaskRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not restarted after adoption; log %v", next, p.m.Log()[start:])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAdoptFailsWithoutChanges: at each thing adoption reads, a failure
+// makes Adopt fail and leaves the pod as it was.
+func TestAdoptFailsWithoutChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		inject func(p *pipeline)
+	}{
+		{"volumes", func(p *pipeline) { p.m.failOn("disk.locate", 0) }},
+		{"image", func(p *pipeline) { p.eng.Fail("Image", errInjected) }},
+		{"sandbox", func(p *pipeline) { p.eng.Fail("Task "+SandboxID(p.pod.UID), errInjected) }},
+		{"sandbox gone", func(p *pipeline) {
+			_ = p.eng.Kill(context.Background(), SandboxID(p.pod.UID), 9)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPipeline(t)
+			ctx := p.ctx()
+			if res := p.up(ctx, UpOptions{}); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			before := p.containers()
+			tc.inject(p)
+			h := p.newHost()
+			if err := h.Adopt(ctx, p.pod.UID, p.pod); !errors.Is(err, ErrNotAdoptable) {
+				t.Fatalf("Adopt = %v, want ErrNotAdoptable", err)
+			}
+			if h.Supervised(p.pod.UID) {
+				t.Error("supervised after a failed adoption")
+			}
+			if got := p.containers(); !slices.Equal(got, before) {
+				t.Errorf("containers %v, want %v", got, before)
+			}
+		})
+	}
+}

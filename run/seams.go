@@ -1,0 +1,73 @@
+package run
+
+import (
+	"context"
+	"net"
+	"os"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/probes"
+	"github.com/podrun/podrun/resources"
+	"github.com/podrun/podrun/sandbox"
+	"github.com/podrun/podrun/volumes"
+)
+
+// The side effects a Host makes on the machine, each behind a small
+// interface. The composition root (next to the CLI) hands in the real ones;
+// unit tests hand in fakes (fakes_test.go) that record calls and fail or
+// cancel on demand.
+
+// Network attaches pods to the pod network (sandbox.Network: libcni).
+type Network interface {
+	// Config is the network configuration list to attach a pod with.
+	Config() ([]byte, error)
+	Add(ctx context.Context, conf []byte, a sandbox.Attachment) ([]net.IP, error)
+	// Del detaches; a pod that is not attached is success.
+	Del(ctx context.Context, conf []byte, a sandbox.Attachment) error
+}
+
+// NetNS makes and removes named network namespaces (sandbox.Namespaces).
+type NetNS interface {
+	// Create makes (or finds) the namespace and returns its path.
+	Create(name string) (string, error)
+	// Remove unmounts and removes it; gone is success.
+	Remove(name string) error
+}
+
+// Cgroups makes and removes pod cgroups (cgroup.Manager).
+type Cgroups interface {
+	Create(path string, r *specs.LinuxResources) error
+	// Remove removes an empty cgroup; gone is success.
+	Remove(path string) error
+}
+
+// Disk lays pods out on the host (volumes.Disk): the pod directory with its
+// /dev/shm, the volumes with their mounts, and the files written into the
+// pod directory.
+type Disk interface {
+	Create(l volumes.Layout) error
+	// Remove unmounts and deletes the pod directory; gone is success.
+	Remove(l volumes.Layout) error
+	Setup(l volumes.Layout, pod *corev1.Pod, cfg *volumes.Config, o volumes.Options) (*volumes.Prepared, error)
+	Locate(l volumes.Layout, pod *corev1.Pod, o volumes.Options) (*volumes.Prepared, error)
+	// Undo reverts what Setup made outside the pod directory.
+	Undo(p *volumes.Prepared) error
+	// WriteFile replaces a file atomically.
+	WriteFile(path string, data []byte, perm os.FileMode) error
+}
+
+// Deps are the implementations a Host works with.
+type Deps struct {
+	Engine  engine.Engine
+	Network Network
+	NetNS   NetNS
+	Cgroups Cgroups
+	Disk    Disk
+	// Node is what the machine offers (cgroup.Node); it shapes containers' limits.
+	Node resources.Node
+	// Clock drives probes and back-offs; nil is the real one.
+	Clock probes.Clock
+}

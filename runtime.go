@@ -1,0 +1,115 @@
+package main
+
+// The composition root: which containerd podrun talks to (starting its
+// private one when allowed), and the real implementations of run's seams.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/podrun/podrun/cgroup"
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/engine/ctrd"
+	"github.com/podrun/podrun/run"
+	"github.com/podrun/podrun/sandbox"
+	"github.com/podrun/podrun/volumes"
+)
+
+// dialTimeout bounds connecting to containerd.
+const dialTimeout = 3 * time.Second
+
+// openRuntime connects to containerd (starting podrun's private one when allowed
+// and nothing answers at cfg.Address). Errors wrap engine.ErrUnavailable.
+func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run.Host, error) {
+	// The state root holds the daemon's status and the pods' state: root's
+	// alone (0700), whatever an earlier podrun or a umask made it.
+	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(cfg.Root, 0o700); err != nil {
+		return nil, err
+	}
+	p := ctrd.Private{Root: filepath.Join(cfg.Root, "containerd"), RunDir: cfg.RunDir}
+	addr, start, err := chooseRuntime(ctx, cfg, p.Address(), runtimeProbe{})
+	if err != nil {
+		return nil, err
+	}
+	if start {
+		var started bool
+		if addr, started, err = p.Ensure(ctx); err != nil {
+			return nil, err
+		}
+		if started {
+			report(run.Event{Msg: fmt.Sprintf("started podrun's private containerd at %s", addr)})
+		}
+	}
+	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Logger: cfg.Exe, LogRotation: cfg.LogRotation, Timeout: dialTimeout})
+	if err != nil {
+		return nil, err
+	}
+	d := run.Deps{
+		Engine:  e,
+		Network: sandbox.NewNetwork(cfg.CNIConfDir, cfg.CNIBinDirs, filepath.Join(cfg.Root, "cni")),
+		NetNS:   sandbox.Namespaces{},
+		Cgroups: cgroup.Manager{},
+		Disk:    volumes.Disk{},
+		Node:    cgroup.Node(),
+	}
+	return run.NewHost(cfg, d, report, e.Close), nil
+}
+
+// prober tells whether a socket exists and whether a containerd answers
+// on it within a time.
+type prober interface {
+	Exists(addr string) bool
+	Answers(ctx context.Context, addr string, timeout time.Duration) bool
+}
+
+type runtimeProbe struct{}
+
+func (runtimeProbe) Exists(addr string) bool {
+	st, err := os.Stat(addr)
+	return err == nil && st.Mode().Type() == os.ModeSocket
+}
+
+func (runtimeProbe) Answers(ctx context.Context, addr string, timeout time.Duration) bool {
+	return ctrd.Answers(ctx, addr, timeout)
+}
+
+// busyRuntimeWait is how long a containerd whose socket exists is given to
+// answer (a busy one at boot, or under load) before podrun gives up on it.
+const busyRuntimeWait = 10 * time.Second
+
+// chooseRuntime decides which containerd to use: the configured one when
+// it answers; when its socket exists, it is waited for (busyRuntimeWait)
+// and never replaced by the private one, so that pods are never split
+// across two runtimes; otherwise podrun's private one, which only
+// commands that create pods (cfg.StartPrivate) may start (start true).
+func chooseRuntime(ctx context.Context, cfg run.Config, private string, p prober) (addr string, start bool, err error) {
+	if !cfg.AutoStart || p.Answers(ctx, cfg.Address, time.Second) {
+		return cfg.Address, false, nil // an explicit --address is used as it is
+	}
+	if p.Exists(cfg.Address) {
+		deadline := time.Now().Add(busyRuntimeWait)
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			if p.Answers(ctx, cfg.Address, 2*time.Second) {
+				return cfg.Address, false, nil
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		return "", false, fmt.Errorf("%w: containerd at %s does not answer", engine.ErrUnavailable, cfg.Address)
+	}
+	if p.Answers(ctx, private, 2*time.Second) {
+		return private, false, nil
+	}
+	if !cfg.StartPrivate {
+		return "", false, fmt.Errorf("%w: no containerd runs (at %s, or podrun's private one: `podrun up` or `podrun daemon` starts it)", engine.ErrUnavailable, cfg.Address)
+	}
+	return private, true, nil
+}
