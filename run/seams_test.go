@@ -32,7 +32,7 @@ type fakeMachine struct {
 	cgroups  map[string]bool
 	attached map[string]bool // by sandbox container id
 	dirs     map[string]bool // pod directories, by UID
-	fail     map[string]int // op prefix -> how many matching ops succeed before one fails
+	fail     map[string]int  // op prefix -> how many matching ops succeed before one fails
 	before   func(op string) // called before each op, unlocked (cancel a context here)
 }
 
