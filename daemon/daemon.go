@@ -1,3 +1,7 @@
+// Package daemon keeps the pods described by a static-manifest directory
+// (and optionally a URL) running, the way the kubelet runs static pods:
+// inotify plus a periodic re-scan, debounced writes, no teardown on bad
+// content, adoption after a restart.
 package daemon
 
 import (
@@ -9,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -223,20 +228,14 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 		d.writeStatus(problems, nil)
 		return true
 	}
-	var haves []Have
-	for _, p := range d.owned(pods) {
-		haves = append(haves, Have{UID: p.UID, Namespace: p.Namespace, Name: p.Name, Source: p.Source,
-			Complete: p.State != nil && p.State.Complete, Supervised: d.h.Supervised(p.UID)})
-	}
-	plan := Decide(wants, broken, haves)
-	failed, waiting := d.apply(ctx, plan)
+	failed, waiting, changed := d.apply(ctx, wants, broken)
 	if d.interrupted(ctx) {
 		return false
 	}
 	problems = append(problems, failed...)
 	d.health.set(true, "")
 	d.writeStatus(problems, waiting)
-	if !plan.Empty() {
+	if changed {
 		if pods, err = d.h.Pods(ctx); err != nil {
 			return true
 		}
@@ -266,59 +265,52 @@ func (d *Daemon) owned(pods []*run.PodInfo) []*run.PodInfo {
 	return out
 }
 
-// apply carries a plan out: removals first, then adoptions and starts. It
-// returns the pods that failed to start, and those waiting for an image
-// (tried again with the kubelet's image back-off).
-func (d *Daemon) apply(ctx context.Context, plan Plan) ([]Problem, []Waiting) {
+// apply brings the node to what the sources want (run.Sync: removals of
+// pods no source wants, then starts, replacements and adoptions). It
+// returns the pods that failed, those waiting for an image (tried again
+// with the kubelet's image back-off), and whether any pod changed.
+func (d *Daemon) apply(ctx context.Context, wants map[string]Want, broken map[string]bool) ([]Problem, []Waiting, bool) {
+	keys := make([]string, 0, len(wants))
+	for k := range wants {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	w := run.Want{Owns: d.src.Owns, Broken: broken, Prune: true}
+	for _, k := range keys {
+		w.Pods = append(w.Pods, wants[k].Pod)
+	}
+	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true}
 	var problems []Problem
 	var waiting []Waiting
-	if len(plan.Down) > 0 {
-		var targets []run.Target
-		for _, h := range plan.Down {
-			d.log.Info("stopping pod: its manifest is gone", "pod", h.key(), "source", h.Source)
-			targets = append(targets, run.Target{Namespace: h.Namespace, Name: h.Name})
+	changed := false
+	for _, r := range d.h.Sync(ctx, w, opts) {
+		changed = changed || r.Action != run.Unchanged
+		if r.Err != nil && ctx.Err() != nil {
+			continue // the shutdown stopped it; sync says so once
 		}
-		for _, r := range d.h.Down(ctx, targets, run.DownOptions{}) {
-			if r.Err != nil && ctx.Err() == nil {
+		if r.Action == run.Removed {
+			d.log.Info("stopping pod: its manifest is gone", "pod", r.Pod, "uid", r.UID)
+			if r.Err != nil {
 				d.log.Error("stopping pod", "pod", r.Pod, "err", r.Err)
 			}
+			continue
+		}
+		if perr := (*run.ImagePullError)(nil); errors.As(r.Err, &perr) {
+			d.log.Warn("pod waiting for its image", "pod", r.Pod, "reason", perr.Reason, "image", perr.Image, "message", perr.Err.Error())
+			waiting = append(waiting, Waiting{Pod: r.Pod, Source: wants[r.Pod].Source, Phase: string(r.Phase),
+				Reason: perr.Reason, Image: perr.Image, Message: perr.Err.Error()})
+			continue
+		}
+		if r.Err != nil {
+			d.log.Error("starting pod; retrying at the next re-scan", "pod", r.Pod, "err", r.Err)
+			problems = append(problems, Problem{Source: r.Pod, Msg: r.Err.Error()})
+			continue
+		}
+		if r.Action != run.Unchanged {
+			d.log.Info("pod "+string(r.Action), "pod", r.Pod, "phase", r.Phase)
 		}
 	}
-	for _, p := range plan.Refresh {
-		if err := d.h.UpdateConfigVolumes(p); err != nil {
-			d.log.Error("updating config volumes; retrying at the next re-scan", "pod", p.Namespace+"/"+p.Name, "err", err)
-			problems = append(problems, Problem{Source: p.Namespace + "/" + p.Name, Msg: err.Error()})
-		}
-	}
-	for _, uid := range plan.Adopt {
-		if err := d.h.Adopt(ctx, uid, nil); err != nil && ctx.Err() == nil {
-			d.log.Error("adopting pod", "uid", uid, "err", err)
-		}
-	}
-	if len(plan.Up) > 0 {
-		set := &manifest.Set{Pods: plan.Up}
-		opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true}
-		for i, r := range d.h.Up(ctx, set, opts) {
-			if perr := (*run.ImagePullError)(nil); errors.As(r.Err, &perr) {
-				d.log.Warn("pod waiting for its image", "pod", r.Pod, "reason", perr.Reason, "image", perr.Image, "message", perr.Err.Error())
-				waiting = append(waiting, Waiting{Pod: r.Pod, Source: plan.Up[i].Source.Origin(), Phase: string(r.Phase),
-					Reason: perr.Reason, Image: perr.Image, Message: perr.Err.Error()})
-				continue
-			}
-			if r.Err != nil && ctx.Err() != nil {
-				continue // the shutdown stopped it; sync says so once
-			}
-			if r.Err != nil {
-				d.log.Error("starting pod; retrying at the next re-scan", "pod", r.Pod, "err", r.Err)
-				problems = append(problems, Problem{Source: r.Pod, Msg: r.Err.Error()})
-				continue
-			}
-			if r.Action != run.Unchanged {
-				d.log.Info("pod "+string(r.Action), "pod", r.Pod, "phase", r.Phase)
-			}
-		}
-	}
-	return problems, waiting
+	return problems, waiting, changed
 }
 
 func (d *Daemon) shutdown() error {

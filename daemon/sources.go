@@ -76,6 +76,12 @@ func IsManifest(name string) bool {
 	return false
 }
 
+// Want is a pod some source asks for.
+type Want struct {
+	Pod    *manifest.Pod
+	Source string // the file (absolute path) or URL it comes from
+}
+
 // Scan reads every source. Files in settling are still being written: they
 // keep their previous state. It returns the pods wanted (the first source by
 // name wins a namespace/name), the sources that are broken, and the problems.

@@ -51,11 +51,12 @@ func (h *Host) Down(ctx context.Context, targets []Target, o DownOptions) []Down
 		go func() {
 			defer wg.Done()
 			results[i] = DownResult{Pod: t.String()}
-			existing := existingNamed(pods, t.Namespace, t.Name)
-			results[i].Found = len(existing) > 0
 			var errs []error
-			for _, e := range existing {
-				errs = append(errs, h.downUID(ctx, e.UID, o.GracePeriod))
+			for _, p := range pods {
+				if p.Namespace == t.Namespace && p.Name == t.Name {
+					results[i].Found = true
+					errs = append(errs, h.downUID(ctx, p.UID, o.GracePeriod))
+				}
 			}
 			results[i].Err = errors.Join(errs...)
 		}()

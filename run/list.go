@@ -112,22 +112,6 @@ func (p *PodInfo) withStatus(hostIP string) *corev1.Pod {
 	return pod
 }
 
-// existingNamed returns the pods of a listing named namespace/name.
-func existingNamed(pods []*PodInfo, namespace, name string) []Existing {
-	var out []Existing
-	for _, p := range pods {
-		if p.Namespace != namespace || p.Name != name {
-			continue
-		}
-		e := Existing{UID: p.UID, Complete: p.State != nil && p.State.Complete}
-		if p.Pod != nil {
-			e.Phase = p.Pod.Status.Phase
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
 // ErrNoPod is returned when no pod has the given namespace/name.
 var ErrNoPod = errors.New("pod not found")
 

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
 )
@@ -93,83 +92,4 @@ func attachment(uid string, pod *corev1.Pod) sandbox.Attachment {
 		}
 	}
 	return a
-}
-
-// hostPort is one claim on a host port: the scheduler's NodePorts check,
-// which podrun, having no scheduler, makes before it starts a pod.
-type hostPort struct {
-	protocol corev1.Protocol
-	ip       string // "" and 0.0.0.0: every address
-	port     int32
-}
-
-func (a hostPort) conflicts(b hostPort) bool {
-	wild := func(ip string) bool { return ip == "" || ip == "0.0.0.0" }
-	return a.protocol == b.protocol && a.port == b.port && (a.ip == b.ip || wild(a.ip) || wild(b.ip))
-}
-
-func (a hostPort) String() string {
-	ip := a.ip
-	if ip == "" {
-		ip = "0.0.0.0"
-	}
-	return fmt.Sprintf("%s:%d/%s", ip, a.port, a.protocol)
-}
-
-// hostPorts lists the host ports a pod claims (a hostNetwork pod's ports
-// are host ports: defaulting set hostPort to containerPort).
-func hostPorts(p *corev1.Pod) []hostPort {
-	var out []hostPort
-	for _, c := range resources.Containers(p) {
-		for _, port := range c.Ports {
-			if port.HostPort > 0 {
-				out = append(out, hostPort{protocol: port.Protocol, ip: port.HostIP, port: port.HostPort})
-			}
-		}
-	}
-	return out
-}
-
-// hostPortConflicts returns, by index in pods, the error of each pod that
-// claims a host port held by a pod on the node or by an earlier pod of the
-// list. A pod on the node of the same namespace/name is left out: up
-// replaces it (or leaves it as it is); so is a finished pod, whose network
-// is released (and which the scheduler no longer counts).
-func hostPortConflicts(pods []*manifest.Pod, node []*PodInfo) map[int]error {
-	type holder struct {
-		key   string
-		ports []hostPort
-	}
-	var held []holder
-	names := map[string]bool{}
-	for _, p := range pods {
-		names[p.Namespace+"/"+p.Name] = true
-	}
-	for _, p := range node {
-		key := p.Namespace + "/" + p.Name
-		if p.Pod == nil || names[key] || p.Pod.Status.Phase == corev1.PodSucceeded || p.Pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		held = append(held, holder{key, hostPorts(p.Pod)})
-	}
-	errs := map[int]error{}
-	for i, p := range pods {
-		mine := hostPorts(p.Pod)
-		var clashes []string
-		for _, h := range held {
-			for _, a := range mine {
-				for _, b := range h.ports {
-					if a.conflicts(b) {
-						clashes = append(clashes, fmt.Sprintf("%s (held by pod %s)", a, h.key))
-					}
-				}
-			}
-		}
-		if len(clashes) > 0 {
-			errs[i] = fmt.Errorf("pod %s/%s: host port already in use: %s; nothing was started", p.Namespace, p.Name, strings.Join(clashes, ", "))
-			continue
-		}
-		held = append(held, holder{p.Namespace + "/" + p.Name, mine})
-	}
-	return errs
 }

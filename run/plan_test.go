@@ -77,27 +77,6 @@ func TestPlanRegistersUndoFirstForHalfSucceedingSteps(t *testing.T) {
 	}
 }
 
-func TestDecide(t *testing.T) {
-	tests := []struct {
-		name     string
-		existing []Existing
-		want     Decision
-	}{
-		{"nothing there", nil, Decision{Action: Created}},
-		{"same content, complete", []Existing{{UID: "u1", Complete: true, Phase: corev1.PodRunning}},
-			Decision{Action: Unchanged, Phase: corev1.PodRunning}},
-		{"same content, half made by a crash", []Existing{{UID: "u1"}}, Decision{Action: Replaced, Remove: []string{"u1"}}},
-		{"changed content", []Existing{{UID: "u0", Complete: true}}, Decision{Action: Replaced, Remove: []string{"u0"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Decide("u1", tt.existing); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Decide = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestBackoffSchedule(t *testing.T) {
 	var b Backoff
 	var got []int

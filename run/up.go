@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,149 +26,6 @@ import (
 	"github.com/podrun/podrun/volumes"
 )
 
-// Action is what Up did with a pod.
-type Action string
-
-// Actions.
-const (
-	Created   Action = "created"
-	Unchanged Action = "unchanged"
-	Replaced  Action = "replaced"
-)
-
-// Result is one pod's outcome of Up.
-type Result struct {
-	Pod    string // namespace/name
-	UID    string
-	Action Action
-	Phase  corev1.PodPhase
-	Err    error
-}
-
-// Up runs every pod of set, concurrently, and returns one Result per pod.
-func (h *Host) Up(ctx context.Context, set *manifest.Set, o UpOptions) []Result {
-	results := make([]Result, len(set.Pods))
-	pods, err := h.Pods(ctx) // one listing for the whole call
-	if err != nil {
-		for i, p := range set.Pods {
-			results[i] = Result{Pod: p.Namespace + "/" + p.Name, UID: p.UID, Err: err}
-		}
-		return results
-	}
-	conflicts := hostPortConflicts(set.Pods, pods) // network.go
-	var wg sync.WaitGroup
-	for i, p := range set.Pods {
-		if err := conflicts[i]; err != nil {
-			results[i] = Result{Pod: p.Namespace + "/" + p.Name, UID: p.UID, Err: err}
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = h.upOne(ctx, p, o, existingNamed(pods, p.Namespace, p.Name))
-		}()
-	}
-	wg.Wait()
-	return results
-}
-
-func (h *Host) upOne(ctx context.Context, p *manifest.Pod, o UpOptions, existing []Existing) Result {
-	key := p.Namespace + "/" + p.Name
-	res := Result{Pod: key, UID: p.UID, Action: Created}
-	var err error
-	d := Decide(p.UID, existing)
-	switch d.Action {
-	case Unchanged:
-		res.Action = Unchanged
-		res.Phase = d.Phase
-		// The ConfigMaps and Secrets are not part of the pod's identity: a
-		// changed one is written into the running pod (configvolumes.go).
-		if err := h.UpdateConfigVolumes(p); err != nil {
-			res.Err = err
-			return res
-		}
-		if o.Foreground && !h.Supervised(p.UID) {
-			if err := h.Adopt(ctx, p.UID, p); errors.Is(err, ErrNotAdoptable) {
-				h.report(Event{Pod: key, Msg: fmt.Sprintf("%v; replacing it", err)})
-				d = Decision{Action: Replaced, Remove: []string{p.UID}}
-				break
-			} else if err != nil {
-				res.Err = err
-				return res
-			}
-			h.report(Event{Pod: key, Msg: "unchanged; supervising it"})
-		}
-		if d.Action == Unchanged {
-			return res
-		}
-	}
-	if o.PullBackOff && d.Action == Replaced && len(d.Remove) == 1 && d.Remove[0] == p.UID {
-		if perr := h.pullWaiting(ctx, p); perr != nil {
-			// Its image is in back-off: the pod stays Pending as it is (imagepull.go).
-			res.Phase, res.Err = corev1.PodPending, perr
-			if err := h.keepPending(p, p.Source.Origin(), perr); err != nil {
-				res.Err = errors.Join(perr, err)
-			}
-			return res
-		}
-	}
-	if o.PullBackOff && d.Action == Replaced && slices.ContainsFunc(d.Remove, func(uid string) bool { return uid != p.UID }) {
-		// Pull before kill: the new pod's images are made present before
-		// the running pod is stopped; while they cannot be, it keeps
-		// running (its phase), and the daemon retries with the back-off.
-		if err := h.prefetchImages(ctx, p); err != nil {
-			res.Phase, res.Err = corev1.PodRunning, err
-			h.report(Event{Pod: key, Msg: fmt.Sprintf("keeping the running pod until the new one's image is present: %v", err)})
-			return res
-		}
-	}
-	switch d.Action {
-	case Replaced:
-		res.Action = Replaced
-		for _, uid := range d.Remove {
-			why := "manifest changed"
-			if uid == p.UID {
-				why = "left incomplete"
-			}
-			h.report(Event{Pod: key, Msg: fmt.Sprintf("replacing pod %s (%s)", uid, why)})
-			if err := h.downUID(ctx, uid, nil); err != nil {
-				res.Err = fmt.Errorf("pod %s: removing the previous pod: %w", key, err)
-				return res
-			}
-		}
-	}
-	if o.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
-	}
-	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff}
-	r.w = newPodWorker(r, h.clock)
-	err = Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report)
-	if err != nil || !o.Foreground {
-		r.w.stop() // the pod keeps running; nobody supervises it any more
-	} else {
-		h.supervise(r.w)
-	}
-	if err != nil {
-		res.Err = err
-		res.Phase = corev1.PodFailed
-		if perr := (*ImagePullError)(nil); o.PullBackOff && errors.As(err, &perr) {
-			// Listed as Pending with the image's reason (imagepull.go).
-			res.Phase = corev1.PodPending
-			if kerr := h.keepPending(p, r.source, perr); kerr != nil {
-				res.Err = errors.Join(err, kerr)
-			}
-		}
-		return res
-	}
-	res.Phase = r.phase
-	if r.phase == corev1.PodFailed {
-		res.Err = &PodFailedError{Pod: key, Reason: r.failure}
-	}
-	return res
-}
-
 // PodFailedError is a pod that ran to completion and failed.
 type PodFailedError struct {
 	Pod    string
@@ -177,37 +33,6 @@ type PodFailedError struct {
 }
 
 func (e *PodFailedError) Error() string { return fmt.Sprintf("pod %s failed: %s", e.Pod, e.Reason) }
-
-// Existing is a pod found on the node.
-type Existing struct {
-	UID      string
-	Complete bool
-	Phase    corev1.PodPhase
-}
-
-// Decision is what Up must do with a pod.
-type Decision struct {
-	Action Action
-	Phase  corev1.PodPhase // for Unchanged
-	Remove []string        // UIDs to take down first
-}
-
-// Decide compares the desired pod with what exists on the node under the
-// same namespace/name: the same UID (same content) fully applied is
-// unchanged; anything else there is removed before the pod is created.
-func Decide(uid string, existing []Existing) Decision {
-	d := Decision{Action: Created}
-	for _, e := range existing {
-		if e.UID == uid && e.Complete {
-			return Decision{Action: Unchanged, Phase: e.Phase}
-		}
-		d.Remove = append(d.Remove, e.UID)
-	}
-	if len(d.Remove) > 0 {
-		d.Action = Replaced
-	}
-	return d
-}
 
 // podRun is one pod's pipeline and what its steps learn along the way.
 type podRun struct {

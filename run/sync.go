@@ -1,0 +1,209 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/plan"
+)
+
+// Action is what Sync did with a pod.
+type Action string
+
+// Actions.
+const (
+	Created   Action = "created"
+	Unchanged Action = "unchanged"
+	Replaced  Action = "replaced"
+	Removed   Action = "removed"
+)
+
+// Result is one pod's outcome of Sync.
+type Result struct {
+	Pod    string // namespace/name
+	UID    string
+	Action Action
+	Phase  corev1.PodPhase
+	Err    error
+}
+
+// Want is what a caller asks of the node.
+type Want struct {
+	Pods []*manifest.Pod
+	// Owns tells which pods on the node the caller's sources applied
+	// (nil: none). With Prune, those no wanted pod names are removed;
+	// those of a Broken source are kept as they are.
+	Owns   func(source string) bool
+	Broken map[string]bool
+	Prune  bool
+}
+
+// Up runs the pods of set, concurrently, and returns one Result per pod;
+// it never removes other pods.
+func (h *Host) Up(ctx context.Context, set *manifest.Set, o UpOptions) []Result {
+	return h.Sync(ctx, Want{Pods: set.Pods}, o)
+}
+
+// Sync brings the node to what w asks: it observes the node, decides every
+// action (plan.Decide) and carries them out, removals first, then the rest
+// concurrently. The results come in the order of the actions: removals,
+// then one per wanted pod, then the adoptions of pods of broken sources.
+func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
+	in, err := h.observe(ctx, w, o)
+	if err != nil {
+		results := make([]Result, len(w.Pods))
+		for i, p := range w.Pods {
+			results[i] = Result{Pod: p.Namespace + "/" + p.Name, UID: p.UID, Err: err}
+		}
+		return results
+	}
+	actions := plan.Decide(in)
+	results := make([]Result, len(actions))
+	for _, removals := range []bool{true, false} {
+		var wg sync.WaitGroup
+		for i, a := range actions {
+			if (a.Op == plan.Remove) != removals {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i] = h.act(ctx, a, o)
+			}()
+		}
+		wg.Wait()
+	}
+	return results
+}
+
+// observe gathers what plan.Decide looks at: the pods on the node, which of
+// them this process supervises and whether the others can be adopted, and
+// which wanted pods wait for an image's back-off.
+func (h *Host) observe(ctx context.Context, w Want, o UpOptions) (plan.Input, error) {
+	in := plan.Input{Broken: w.Broken, Supervise: o.Foreground, Prune: w.Prune, PullFirst: o.PullBackOff}
+	pods, err := h.Pods(ctx) // one listing for the whole call
+	if err != nil {
+		return in, err
+	}
+	wanted := map[string]bool{}
+	for _, p := range w.Pods {
+		wanted[p.Namespace+"/"+p.Name] = true
+		d := plan.Desired{Pod: p}
+		if o.PullBackOff {
+			if perr := h.pullWaiting(ctx, p); perr != nil { // imagepull.go
+				d.ImageWait = perr
+			}
+		}
+		in.Desired = append(in.Desired, d)
+	}
+	for _, p := range pods {
+		e := plan.Existing{UID: p.UID, Namespace: p.Namespace, Name: p.Name, Source: p.Source, Pod: p.Pod,
+			Complete: p.State != nil && p.State.Complete, Supervised: h.Supervised(p.UID),
+			Owned: w.Owns != nil && w.Owns(p.Source)}
+		if o.Foreground && e.Complete && !e.Supervised && (wanted[e.Key()] || e.Owned) {
+			if _, err := h.rebuild(ctx, p.UID); errors.Is(err, ErrNotAdoptable) {
+				e.NotAdoptable = err.Error()
+			} else if err != nil {
+				return in, err
+			}
+		}
+		in.Node = append(in.Node, e)
+	}
+	return in, nil
+}
+
+// act carries out one action.
+func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions) Result {
+	res := Result{Pod: a.Key, UID: a.UID, Phase: a.Phase}
+	switch a.Op {
+	case plan.Reject:
+		res.Err = a.Err
+	case plan.Remove:
+		res.Action = Removed
+		res.Err = h.downUID(ctx, a.UID, nil)
+	case plan.Keep, plan.Adopt:
+		res.Action = Unchanged
+		if a.Pod != nil {
+			// A changed ConfigMap or Secret is written into the running pod.
+			if res.Err = h.UpdateConfigVolumes(a.Pod); res.Err != nil {
+				return res
+			}
+		}
+		if a.Op == plan.Adopt {
+			if res.Err = h.Adopt(ctx, a.UID, a.Pod); res.Err == nil && a.Pod != nil {
+				h.report(Event{Pod: a.Key, Msg: "unchanged; supervising it"})
+			}
+		}
+	case plan.Wait:
+		// Its image is in back-off: the pod stays Pending as it is (imagepull.go).
+		res.Action, res.Phase, res.Err = Created, corev1.PodPending, a.Err
+		if perr := (*ImagePullError)(nil); errors.As(a.Err, &perr) {
+			if err := h.keepPending(a.Pod, a.Pod.Source.Origin(), perr); err != nil {
+				res.Err = errors.Join(a.Err, err)
+			}
+		}
+	case plan.Replace:
+		res.Action = Replaced
+		if a.PullFirst {
+			// Pull before kill: while the new pod's images cannot be made
+			// present, the running pod keeps running (and is retried).
+			if err := h.prefetchImages(ctx, a.Pod); err != nil {
+				h.report(Event{Pod: a.Key, Msg: fmt.Sprintf("keeping the running pod until the new one's image is present: %v", err)})
+				res.Phase, res.Err = corev1.PodRunning, err
+				return res
+			}
+		}
+		uids := append([]string(nil), a.Remove...)
+		sort.Strings(uids)
+		for _, uid := range uids {
+			h.report(Event{Pod: a.Key, Msg: fmt.Sprintf("replacing pod %s (%s)", uid, a.Why[uid])})
+			if err := h.downUID(ctx, uid, nil); err != nil {
+				res.Err = fmt.Errorf("pod %s: removing the previous pod: %w", a.Key, err)
+				return res
+			}
+		}
+		res.Phase, res.Err = h.create(ctx, a.Pod, o)
+	case plan.Create:
+		res.Action = Created
+		res.Phase, res.Err = h.create(ctx, a.Pod, o)
+	}
+	return res
+}
+
+// create runs a pod's pipeline; its steps are undone if one fails.
+func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1.PodPhase, error) {
+	key := p.Namespace + "/" + p.Name
+	if o.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff}
+	r.w = newPodWorker(r, h.clock)
+	err := Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report)
+	if err != nil || !o.Foreground {
+		r.w.stop() // the pod keeps running; nobody supervises it any more
+	} else {
+		h.supervise(r.w)
+	}
+	if err != nil {
+		if perr := (*ImagePullError)(nil); o.PullBackOff && errors.As(err, &perr) {
+			// Listed as Pending with the image's reason (imagepull.go).
+			if kerr := h.keepPending(p, r.source, perr); kerr != nil {
+				err = errors.Join(err, kerr)
+			}
+			return corev1.PodPending, err
+		}
+		return corev1.PodFailed, err
+	}
+	if r.phase == corev1.PodFailed {
+		return r.phase, &PodFailedError{Pod: key, Reason: r.failure}
+	}
+	return r.phase, nil
+}
