@@ -1217,3 +1217,59 @@ spec:
 		}
 	})
 }
+
+// TestSuperviseInitCrashLoopBackOff: a failing init container of a
+// restartPolicy Always pod is restarted with the back-off by the same loop
+// as app containers, so `ps` shows Init:CrashLoopBackOff and `status` its
+// waiting reason and last exit; SIGTERM to the waiting `up -f` undoes the
+// whole pod.
+func TestSuperviseInitCrashLoopBackOff(t *testing.T) {
+	H.require(t)
+	file := H.WriteManifest(t, "initcrash.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sv-initcrash
+spec:
+  terminationGracePeriodSeconds: 2
+  initContainers:
+  - name: setup
+    image: `+H.Image+`
+    command: ["sh", "-c", "echo sv-initcrash-x; exit 3"]
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sleep", "3600"]
+`)
+	plDownOnCleanup(t, file)
+	up := svStart(t, "up", "-f", "--timeout", "120s", file)
+	svEventually(t, 9*time.Second, "STATUS Init:CrashLoopBackOff in podrun ps", func() (bool, string) {
+		row := svQuietPsRow(t, "sv-initcrash")
+		return len(row) > 3 && row[3] == "Init:CrashLoopBackOff", fmt.Sprintf("row %q", row)
+	})
+	pod := svStatus(t, "sv-initcrash")
+	uid := string(pod.UID)
+	if pod.Status.Phase != corev1.PodPending {
+		t.Errorf("phase %q, want Pending while an init container crash-loops", pod.Status.Phase)
+	}
+	cs := svMustCS(t, pod, "setup")
+	if w := cs.State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" {
+		t.Errorf("init container setup state = %+v, want waiting with reason CrashLoopBackOff", cs.State)
+	}
+	if term := cs.LastTerminationState.Terminated; term == nil || term.ExitCode != 3 {
+		t.Errorf("init container setup lastState = %+v, want terminated with exitCode 3", cs.LastTerminationState)
+	}
+	// The second attempt, after the first back-off (10 s).
+	svEventually(t, 30*time.Second, "restart 1 of the init container", func() (bool, string) {
+		p := svStatus(t, "sv-initcrash")
+		for _, s := range p.Status.InitContainerStatuses {
+			if s.Name == "setup" && s.RestartCount >= 1 {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", p.Status.InitContainerStatuses)
+	})
+	if code, _ := up.terminate(t, 30*time.Second); code == 0 {
+		t.Errorf("up -f stopped while its pod never initialized: exit 0, want a failure; stderr:\n%s", up.stderr())
+	}
+	svGone(t, "sv-initcrash", uid)
+}

@@ -41,13 +41,13 @@ func (h *Host) Adopt(ctx context.Context, uid string, from *manifest.Pod) error 
 	}
 	for i := range r.pod.Spec.InitContainers {
 		if c := &r.pod.Spec.InitContainers[i]; status.IsSidecar(c) {
-			r.w.adoptLoop(c, labels.KindInit, named(ctrs, c.Name))
+			r.w.adoptLoop(c, roleSidecar, named(ctrs, c.Name))
 		}
 	}
 	if r.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || !r.finished(ctrs) {
 		for i := range r.pod.Spec.Containers {
 			c := &r.pod.Spec.Containers[i]
-			r.w.adoptLoop(c, labels.KindApp, named(ctrs, c.Name))
+			r.w.adoptLoop(c, roleApp, named(ctrs, c.Name))
 		}
 	}
 	h.supervise(r.w)
@@ -55,13 +55,13 @@ func (h *Host) Adopt(ctx context.Context, uid string, from *manifest.Pod) error 
 }
 
 // adoptLoop supervises container c from its latest attempt.
-func (w *podWorker) adoptLoop(c *corev1.Container, kind string, attempts []engine.Container) {
+func (w *podWorker) adoptLoop(c *corev1.Container, role role, attempts []engine.Container) {
 	cur := status.Latest(attempts)
 	if cur == nil {
-		w.startLoop(c, kind, 0, nil)
+		w.startLoop(c, role, 0, nil)
 		return
 	}
-	w.startLoop(c, kind, int(status.RestartCount(*cur)), cur)
+	w.startLoop(c, role, int(status.RestartCount(*cur)), cur)
 }
 
 // finished reports whether every app container of a run-to-completion pod

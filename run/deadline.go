@@ -64,7 +64,7 @@ func (r *podRun) active(ctx context.Context) bool {
 		return false
 	}
 	for _, l := range r.w.all() {
-		if l.kind == labels.KindApp && !l.state().done {
+		if l.role == roleApp && !l.state().done {
 			return true
 		}
 	}

@@ -174,6 +174,8 @@ type loopState struct {
 	ready    bool
 	done     bool // exited and will not restart
 	exitCode uint32
+	exited   bool   // an attempt has exited (lastCode is its code)
+	lastCode uint32 // the last exited attempt's code
 	oomKill  bool   // the last attempt was OOM-killed (an OOM event came before its exit)
 	startErr error  // the last attempt's failure to start
 	lastFail string // the last probe or hook failure
@@ -186,8 +188,7 @@ type ctrLoop struct {
 	cancel   context.CancelFunc
 	finished chan struct{} // closed when run returns
 	c        *corev1.Container
-	kind     string
-	always   bool // restart on any exit, whatever the pod's policy (native sidecars)
+	role     role
 	backoff  Backoff
 	adopted  *engine.Container // an existing attempt to take over instead of starting one
 	killed   atomic.Bool       // the current attempt was killed by a probe or hook failure
@@ -209,10 +210,28 @@ func (l *ctrLoop) update(fn func(*loopState)) {
 	l.w.notify()
 }
 
+// role is what a container is to its pod; it decides when the container is
+// restarted and whether it is probed.
+type role int
+
+const (
+	roleApp     role = iota // restarted per the pod's policy; probed
+	roleSidecar             // a native sidecar: restarted on any exit; probed
+	roleInit                // runs to completion: restarted on failure unless the policy is Never
+)
+
+// kind is the label value of the role.
+func (r role) kind() string {
+	if r == roleApp {
+		return labels.KindApp
+	}
+	return labels.KindInit
+}
+
 // startLoop begins supervising container c from attempt restart; when
 // adopted is set, that existing attempt is taken over, not started.
-func (w *podWorker) startLoop(c *corev1.Container, kind string, restart int, adopted *engine.Container) *ctrLoop {
-	l := &ctrLoop{w: w, c: c, kind: kind, always: kind == labels.KindInit, st: loopState{restarts: restart}, adopted: adopted}
+func (w *podWorker) startLoop(c *corev1.Container, role role, restart int, adopted *engine.Container) *ctrLoop {
+	l := &ctrLoop{w: w, c: c, role: role, st: loopState{restarts: restart}, adopted: adopted}
 	l.ctx, l.cancel = context.WithCancel(w.ctx)
 	l.finished = make(chan struct{})
 	w.mu.Lock()
@@ -272,11 +291,15 @@ func (l *ctrLoop) stop() {
 // shouldRestart applies the restart policy to an attempt that ended with
 // code. A container killed for a failed probe or hook restarts under any
 // policy but Never, whatever its exit code (the kubelet's
-// shouldRestartOnFailure).
+// shouldRestartOnFailure); a native sidecar restarts on any exit, an init
+// container on failure unless the policy is Never.
 func (l *ctrLoop) shouldRestart(code uint32) bool {
 	killed := l.killed.Swap(false)
-	if l.always {
+	switch {
+	case l.role == roleSidecar:
 		return true
+	case l.role == roleInit:
+		return code != 0 && l.w.r.pod.Spec.RestartPolicy != corev1.RestartPolicyNever
 	}
 	switch l.w.r.pod.Spec.RestartPolicy {
 	case corev1.RestartPolicyAlways:
@@ -368,7 +391,7 @@ func (l *ctrLoop) attempt(ctx context.Context) (ranFor time.Duration, code uint3
 	adopted := l.adopted
 	l.adopted = nil
 	if adopted == nil {
-		if _, err := r.startContainer(ctx, l.c, l.kind, restarts); err != nil {
+		if _, err := r.startContainer(ctx, l.c, l.role.kind(), restarts); err != nil {
 			return 0, 0, err
 		}
 	} else if t, err := time.Parse(time.RFC3339Nano, adopted.Labels[labels.StartedAt]); err == nil {
@@ -398,9 +421,12 @@ func (l *ctrLoop) attempt(ctx context.Context) (ranFor time.Duration, code uint3
 		}
 	}
 	l.update(func(s *loopState) { s.running, s.ranOnce, s.startErr = true, true, nil })
-	if l.c.StartupProbe != nil && (adopted == nil || adopted.Labels[labels.Started] != "true") {
+	switch {
+	case l.role == roleInit:
+		// Runs to completion: never probed, never ready while it runs.
+	case l.c.StartupProbe != nil && (adopted == nil || adopted.Labels[labels.Started] != "true"):
 		go probes.NewWorker(probes.Startup, l.c.StartupProbe, target, l.w.clock, updates).Run(probeCtx)
-	} else {
+	default:
 		l.onStarted(probeCtx, id, target, updates)
 	}
 	return l.waitExit(ctx, probeCtx, id, exitC, updates, start, target)
@@ -442,7 +468,9 @@ func (l *ctrLoop) waitExit(ctx, probeCtx context.Context, id string, exitC <-cha
 	for {
 		select {
 		case e := <-exitC:
-			l.update(func(s *loopState) { s.running, s.started, s.ready, s.oomKill = false, false, false, e.OOMKilled })
+			l.update(func(s *loopState) {
+				s.running, s.started, s.ready, s.oomKill, s.lastCode, s.exited = false, false, false, e.OOMKilled, e.Code, true
+			})
 			fctx := context.WithoutCancel(ctx)
 			if err := r.h.finish(fctx, id, e); err != nil {
 				r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("recording the exit of %s: %v", id, err)})
@@ -512,7 +540,7 @@ func (l *ctrLoop) kill(ctx context.Context, id string, target probes.Target, gra
 	if err != nil {
 		return
 	}
-	c := engine.Container{ID: id, Task: t, Labels: r.labels(l.c.Name, l.kind, 0, r.images[l.c.Image].Config.StopSignal)}
+	c := engine.Container{ID: id, Task: t, Labels: r.labels(l.c.Name, l.role.kind(), 0, r.images[l.c.Image].Config.StopSignal)}
 	if err := r.h.stop(ctx, c, l.c, target, grace); err != nil && ctx.Err() == nil {
 		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("stopping %s: %v", id, err)})
 	}

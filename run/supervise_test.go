@@ -845,3 +845,70 @@ func TestSidecarWaitsForStartupProbe(t *testing.T) {
 		t.Errorf("started label %q", got)
 	}
 }
+
+// TestInitContainerRestartsInTheSupervisor: an init container runs in the
+// same restart loop as app containers: under Always and OnFailure a failed
+// attempt waits in CrashLoopBackOff (labelled, so `ps` shows
+// Init:CrashLoopBackOff), attempts older than the previous one are pruned,
+// and the step succeeds once an attempt exits 0; under Never the first
+// failure fails the step with the exit code.
+func TestInitContainerRestartsInTheSupervisor(t *testing.T) {
+	for _, policy := range []corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure} {
+		t.Run(string(policy), func(t *testing.T) {
+			ps := appSpec(policy, corev1.Container{Name: "app"})
+			ps.InitContainers = []corev1.Container{{Name: "setup", Image: testImage}}
+			hs := newHarness(t, ps)
+			errc := make(chan error, 1)
+			go func() { errc <- hs.r.runInit(&hs.r.pod.Spec.InitContainers[0])(hs.ctx) }()
+			hs.eventually("the init loop", func() bool { return hs.r.w.loop("setup") != nil })
+			for n := range 3 {
+				id := hs.waitRunning("setup", n)
+				hs.eng.Exit(id, 1)
+				hs.clk.waitAsked(t, n+1)
+				hs.eventually("CrashLoopBackOff on "+id, func() bool { return hs.labels(id)[labels.Waiting] == "CrashLoopBackOff" })
+				if hs.labels(id)[labels.BackoffUntil] == "" {
+					t.Errorf("%s: no back-off-until label", id)
+				}
+				if hs.labels(id)[labels.Kind] != labels.KindInit {
+					t.Errorf("%s: kind %q", id, hs.labels(id)[labels.Kind])
+				}
+				hs.clk.Advance(5 * time.Minute)
+			}
+			last := hs.waitRunning("setup", 3)
+			if got := hs.attempts("setup"); slices.Contains(got, hs.id("setup", 0)) || slices.Contains(got, hs.id("setup", 1)) {
+				t.Errorf("attempts %v: the ones before the previous should be pruned", got)
+			}
+			if l := hs.labels(last); l[labels.Ready] != "" || l[labels.Started] != "" {
+				t.Errorf("a running init container is labelled started/ready: %v", l)
+			}
+			hs.eng.Exit(last, 0)
+			select {
+			case err := <-errc:
+				if err != nil {
+					t.Fatalf("init step: %v", err)
+				}
+			case <-time.After(waitTimeout):
+				t.Fatal("init step did not end after exit 0")
+			}
+			if st := hs.loop("setup").state(); !st.done || st.restarts != 3 {
+				t.Errorf("state %+v, want done after 3 restarts", st)
+			}
+		})
+	}
+	t.Run("Never", func(t *testing.T) {
+		ps := appSpec(corev1.RestartPolicyNever, corev1.Container{Name: "app"})
+		ps.InitContainers = []corev1.Container{{Name: "setup", Image: testImage}}
+		hs := newHarness(t, ps)
+		errc := make(chan error, 1)
+		go func() { errc <- hs.r.runInit(&hs.r.pod.Spec.InitContainers[0])(hs.ctx) }()
+		hs.eventually("the init loop", func() bool { return hs.r.w.loop("setup") != nil })
+		hs.eng.Exit(hs.waitRunning("setup", 0), 3)
+		var xerr *ExitError
+		if err := <-errc; !errors.As(err, &xerr) || xerr.Code != 3 || !strings.HasPrefix(err.Error(), `init container "setup" exited with code 3`) {
+			t.Fatalf("init step = %v, want exit code 3", err)
+		}
+		if asked := hs.clk.Asked(); len(asked) != 0 {
+			t.Errorf("back-off waits %v, want none", asked)
+		}
+	})
+}

@@ -90,7 +90,7 @@ func (r *podRun) plan() []Step {
 			steps = append(steps, Step{Name: "sidecar/" + c.Name, Do: r.startSidecar(c), Undo: r.stopContainers(c.Name), UndoFirst: true})
 			continue
 		}
-		steps = append(steps, Step{Name: "init/" + c.Name, Do: r.runInit(c), Undo: r.removeContainers(c.Name), UndoFirst: true})
+		steps = append(steps, Step{Name: "init/" + c.Name, Do: r.runInit(c), Undo: r.stopContainers(c.Name), UndoFirst: true})
 	}
 	for i := range r.pod.Spec.Containers {
 		c := &r.pod.Spec.Containers[i]
@@ -528,63 +528,32 @@ func (e *ExitError) Error() string {
 	return s
 }
 
-// runToCompletion runs container c until it exits 0 or, per policy, fails:
-// with restartPolicy Never the first non-zero exit is returned as an
-// *ExitError; otherwise it is restarted with the kubelet's back-off until it
-// succeeds or ctx ends.
-func (r *podRun) runToCompletion(ctx context.Context, c *corev1.Container, kind string) error {
-	var backoff Backoff
-	for restart := 0; ; restart++ {
-		id, exit, err := r.runAttempt(ctx, c, kind, restart)
-		if err != nil {
-			return err
-		}
-		if err := r.h.finish(ctx, id, exit); err != nil {
-			return err
-		}
-		if exit.Code == 0 {
-			return nil
-		}
-		logPath := r.logPath(c.Name, restart)
-		xerr := &ExitError{Container: c.Name, Code: exit.Code, OOMKilled: exit.OOMKilled, Tail: readTail(logPath)}
-		if r.pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-			return xerr
-		}
-		delay := backoff.Delay(0)
-		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("container %q exited with code %d; restarting in %s (back-off)", c.Name, exit.Code, delay)})
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-			return fmt.Errorf("%w; gave up: %w", xerr, ctx.Err())
-		}
-	}
-}
-
-// runAttempt starts attempt restart of container c and waits for its exit,
-// which the exit router delivers with whether it was OOM-killed.
-func (r *podRun) runAttempt(ctx context.Context, c *corev1.Container, kind string, restart int) (string, engine.Exit, error) {
-	id := ContainerID(r.pod.UID, c.Name, restart)
-	exitC := r.h.exits.register(id) // before the start, so that no exit is missed
-	defer r.h.exits.unregister(id)
-	if _, err := r.startContainer(ctx, c, kind, restart); err != nil {
-		return id, engine.Exit{}, err
-	}
-	r.h.exits.check(ctx, id)
-	select {
-	case exit := <-exitC:
-		return id, exit, nil
-	case <-ctx.Done():
-		return id, engine.Exit{}, fmt.Errorf("waiting for container %q: %w", c.Name, ctx.Err())
-	}
-}
-
+// runInit runs init container c to completion in the pod's supervisor,
+// which restarts a failed one with the kubelet's back-off unless the policy
+// is Never. A final failure is an *ExitError; when ctx ends first, the
+// error says how its last attempt ended.
 func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		err := r.runToCompletion(ctx, c, labels.KindInit)
-		if xerr := (*ExitError)(nil); errors.As(err, &xerr) {
-			return fmt.Errorf("init %w", err)
+		l := r.w.startLoop(c, roleInit, 0, nil)
+		err := r.w.waitFor(ctx, func() (bool, error) {
+			st := l.state()
+			if st.startErr != nil {
+				return false, st.startErr
+			}
+			return st.done, nil
+		})
+		st := l.state()
+		exit := &ExitError{Container: c.Name, Code: st.lastCode, OOMKilled: st.oomKill, Tail: readTail(r.logPath(c.Name, st.restarts))}
+		switch {
+		case err != nil && st.exited && ctx.Err() != nil:
+			return fmt.Errorf("init %w; gave up: %w", exit, err)
+		case err != nil:
+			return err
+		case st.exitCode != 0:
+			exit.Code = st.exitCode
+			return fmt.Errorf("init %w", exit)
 		}
-		return err
+		return nil
 	}
 }
 
@@ -592,7 +561,7 @@ func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 // started (postStart done), or failed to.
 func (r *podRun) startApp(c *corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		l := r.w.startLoop(c, labels.KindApp, 0, nil)
+		l := r.w.startLoop(c, roleApp, 0, nil)
 		return r.w.waitFor(ctx, func() (bool, error) {
 			st := l.state()
 			if st.startErr != nil {
@@ -607,7 +576,7 @@ func (r *podRun) startApp(c *corev1.Container) func(context.Context) error {
 // startup probe passed), as the next init container does.
 func (r *podRun) startSidecar(c *corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		l := r.w.startLoop(c, labels.KindInit, 0, nil)
+		l := r.w.startLoop(c, roleSidecar, 0, nil)
 		err := r.w.waitFor(ctx, func() (bool, error) {
 			st := l.state()
 			if st.startErr != nil {
@@ -631,7 +600,12 @@ func (r *podRun) recordRunning(context.Context) error {
 // waitReady waits until every supervised container is ready, or the pod's
 // active deadline ends it (deadline.go).
 func (r *podRun) waitReady(ctx context.Context) error {
-	loops := r.w.all()
+	var loops []*ctrLoop
+	for _, l := range r.w.all() {
+		if l.role != roleInit { // done before any app started
+			loops = append(loops, l)
+		}
+	}
 	dctx, passed, cancel := r.untilDeadline(ctx)
 	defer cancel()
 	if err := r.w.waitAll(dctx, loops, func(s loopState) bool { return s.ready }); err != nil {
@@ -671,7 +645,7 @@ func (r *podRun) notReady(cause error, loops []*ctrLoop) error {
 func (r *podRun) waitCompletion(ctx context.Context) error {
 	var apps []*ctrLoop
 	for _, l := range r.w.all() {
-		if l.kind == labels.KindApp {
+		if l.role == roleApp {
 			apps = append(apps, l)
 		}
 	}
