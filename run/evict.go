@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podrun/podrun/engine"
-	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/volumes"
 )
@@ -104,36 +102,8 @@ func (w *podWorker) housekeep(vols []corev1.Volume) {
 // Failed with why's reason and message from then on. The containers and the
 // pod directory stay for status and logs until `down`.
 func (r *podRun) end(ctx context.Context, why status.Ended, grace time.Duration) error {
-	// No restarts: the loops end before their containers are stopped.
-	for _, l := range r.w.all() {
-		l.stop()
-	}
-	ctrs, err := r.h.engine.List(ctx, map[string]string{labels.PodUID: r.pod.UID})
-	if err != nil {
-		return err
-	}
-	ips := r.state.PodIPs
-	stopped := withLabel(ctrs, labels.Kind, labels.KindApp)
-	errs := []error{r.h.stopGroup(ctx, stopped, r.pod.Pod, ips, grace)}
-	for i := len(r.pod.Spec.InitContainers) - 1; i >= 0; i-- {
-		sidecar := named(ctrs, r.pod.Spec.InitContainers[i].Name)
-		errs = append(errs, r.h.stopGroup(ctx, sidecar, r.pod.Pod, ips, grace))
-		stopped = append(stopped, sidecar...)
-	}
-	// Their exits are recorded as the supervisor would have (finish).
-	for _, c := range stopped {
-		if c.Task.State != engine.TaskRunning && c.Task.State != engine.TaskPaused {
-			continue
-		}
-		t, err := r.h.engine.Task(ctx, c.ID)
-		if err != nil || t.State != engine.TaskStopped {
-			continue
-		}
-		errs = append(errs, r.h.finish(ctx, c.ID, engine.Exit{Code: t.ExitCode, ExitedAt: t.ExitedAt}))
-	}
-	errs = append(errs, r.h.stopSandbox(ctx, r.pod.UID, r.attachment()))
+	err := r.h.killPod(ctx, r.teardown(teardown{grace: grace, sandbox: true}))
 	// Failed once nothing runs, as the kubelet reports a terminated pod.
 	r.state.Ended = &why
-	errs = append(errs, r.h.saveState(r.state))
-	return errors.Join(errs...)
+	return errors.Join(err, r.h.saveState(r.state))
 }

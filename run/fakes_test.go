@@ -370,3 +370,15 @@ func execProbe(cmd string, period, failures int32) *corev1.Probe {
 		PeriodSeconds: period, FailureThreshold: failures, SuccessThreshold: 1, TimeoutSeconds: 1,
 	}
 }
+
+// loop is the loop of container name, or nil.
+func (w *podWorker) loop(name string) *ctrLoop {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range w.loops {
+		if l.c.Name == name {
+			return l
+		}
+	}
+	return nil
+}

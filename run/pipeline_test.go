@@ -309,8 +309,9 @@ func TestUpUndoesEveryStepOnCancel(t *testing.T) {
 }
 
 // TestUpThenDown brings the pod up and takes it down: the kubelet's kill
-// order (apps, then sidecars in reverse, then the sandbox; the network
-// before its namespace) and nothing left.
+// order (apps, then sidecars in reverse, then the sandbox with its network,
+// then the namespace, as the CRI's StopPodSandbox; then the removals) and
+// nothing left.
 func TestUpThenDown(t *testing.T) {
 	p := newPipeline(t)
 	ctx := p.ctx()
@@ -334,9 +335,10 @@ func TestUpThenDown(t *testing.T) {
 	order := []string{
 		"engine.Kill " + ContainerID(p.pod.UID, "app", 0) + " SIGTERM",
 		"engine.Kill " + ContainerID(p.pod.UID, "log", 0) + " SIGTERM",
-		"engine.Delete " + SandboxID(p.pod.UID),
+		"engine.Kill " + SandboxID(p.pod.UID) + " SIGKILL",
 		"cni.del " + SandboxID(p.pod.UID),
 		"netns.remove " + sandbox.NetNSName(p.pod.UID),
+		"engine.Delete " + SandboxID(p.pod.UID),
 		"cgroup.remove " + p.h.podCgroup(p.pod.UID),
 		"disk.remove " + p.pod.UID,
 	}

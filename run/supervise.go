@@ -271,17 +271,6 @@ func (s loopState) describe() string {
 	return "starting"
 }
 
-func (w *podWorker) loop(name string) *ctrLoop {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, l := range w.loops {
-		if l.c.Name == name {
-			return l
-		}
-	}
-	return nil
-}
-
 // stop ends this container's supervision (not the container) and waits for it.
 func (l *ctrLoop) stop() {
 	l.cancel()

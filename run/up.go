@@ -76,25 +76,25 @@ func (r *podRun) plan() []Step {
 		steps = append(steps, Step{Name: "sandbox: netns", Do: r.createNetNS, Undo: r.removeNetNS, UndoFirst: true})
 	}
 	if r.hostNetwork() {
-		steps = append(steps, Step{Name: "sandbox: pause", Do: r.startPause, Undo: r.removeContainers(labels.SandboxName), UndoFirst: true})
+		steps = append(steps, Step{Name: "sandbox: pause", Do: r.startPause, Undo: r.undoContainer(labels.SandboxName), UndoFirst: true})
 	} else {
 		// The namespace exists already, so the pause container and CNI ADD
 		// do not wait for each other.
 		steps = append(steps, Step{Name: "sandbox: pause + network", Do: both(r.startPause, r.addNetwork),
-			Undo: inOrder(r.delNetwork, r.removeContainers(labels.SandboxName)), UndoFirst: true})
+			Undo: inOrder(r.delNetwork, r.undoContainer(labels.SandboxName)), UndoFirst: true})
 	}
 	steps = append(steps, Step{Name: "sandbox: files", Do: r.writeFiles})
 	for i := range r.pod.Spec.InitContainers {
 		c := &r.pod.Spec.InitContainers[i]
 		if status.IsSidecar(c) {
-			steps = append(steps, Step{Name: "sidecar/" + c.Name, Do: r.startSidecar(c), Undo: r.stopContainers(c.Name), UndoFirst: true})
+			steps = append(steps, Step{Name: "sidecar/" + c.Name, Do: r.startSidecar(c), Undo: r.undoContainer(c.Name), UndoFirst: true})
 			continue
 		}
-		steps = append(steps, Step{Name: "init/" + c.Name, Do: r.runInit(c), Undo: r.stopContainers(c.Name), UndoFirst: true})
+		steps = append(steps, Step{Name: "init/" + c.Name, Do: r.runInit(c), Undo: r.undoContainer(c.Name), UndoFirst: true})
 	}
 	for i := range r.pod.Spec.Containers {
 		c := &r.pod.Spec.Containers[i]
-		steps = append(steps, Step{Name: "container/" + c.Name, Do: r.startApp(c), Undo: r.stopContainers(c.Name), UndoFirst: true})
+		steps = append(steps, Step{Name: "container/" + c.Name, Do: r.startApp(c), Undo: r.undoContainer(c.Name), UndoFirst: true})
 	}
 	runsToCompletion := r.pod.Spec.RestartPolicy != corev1.RestartPolicyAlways
 	switch {
@@ -640,7 +640,7 @@ func (r *podRun) notReady(cause error, loops []*ctrLoop) error {
 
 // waitCompletion waits for a Never/OnFailure pod's app containers to finish
 // (their loops restart failures under OnFailure), then stops its sidecars,
-// sandbox and network: a finished pod keeps its containers and directory
+// sandbox and network (killPod): a finished pod keeps its containers and directory
 // for status and logs until `down`, and nothing of it keeps running.
 func (r *podRun) waitCompletion(ctx context.Context) error {
 	var apps []*ctrLoop
@@ -669,32 +669,30 @@ func (r *podRun) waitCompletion(ctx context.Context) error {
 		r.phase = corev1.PodFailed
 		r.failure = strings.Join(failures, "; ")
 	}
-	if err := r.stopSidecars(ctx); err != nil {
-		return err
-	}
-	if err := r.h.stopSandbox(ctx, r.pod.UID, r.attachment()); err != nil {
+	// Its sidecars and sandbox end (killPod); nothing of it runs any more.
+	if err := r.h.killPod(ctx, r.teardown(teardown{sandbox: true})); err != nil {
 		return err
 	}
 	r.state.Complete = true
 	return r.h.saveState(r.state)
 }
 
-// stopSidecars ends the native sidecars of a finished pod, in reverse order.
-func (r *podRun) stopSidecars(ctx context.Context) error {
-	var errs []error
-	for i := len(r.pod.Spec.InitContainers) - 1; i >= 0; i-- {
-		c := &r.pod.Spec.InitContainers[i]
-		if !status.IsSidecar(c) {
-			continue
-		}
-		if l := r.w.loop(c.Name); l != nil {
-			l.stop()
-		}
-		ctrs, err := r.h.engine.List(ctx, map[string]string{labels.PodUID: r.pod.UID, labels.Container: c.Name})
-		if err != nil {
-			return err
-		}
-		errs = append(errs, r.h.stopGroup(ctx, ctrs, r.pod.Pod, r.state.PodIPs, podGrace(r.pod.Pod)))
+// teardown fills in what killPod needs to know of this pod.
+func (r *podRun) teardown(t teardown) teardown {
+	t.uid, t.pod, t.w = r.pod.UID, r.pod.Pod, r.w
+	if t.grace == 0 {
+		t.grace = podGrace(r.pod.Pod)
 	}
-	return errors.Join(errs...)
+	if r.state != nil {
+		t.ips = r.state.PodIPs
+	}
+	return t
+}
+
+// undoContainer is the undo of a container step (the pause's too): every
+// attempt of the container is stopped and removed.
+func (r *podRun) undoContainer(name string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return r.h.killPod(ctx, r.teardown(teardown{only: name, remove: true}))
+	}
 }
