@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/run"
 )
 
@@ -102,8 +103,8 @@ func imageCommand() *cli.Command {
 						return err
 					}
 					defer h.Close()
-					img, err := h.PullImage(c.Context, c.Args().First())
-					if perr := (*run.ImagePullError)(nil); errors.As(err, &perr) && perr.Reason == run.ReasonInvalidImageName {
+					img, err := h.Images().Pull(c.Context, c.Args().First())
+					if perr := (*images.PullError)(nil); errors.As(err, &perr) && perr.Reason == images.ReasonInvalidImageName {
 						return usageError{err.Error()}
 					}
 					if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/imagegc"
+	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
@@ -85,11 +86,13 @@ func config(c *cli.Context) (run.Config, error) {
 		// The kubelet's --cluster-domain (pod FQDNs; podrun has no cluster DNS).
 		ClusterDomain: c.String("cluster-domain"),
 		// Registries (pulls.go): credentials file, insecure hosts, progress.
-		RegistryConfig:         c.String("registry-config"),
-		RegistryConfigOptional: !c.IsSet("registry-config"),
-		InsecureRegistries:     insecure,
-		HostsDirs:              filepath.SplitList(c.String("hosts-dir")),
-		PullProgress:           pullProgress(),
+		Images: images.Options{
+			RegistryConfig:         c.String("registry-config"),
+			RegistryConfigOptional: !c.IsSet("registry-config"),
+			Insecure:               insecure,
+			HostsDirs:              filepath.SplitList(c.String("hosts-dir")),
+			Progress:               pullProgress(),
+		},
 		// Checked again on the opened path when volumes are set up (up, daemon).
 		AllowedHostPaths: c.StringSlice("allowed-host-paths"),
 		LogRotation:      rotation,

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/registry"
-	"github.com/podrun/podrun/run"
 )
 
 // defaultRegistryConfig is where Docker keeps credentials:
@@ -48,7 +48,7 @@ var pullLine *termProgress
 
 // pullProgress returns the progress line when stderr is a terminal, and
 // nothing otherwise (logs and pipes get no progress).
-func pullProgress() run.PullProgress {
+func pullProgress() images.Progress {
 	if !term.IsTerminal(int(os.Stderr.Fd())) {
 		return nil
 	}

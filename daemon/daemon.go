@@ -23,6 +23,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/podrun/podrun/imagegc"
+	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/resources"
@@ -137,7 +138,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	}
 	// A pod whose image is in back-off is tried again when the back-off ends.
 	wake := func() {
-		if at := d.h.NextPullRetry(); !at.IsZero() {
+		if at := d.h.Images().NextRetry(); !at.IsZero() {
 			schedule(at)
 		}
 	}
@@ -295,7 +296,7 @@ func (d *Daemon) apply(ctx context.Context, wants map[string]Want, broken map[st
 			}
 			continue
 		}
-		if perr := (*run.ImagePullError)(nil); errors.As(r.Err, &perr) {
+		if perr := (*images.PullError)(nil); errors.As(r.Err, &perr) {
 			d.log.Warn("pod waiting for its image", "pod", r.Pod, "reason", perr.Reason, "image", perr.Image, "message", perr.Err.Error())
 			waiting = append(waiting, Waiting{Pod: r.Pod, Source: wants[r.Pod].Source, Phase: string(r.Phase),
 				Reason: perr.Reason, Image: perr.Image, Message: perr.Err.Error()})

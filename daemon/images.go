@@ -96,7 +96,7 @@ func (d *Daemon) importArchive(ctx context.Context, path string) error {
 		return err
 	}
 	defer f.Close()
-	imgs, err := d.h.ImportImages(ctx, f)
+	imgs, err := d.h.Images().Import(ctx, f)
 	if err != nil {
 		return err
 	}

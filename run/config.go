@@ -5,6 +5,7 @@ package run
 import (
 	"time"
 
+	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/logs"
 )
 
@@ -41,25 +42,15 @@ type Config struct {
 	ClusterDomain string
 	// Exe is podrun's own (static) binary: the built-in pause and the log driver.
 	Exe string
-	// RegistryConfig is a Docker config file (~/.docker/config.json) whose
-	// "auths" give the node's registry credentials, read at each pull; ""
-	// for none. RegistryConfigOptional: a missing file is no error.
-	RegistryConfig         string
-	RegistryConfigOptional bool
-	// InsecureRegistries (HOST or HOST:PORT) may be reached over plain HTTP
-	// or with unverified certificates; loopback registries always may.
-	InsecureRegistries []string
-	// HostsDirs are containerd's registry host directories (--hosts-dir):
-	// mirrors and TLS of a registry, in its hosts.toml.
-	HostsDirs []string
+	// Images are the node's registry settings (credentials, insecure
+	// registries, hosts.toml directories, pull progress).
+	Images images.Options
 	// AllowedHostPaths, when not empty, are the only host path prefixes a
 	// hostPath volume may resolve under (--allowed-host-paths), checked on
 	// what is opened, symlinks resolved, when a pod's volumes are set up.
 	AllowedHostPaths []string
 	// Debug repeats the notes a host was given already (sayOnce).
 	Debug bool
-	// PullProgress, when set, is told how pulls are going.
-	PullProgress PullProgress
 }
 
 // Wait says when Up returns.

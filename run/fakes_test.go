@@ -177,8 +177,9 @@ func newHarness(t *testing.T, ps corev1.PodSpec) *harness {
 	}
 	hs.eng.ResetCalls()
 	hs.machine = newFakeMachine()
-	hs.h = NewHost(Config{Root: t.TempDir(), LogDir: t.TempDir()}, hs.machine.deps(hs.eng), hs.report, nil)
-	hs.h.clock = hs.clk
+	deps := hs.machine.deps(hs.eng)
+	deps.Clock = hs.clk
+	hs.h = NewHost(Config{Root: t.TempDir(), LogDir: t.TempDir()}, deps, hs.report, nil)
 	pod := &manifest.Pod{
 		Pod: &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: types.UID(testUID)},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
 )
@@ -29,7 +30,7 @@ type Host struct {
 
 	mu      sync.Mutex
 	workers map[string]*podWorker // by pod UID: the pods this process supervises
-	pulls   pullBackoffs          // image back-offs of the pods started with UpOptions.PullBackOff
+	images  *images.Manager
 
 	said sync.Map // notes about the host already reported (sayOnce, network.go)
 }
@@ -55,6 +56,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		clock:   d.Clock,
 		workers: map[string]*podWorker{},
 	}
+	h.images = images.New(d.Engine, cfg.Images, d.Clock.Now)
 	var ctx context.Context
 	ctx, h.closeExits = context.WithCancel(context.Background())
 	h.exits = newExitRouter(ctx, d.Engine)
@@ -69,6 +71,9 @@ func (h *Host) ObserveProbes(fn func(kind probes.Kind, o probes.Outcome, took ti
 
 // Engine exposes the runtime for image commands.
 func (h *Host) Engine() engine.Engine { return h.engine }
+
+// Images is the image manager (pulls, imports, their back-offs).
+func (h *Host) Images() *images.Manager { return h.images }
 
 // Close releases the runtime connection.
 func (h *Host) Close() error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/images"
 )
 
 const remoteRef = "registry.example.com/team/remote:1"
@@ -19,61 +19,6 @@ const remoteRef = "registry.example.com/team/remote:1"
 // temporary is a pull failure containerd's client reports when the
 // registry is down, marked as engine/ctrd marks it.
 func temporary(msg string) error { return fmt.Errorf("%s: %w", msg, engine.ErrTemporary) }
-
-func TestRetryable(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{pullError(remoteRef, temporary("dial tcp 127.0.0.1:5000: connect: connection refused")), true},
-		{pullError(remoteRef, temporary("unexpected status: 503 Service Unavailable")), true},
-		{pullError(remoteRef, fmt.Errorf("401 Unauthorized: %w", engine.ErrUnauthorized)), false},
-		{pullError(remoteRef, fmt.Errorf("manifest unknown: %w", engine.ErrNotFound)), false},
-		{pullError("Not A Ref", fmt.Errorf("%w: bad", engine.ErrInvalidImageName)), false},
-		{&ImagePullError{Reason: ReasonErrImageNeverPull, Image: remoteRef, Err: temporary("x")}, false},
-		{pullError(remoteRef, errors.New("something else")), false},
-	} {
-		if got := Retryable(tc.err); got != tc.want {
-			t.Errorf("Retryable(%v) = %v, want %v", tc.err, got, tc.want)
-		}
-	}
-}
-
-// TestPullBackoffSchedule: the kubelet's image back-off, 10 s doubling to
-// 300 s per pod and image, starting over after 600 s without a failure.
-func TestPullBackoffSchedule(t *testing.T) {
-	var p pullBackoffs
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	var got []time.Duration
-	for range 7 {
-		d := p.failed("uid_img", now, "boom")
-		got = append(got, d)
-		if msg, ok := p.waiting("uid_img", now.Add(d-time.Millisecond)); !ok || msg != "boom" {
-			t.Fatalf("just before the end of a %v back-off: waiting %v %q", d, ok, msg)
-		}
-		if _, ok := p.waiting("uid_img", now.Add(d)); ok {
-			t.Fatalf("at the end of a %v back-off: still waiting", d)
-		}
-		if _, ok := p.waiting("other_img", now); ok {
-			t.Fatal("another pod's image is in back-off")
-		}
-		if next := p.next(now); !next.Equal(now.Add(d)) {
-			t.Errorf("next = %v, want %v", next, now.Add(d))
-		}
-		now = now.Add(d)
-	}
-	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 300 * time.Second, 300 * time.Second}
-	if !slices.Equal(got, want) {
-		t.Errorf("back-offs %v, want %v", got, want)
-	}
-	if d := p.failed("uid_img", now.Add(601*time.Second), "again"); d != 10*time.Second {
-		t.Errorf("after 601 s without failure: back-off %v, want 10s again", d)
-	}
-	p.forget("uid_img")
-	if _, ok := p.waiting("uid_img", now); ok || !p.next(now).IsZero() {
-		t.Error("still waiting after forget")
-	}
-}
 
 // TestUpRetriesTransientPulls: `up` retries a registry that does not
 // answer with the back-off, says so, shows ImagePullBackOff meanwhile, and
@@ -102,7 +47,7 @@ func TestUpRetriesTransientPulls(t *testing.T) {
 			t.Fatalf("back-off #%d: %v, want %v", i+1, asked[i], d)
 		}
 		st, err := hs.h.loadState(testUID)
-		if err != nil || st.ImagePull == nil || st.ImagePull.Reason != ReasonImagePullBackOff ||
+		if err != nil || st.ImagePull == nil || st.ImagePull.Reason != images.ReasonImagePullBackOff ||
 			!strings.HasPrefix(st.ImagePull.Message, `Back-off pulling image "`+remoteRef+`": `) ||
 			!strings.Contains(st.ImagePull.Message, "connection refused") {
 			t.Fatalf("state while waiting: %+v, %v", st.ImagePull, err)
@@ -132,9 +77,9 @@ func TestUpFailsFastOnPermanentPullErrors(t *testing.T) {
 		policy corev1.PullPolicy
 		reason string
 	}{
-		{"unauthorized", fmt.Errorf("401 Unauthorized: %w", engine.ErrUnauthorized), corev1.PullAlways, ReasonErrImagePull},
-		{"manifest unknown", fmt.Errorf("manifest unknown: %w", engine.ErrNotFound), corev1.PullAlways, ReasonErrImagePull},
-		{"never", nil, corev1.PullNever, ReasonErrImageNeverPull},
+		{"unauthorized", fmt.Errorf("401 Unauthorized: %w", engine.ErrUnauthorized), corev1.PullAlways, images.ReasonErrImagePull},
+		{"manifest unknown", fmt.Errorf("manifest unknown: %w", engine.ErrNotFound), corev1.PullAlways, images.ReasonErrImagePull},
+		{"never", nil, corev1.PullNever, images.ReasonErrImageNeverPull},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hs := newHarness(t, appSpec(corev1.RestartPolicyAlways, corev1.Container{Name: "main", Image: remoteRef}))
@@ -142,7 +87,7 @@ func TestUpFailsFastOnPermanentPullErrors(t *testing.T) {
 				hs.eng.Fail("Pull", tc.err)
 			}
 			_, err := hs.r.image(hs.ctx, remoteRef, tc.policy, nil)
-			perr := (*ImagePullError)(nil)
+			perr := (*images.PullError)(nil)
 			if !errors.As(err, &perr) || perr.Reason != tc.reason {
 				t.Fatalf("err = %v, want %s", err, tc.reason)
 			}
@@ -170,8 +115,8 @@ func TestUpGivesUpAtTimeout(t *testing.T) {
 	hs.clk.waitAsked(t, 1)
 	cancel()
 	err := <-done
-	perr := (*ImagePullError)(nil)
-	if !errors.As(err, &perr) || perr.Reason != ReasonErrImagePull || !strings.Contains(err.Error(), "503 Service Unavailable") ||
+	perr := (*images.PullError)(nil)
+	if !errors.As(err, &perr) || perr.Reason != images.ReasonErrImagePull || !strings.Contains(err.Error(), "503 Service Unavailable") ||
 		!errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want ErrImagePull with the 503 and the context's end", err)
 	}
@@ -195,42 +140,42 @@ func TestDaemonPullBackOff(t *testing.T) {
 		}
 		return n
 	}
-	try := func() *ImagePullError {
+	try := func() *images.PullError {
 		_, err := hs.r.image(hs.ctx, remoteRef, corev1.PullAlways, nil)
 		if err == nil {
 			return nil
 		}
-		perr := (*ImagePullError)(nil)
+		perr := (*images.PullError)(nil)
 		if !errors.As(err, &perr) {
 			t.Fatalf("err = %v, not an ImagePullError", err)
 		}
 		return perr
 	}
-	if perr := try(); perr == nil || perr.Reason != ReasonErrImagePull || pulls() != 1 {
+	if perr := try(); perr == nil || perr.Reason != images.ReasonErrImagePull || pulls() != 1 {
 		t.Fatalf("first try: %v after %d pulls, want ErrImagePull after 1", perr, pulls())
 	}
 	hs.clk.Advance(9 * time.Second)
 	perr := try()
-	if perr == nil || perr.Reason != ReasonImagePullBackOff || pulls() != 1 ||
+	if perr == nil || perr.Reason != images.ReasonImagePullBackOff || pulls() != 1 ||
 		perr.Err.Error() != fmt.Sprintf(`Back-off pulling image %q: manifest unknown: not found`, remoteRef) {
 		t.Fatalf("within the back-off: %v after %d pulls, want ImagePullBackOff with the last failure, no pull", perr, pulls())
 	}
-	if next := hs.h.NextPullRetry(); !next.Equal(hs.clk.Now().Add(time.Second)) {
+	if next := hs.h.Images().NextRetry(); !next.Equal(hs.clk.Now().Add(time.Second)) {
 		t.Errorf("NextPullRetry = %v, want in 1 s", next)
 	}
 	hs.clk.Advance(time.Second)
-	if perr := try(); perr == nil || perr.Reason != ReasonErrImagePull || pulls() != 2 {
+	if perr := try(); perr == nil || perr.Reason != images.ReasonErrImagePull || pulls() != 2 {
 		t.Fatalf("after 10 s: %v after %d pulls, want ErrImagePull after 2", perr, pulls())
 	}
 	hs.clk.Advance(19 * time.Second)
-	if perr := try(); perr == nil || perr.Reason != ReasonImagePullBackOff || pulls() != 2 {
+	if perr := try(); perr == nil || perr.Reason != images.ReasonImagePullBackOff || pulls() != 2 {
 		t.Fatalf("19 s into the second back-off: %v after %d pulls, want ImagePullBackOff (20 s)", perr, pulls())
 	}
 	hs.clk.Advance(time.Second)
 	if perr := try(); perr != nil || pulls() != 3 {
 		t.Fatalf("after 20 s: %v after %d pulls, want the image", perr, pulls())
 	}
-	if !hs.h.NextPullRetry().IsZero() {
+	if !hs.h.Images().NextRetry().IsZero() {
 		t.Error("a back-off is left after the pull succeeded")
 	}
 }

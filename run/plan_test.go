@@ -3,7 +3,6 @@ package run
 import (
 	"reflect"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,27 +73,6 @@ func TestPlanRegistersUndoFirstForHalfSucceedingSteps(t *testing.T) {
 				t.Errorf("step %q: undo must be registered before Do", s.Name)
 			}
 		}
-	}
-}
-
-func TestBackoffSchedule(t *testing.T) {
-	var b Backoff
-	var got []int
-	for i := 0; i < 7; i++ {
-		got = append(got, int(b.Delay(time.Second).Seconds()))
-	}
-	if want := []int{10, 20, 40, 80, 160, 300, 300}; !reflect.DeepEqual(got, want) {
-		t.Errorf("delays = %v, want %v", got, want)
-	}
-	// An attempt that ran for 10 minutes resets the schedule; 9 minutes does not.
-	if d := b.Delay(9 * time.Minute); d != 300*time.Second {
-		t.Errorf("after 9 min running: %s, want 5m0s", d)
-	}
-	if d := b.Delay(10 * time.Minute); d != 10*time.Second {
-		t.Errorf("after 10 min running: %s, want 10s", d)
-	}
-	if d := b.Delay(time.Second); d != 20*time.Second {
-		t.Errorf("after reset, next: %s, want 20s", d)
 	}
 }
 

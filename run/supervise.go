@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/backoff"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/probes"
@@ -189,7 +190,7 @@ type ctrLoop struct {
 	finished chan struct{} // closed when run returns
 	c        *corev1.Container
 	role     role
-	backoff  Backoff
+	backoff  backoff.Backoff
 	adopted  *engine.Container // an existing attempt to take over instead of starting one
 	killed   atomic.Bool       // the current attempt was killed by a probe or hook failure
 
@@ -439,10 +440,7 @@ func (l *ctrLoop) adoptExited(ctx context.Context, a engine.Container) (ranFor t
 		finished = a.Task.ExitedAt
 	}
 	ranFor = finished.Sub(started)
-	l.backoff.next = backoffInitial
-	for i := 0; i < l.state().restarts && l.backoff.next < backoffMax; i++ {
-		l.backoff.next = min(2*l.backoff.next, backoffMax)
-	}
+	l.backoff.Resume(l.state().restarts)
 	resume = -1
 	if until, err := time.Parse(time.RFC3339Nano, a.Labels[labels.BackoffUntil]); err == nil {
 		resume = max(until.Sub(l.w.clock.Now()), 0)

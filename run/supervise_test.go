@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/backoff"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/fake"
 	"github.com/podrun/podrun/labels"
@@ -76,7 +77,7 @@ func TestSupervisorBackoffSchedule(t *testing.T) {
 
 	// Attempt 7 runs for 10 minutes: the schedule starts over at 10 s.
 	id := hs.waitRunning("app", len(want))
-	hs.clk.Advance(backoffReset)
+	hs.clk.Advance(backoff.Reset)
 	hs.eng.Exit(id, 1)
 	asked := hs.clk.waitAsked(t, len(want)+1)
 	if got := asked[len(want)]; got != 10*time.Second {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/plan"
 )
@@ -96,7 +97,7 @@ func (h *Host) observe(ctx context.Context, w Want, o UpOptions) (plan.Input, er
 		wanted[p.Namespace+"/"+p.Name] = true
 		d := plan.Desired{Pod: p}
 		if o.PullBackOff {
-			if perr := h.pullWaiting(ctx, p); perr != nil { // imagepull.go
+			if perr := h.images.Waiting(ctx, p); perr != nil {
 				d.ImageWait = perr
 			}
 		}
@@ -143,7 +144,7 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions) Result {
 	case plan.Wait:
 		// Its image is in back-off: the pod stays Pending as it is (imagepull.go).
 		res.Action, res.Phase, res.Err = Created, corev1.PodPending, a.Err
-		if perr := (*ImagePullError)(nil); errors.As(a.Err, &perr) {
+		if perr := (*images.PullError)(nil); errors.As(a.Err, &perr) {
 			if err := h.keepPending(a.Pod, a.Pod.Source.Origin(), perr); err != nil {
 				res.Err = errors.Join(a.Err, err)
 			}
@@ -153,7 +154,7 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions) Result {
 		if a.PullFirst {
 			// Pull before kill: while the new pod's images cannot be made
 			// present, the running pod keeps running (and is retried).
-			if err := h.prefetchImages(ctx, a.Pod); err != nil {
+			if err := h.images.Prefetch(ctx, a.Pod); err != nil {
 				h.report(Event{Pod: a.Key, Msg: fmt.Sprintf("keeping the running pod until the new one's image is present: %v", err)})
 				res.Phase, res.Err = corev1.PodRunning, err
 				return res
@@ -193,7 +194,7 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 		h.supervise(r.w)
 	}
 	if err != nil {
-		if perr := (*ImagePullError)(nil); o.PullBackOff && errors.As(err, &perr) {
+		if perr := (*images.PullError)(nil); o.PullBackOff && errors.As(err, &perr) {
 			// Listed as Pending with the image's reason (imagepull.go).
 			if kerr := h.keepPending(p, r.source, perr); kerr != nil {
 				err = errors.Join(err, kerr)

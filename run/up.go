@@ -197,50 +197,6 @@ func (r *podRun) ensureImages(ctx context.Context) error {
 	return nil
 }
 
-// ImagePullError carries the Kubernetes reason for an image failure. Failed
-// pulls are retried with the kubelet's back-off (imagepull.go): ImagePullBackOff
-// is the reason of a pod whose image waits for its next pull.
-type ImagePullError struct {
-	Reason string // ErrImageNeverPull, ErrImagePull, ImagePullBackOff, InvalidImageName
-	Image  string
-	Err    error
-}
-
-func (e *ImagePullError) Error() string {
-	return fmt.Sprintf("%s: image %q: %v", e.Reason, e.Image, e.Err)
-}
-
-func (e *ImagePullError) Unwrap() error { return e.Err }
-
-// ensureImage makes ref present per policy; pulls use pullSecrets, then the
-// node's credentials.
-func (h *Host) ensureImage(ctx context.Context, ref string, policy corev1.PullPolicy, pullSecrets []*corev1.Secret) (engine.Image, error) {
-	local, lerr := h.engine.Image(ctx, ref)
-	if errors.Is(lerr, engine.ErrInvalidImageName) {
-		return engine.Image{}, pullError(ref, lerr) // InvalidImageName
-	}
-	if lerr != nil && !errors.Is(lerr, engine.ErrNotFound) {
-		return engine.Image{}, lerr
-	}
-	present := lerr == nil
-	switch {
-	case policy == corev1.PullNever && !present:
-		return engine.Image{}, &ImagePullError{Reason: ReasonErrImageNeverPull, Image: ref,
-			Err: errors.New("not present and imagePullPolicy is Never; load it with `podrun image import FILE.tar`")}
-	case present && policy != corev1.PullAlways:
-		return local, nil
-	}
-	img, err := h.pull(ctx, ref, pullSecrets) // with credentials (run/pull.go)
-	if err != nil {
-		perr := pullError(ref, err)
-		if present {
-			perr.Err = fmt.Errorf("%w (the image is present locally: set imagePullPolicy: IfNotPresent to use it)", err)
-		}
-		return engine.Image{}, perr
-	}
-	return img, nil
-}
-
 func (r *podRun) createNetNS(context.Context) error {
 	var err error
 	r.netns, err = r.h.netns.Create(sandbox.NetNSName(r.pod.UID))

@@ -1,4 +1,4 @@
-package run
+package images
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,18 +62,13 @@ func (p *progressRecord) Done(ref string) {
 	p.events = append(p.events, "done "+ref)
 }
 
-func newPullHost(t *testing.T, cfg Config) (*Host, *recordingEngine, *[]Event) {
+func newPullHost(t *testing.T, o Options) (*Manager, *recordingEngine, struct{}) {
 	t.Helper()
 	fe := fake.New()
 	fe.AddRemote(engine.Image{Ref: pullRef, Digest: "sha256:1", Size: 100})
 	fe.RequireAuth(pullRef, "alice", "s3cret")
 	e := &recordingEngine{Engine: fe}
-	var mu sync.Mutex
-	var events []Event
-	cfg.Root = t.TempDir()
-	h := NewHost(cfg, Deps{Engine: e}, func(ev Event) { mu.Lock(); events = append(events, ev); mu.Unlock() }, nil)
-	t.Cleanup(func() { h.Close() })
-	return h, e, &events
+	return New(e, o, time.Now), e, struct{}{}
 }
 
 func writeDockerConfig(t *testing.T, user, pass string) string {
@@ -103,13 +99,13 @@ func TestEnsureImageCredentials(t *testing.T) {
 			wantErr: []string{"ErrImagePull", `the registry refused the credentials of user "bob" from secret "default/regcred", user "carol" from `}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var cfg Config
+			var cfg Options
 			if tc.config != "" {
 				user, pass, _ := strings.Cut(tc.config, ":")
 				cfg.RegistryConfig = writeDockerConfig(t, user, pass)
 			}
 			h, e, _ := newPullHost(t, cfg)
-			img, err := h.ensureImage(ctx, pullRef, corev1.PullAlways, tc.secrets)
+			img, err := h.Ensure(ctx, pullRef, corev1.PullAlways, tc.secrets)
 			if n := len(e.opts); n != tc.wantPulls {
 				t.Errorf("%d pulls, want %d", n, tc.wantPulls)
 			}
@@ -119,9 +115,9 @@ func TestEnsureImageCredentials(t *testing.T) {
 				}
 				return
 			}
-			var perr *ImagePullError
+			var perr *PullError
 			if !errors.As(err, &perr) || perr.Reason != ReasonErrImagePull || !errors.Is(err, engine.ErrUnauthorized) {
-				t.Fatalf("err = %v; want an ImagePullError ErrImagePull wrapping ErrUnauthorized", err)
+				t.Fatalf("err = %v; want an PullError ErrImagePull wrapping ErrUnauthorized", err)
 			}
 			for _, w := range tc.wantErr {
 				if !strings.Contains(err.Error(), w) {
@@ -136,8 +132,8 @@ func TestEnsureImageCredentials(t *testing.T) {
 }
 
 func TestPullCredentialsGoToTheImagesRegistryOnly(t *testing.T) {
-	h, e, _ := newPullHost(t, Config{})
-	if _, err := h.ensureImage(context.Background(), pullRef, corev1.PullAlways, []*corev1.Secret{pullSecret("r", "alice", "s3cret")}); err != nil {
+	h, e, _ := newPullHost(t, Options{})
+	if _, err := h.Ensure(context.Background(), pullRef, corev1.PullAlways, []*corev1.Secret{pullSecret("r", "alice", "s3cret")}); err != nil {
 		t.Fatal(err)
 	}
 	auth := e.opts[0].Auth
@@ -151,17 +147,17 @@ func TestPullCredentialsGoToTheImagesRegistryOnly(t *testing.T) {
 
 func TestEnsureImageReasons(t *testing.T) {
 	ctx := context.Background()
-	h, e, _ := newPullHost(t, Config{InsecureRegistries: []string{"registry.example.com"}})
-	_, err := h.ensureImage(ctx, "podrun.test/absent:1", corev1.PullNever, nil)
-	if perr := (*ImagePullError)(nil); !errors.As(err, &perr) || perr.Reason != ReasonErrImageNeverPull {
+	h, e, _ := newPullHost(t, Options{Insecure: []string{"registry.example.com"}})
+	_, err := h.Ensure(ctx, "podrun.test/absent:1", corev1.PullNever, nil)
+	if perr := (*PullError)(nil); !errors.As(err, &perr) || perr.Reason != ReasonErrImageNeverPull {
 		t.Errorf("Never, absent: %v; want ErrImageNeverPull", err)
 	}
-	_, err = h.ensureImage(ctx, "Not A Ref", corev1.PullIfNotPresent, nil)
-	if perr := (*ImagePullError)(nil); !errors.As(err, &perr) || perr.Reason != ReasonInvalidImageName {
+	_, err = h.Ensure(ctx, "Not A Ref", corev1.PullIfNotPresent, nil)
+	if perr := (*PullError)(nil); !errors.As(err, &perr) || perr.Reason != ReasonInvalidImageName {
 		t.Errorf("invalid name: %v; want InvalidImageName", err)
 	}
-	_, err = h.ensureImage(ctx, "podrun.test/absent:1", corev1.PullIfNotPresent, nil)
-	if perr := (*ImagePullError)(nil); !errors.As(err, &perr) || perr.Reason != ReasonErrImagePull || !errors.Is(err, engine.ErrNotFound) {
+	_, err = h.Ensure(ctx, "podrun.test/absent:1", corev1.PullIfNotPresent, nil)
+	if perr := (*PullError)(nil); !errors.As(err, &perr) || perr.Reason != ReasonErrImagePull || !errors.Is(err, engine.ErrNotFound) {
 		t.Errorf("not in the registry: %v; want ErrImagePull wrapping ErrNotFound", err)
 	}
 	if len(e.opts) == 0 || !slices.Equal(e.opts[0].Insecure, []string{"registry.example.com"}) || e.opts[0].Progress != nil {
@@ -171,8 +167,8 @@ func TestEnsureImageReasons(t *testing.T) {
 
 func TestPullProgressAndImagePullCommand(t *testing.T) {
 	rec := &progressRecord{}
-	h, _, _ := newPullHost(t, Config{RegistryConfig: writeDockerConfig(t, "alice", "s3cret"), PullProgress: rec})
-	img, err := h.PullImage(context.Background(), pullRef)
+	h, _, _ := newPullHost(t, Options{RegistryConfig: writeDockerConfig(t, "alice", "s3cret"), Progress: rec})
+	img, err := h.Pull(context.Background(), pullRef)
 	if err != nil || img.Ref != pullRef {
 		t.Fatalf("PullImage = %+v, %v", img, err)
 	}
@@ -182,12 +178,12 @@ func TestPullProgressAndImagePullCommand(t *testing.T) {
 	}
 	// A --registry-config given explicitly must exist; the default need not.
 	missing := filepath.Join(t.TempDir(), "nope.json")
-	h2, _, _ := newPullHost(t, Config{RegistryConfig: missing})
-	if _, err := h2.PullImage(context.Background(), pullRef); err == nil || !strings.Contains(err.Error(), "reading the registry config") {
+	h2, _, _ := newPullHost(t, Options{RegistryConfig: missing})
+	if _, err := h2.Pull(context.Background(), pullRef); err == nil || !strings.Contains(err.Error(), "reading the registry config") {
 		t.Errorf("missing explicit config: %v", err)
 	}
-	h3, _, _ := newPullHost(t, Config{RegistryConfig: missing, RegistryConfigOptional: true})
-	if _, err := h3.PullImage(context.Background(), pullRef); !errors.Is(err, engine.ErrUnauthorized) {
+	h3, _, _ := newPullHost(t, Options{RegistryConfig: missing, RegistryConfigOptional: true})
+	if _, err := h3.Pull(context.Background(), pullRef); !errors.Is(err, engine.ErrUnauthorized) {
 		t.Errorf("missing default config: %v; want an anonymous pull, refused", err)
 	}
 }
