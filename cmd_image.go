@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/images"
+	"github.com/podrun/podrun/printers"
 	"github.com/podrun/podrun/run"
 )
 
@@ -81,15 +81,7 @@ func imageCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					if f := c.String("output"); f != "" {
-						return printObject(os.Stdout, imgs, f)
-					}
-					tw := tabwriter.NewWriter(os.Stdout, 0, 8, 3, ' ', 0)
-					fmt.Fprintln(tw, "REF\tDIGEST\tSIZE")
-					for _, i := range imgs {
-						fmt.Fprintf(tw, "%s\t%s\t%s\n", i.Ref, i.Digest, humanSize(i.Size))
-					}
-					return tw.Flush()
+					return printers.Images(os.Stdout, imgs, c.String("output"))
 				}),
 			},
 			{
@@ -123,17 +115,4 @@ func openInput(path string) (io.ReadCloser, error) {
 		return io.NopCloser(os.Stdin), nil
 	}
 	return os.Open(path)
-}
-
-func humanSize(n int64) string {
-	if n < 0 {
-		return "-"
-	}
-	units := []string{"B", "KiB", "MiB", "GiB"}
-	f, i := float64(n), 0
-	for f >= 1024 && i < len(units)-1 {
-		f /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %s", f, units[i])
 }

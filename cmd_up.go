@@ -5,7 +5,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -58,7 +57,7 @@ func upCommand() *cli.Command {
 				// Also when a signal came during start-up: the pods already up
 				// are terminated, not left running unsupervised.
 				if ctx.Err() == nil {
-					fmt.Fprintln(os.Stderr, "supervising; SIGINT or SIGTERM stops the pods")
+					stderr.Println("supervising; SIGINT or SIGTERM stops the pods")
 				}
 				errs = append(errs, h.Supervise(ctx))
 			}

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -102,10 +101,7 @@ func config(c *cli.Context) (run.Config, error) {
 
 // progress prints pipeline events on stderr, one line each.
 func progress() run.Reporter {
-	var mu sync.Mutex
 	return func(e run.Event) {
-		mu.Lock()
-		defer mu.Unlock()
 		var b strings.Builder
 		if e.Pod != "" {
 			fmt.Fprintf(&b, "%s ", e.Pod)
@@ -125,8 +121,7 @@ func progress() run.Reporter {
 		if e.Err != nil {
 			fmt.Fprintf(&b, "FAILED: %v", e.Err)
 		}
-		clearPullLine() // a pull's progress line, if one is shown (pulls.go)
-		fmt.Fprintln(os.Stderr, strings.TrimSpace(b.String()))
+		stderr.Println(strings.TrimSpace(b.String()))
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/pause"
+	"github.com/podrun/podrun/printers"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -40,10 +41,10 @@ func main() {
 	var problems manifest.Problems
 	switch {
 	case errors.As(err, &problems):
-		fmt.Fprintln(os.Stderr, problems.Error())
-		fmt.Fprintf(os.Stderr, "podrun: %d problem(s); nothing was changed\n", problems.Total())
+		stderr.Println(problems.Error())
+		stderr.Println(fmt.Sprintf("podrun: %d problem(s); nothing was changed", problems.Total()))
 	case err != nil && err.Error() != "":
-		fmt.Fprintf(os.Stderr, "podrun: %v\n", err)
+		stderr.Println(fmt.Sprintf("podrun: %v", err))
 	}
 	os.Exit(exitCode(err))
 }
@@ -56,11 +57,12 @@ func (e usageError) Error() string { return e.msg }
 func exitCode(err error) int {
 	var problems manifest.Problems
 	var usage usageError
+	var format *printers.FormatError
 	var coded cli.ExitCoder
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &problems), errors.As(err, &usage):
+	case errors.As(err, &problems), errors.As(err, &usage), errors.As(err, &format):
 		return exitInvalid
 	case errors.Is(err, engine.ErrUnavailable):
 		return exitUnavailable

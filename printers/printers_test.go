@@ -1,4 +1,4 @@
-package main
+package printers
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func TestPrintStatusSource(t *testing.T) {
 		{"json", "{"},
 	} {
 		var out bytes.Buffer
-		if err := printStatus(&out, p, tc.format); err != nil {
+		if err := Status(&out, p, tc.format); err != nil {
 			t.Fatalf("-o %q: %v", tc.format, err)
 		}
 		if first, _, _ := strings.Cut(out.String(), "\n"); first != tc.first {
@@ -36,12 +36,12 @@ func TestPrintStatusSource(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if err := printStatus(&out, p, "wide"); err == nil || out.Len() != 0 {
+	if err := Status(&out, p, "wide"); err == nil || out.Len() != 0 {
 		t.Errorf("-o wide: err %v, output %q; want a usage error and nothing printed", err, out.String())
 	}
 	p.Source = ""
 	out.Reset()
-	if err := printStatus(&out, p, ""); err != nil || !strings.HasPrefix(out.String(), "# source: <none>\n") {
+	if err := Status(&out, p, ""); err != nil || !strings.HasPrefix(out.String(), "# source: <none>\n") {
 		t.Errorf("no source: %v, %q", err, out.String())
 	}
 }
