@@ -13,6 +13,7 @@ import (
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/status"
+	"github.com/podrun/podrun/supervisor"
 )
 
 // ErrNotAdoptable is returned for a pod that cannot be supervised as it is
@@ -34,34 +35,24 @@ func (h *Host) Adopt(ctx context.Context, uid string, from *manifest.Pod) error 
 	if from != nil {
 		r.pod.ConfigMaps, r.pod.Secrets, r.pod.PullSecrets = from.ConfigMaps, from.Secrets, from.PullSecrets
 	}
-	r.w = newPodWorker(r, h.clock)
+	r.w = supervisor.New(r, h.exits, h.clock, r.pod.Spec.RestartPolicy)
 	ctrs, err := h.engine.List(ctx, map[string]string{labels.PodUID: uid})
 	if err != nil {
 		return err
 	}
 	for i := range r.pod.Spec.InitContainers {
 		if c := &r.pod.Spec.InitContainers[i]; status.IsSidecar(c) {
-			r.w.adoptLoop(c, roleSidecar, named(ctrs, c.Name))
+			r.w.Adopt(c, supervisor.RoleSidecar, named(ctrs, c.Name))
 		}
 	}
 	if r.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || !r.finished(ctrs) {
 		for i := range r.pod.Spec.Containers {
 			c := &r.pod.Spec.Containers[i]
-			r.w.adoptLoop(c, roleApp, named(ctrs, c.Name))
+			r.w.Adopt(c, supervisor.RoleApp, named(ctrs, c.Name))
 		}
 	}
-	h.supervise(r.w)
+	h.supervise(r)
 	return nil
-}
-
-// adoptLoop supervises container c from its latest attempt.
-func (w *podWorker) adoptLoop(c *corev1.Container, role role, attempts []engine.Container) {
-	cur := status.Latest(attempts)
-	if cur == nil {
-		w.startLoop(c, role, 0, nil)
-		return
-	}
-	w.startLoop(c, role, int(status.RestartCount(*cur)), cur)
 }
 
 // finished reports whether every app container of a run-to-completion pod

@@ -43,8 +43,8 @@ func TestCreateContainerConfigErrorAtRestart(t *testing.T) {
 		if asked := hs.clk.waitAsked(t, n+2); asked[n+1] != delay {
 			t.Fatalf("back-off after failed try %d: %s, want %s (all: %v)", n+1, asked[n+1], delay, asked)
 		}
-		st := hs.loop("app").state()
-		if _, ok := st.startErr.(*spec.ConfigError); !ok || st.restarts != 1 {
+		st := hs.loop("app").State()
+		if _, ok := st.StartErr.(*spec.ConfigError); !ok || st.Restarts != 1 {
 			t.Errorf("try %d: loop state %+v, want a ConfigError and restarts 1", n+1, st)
 		}
 		if got := hs.attempts("app"); !slices.Equal(got, []string{id0}) {

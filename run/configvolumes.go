@@ -33,10 +33,10 @@ func (h *Host) configFor(p *manifest.Pod) (*volumes.Config, error) {
 // objects). It reports the volumes whose files changed.
 func (h *Host) UpdateConfigVolumes(p *manifest.Pod) error {
 	h.mu.Lock()
-	w := h.workers[p.UID]
+	r := h.workers[p.UID]
 	h.mu.Unlock()
-	if w != nil {
-		w.r.setObjects(p) // for the env of containers it restarts
+	if r != nil {
+		r.setObjects(p) // for the env of containers it restarts
 	}
 	if !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return volumes.Updatable(&v) }) {
 		return nil // the daemon calls this at every sync

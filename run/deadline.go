@@ -10,6 +10,7 @@ import (
 
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/status"
+	"github.com/podrun/podrun/supervisor"
 )
 
 // The kubelet's active deadline (pkg/kubelet/active_deadline.go): a pod
@@ -53,18 +54,18 @@ func (r *podRun) deadlineTimer(ctx context.Context) <-chan time.Time {
 		return nil
 	}
 	at := start.Add(time.Duration(*ads) * time.Second)
-	return r.w.clock.After(at.Sub(r.w.clock.Now()))
+	return r.w.Clock().After(at.Sub(r.w.Clock().Now()))
 }
 
 // active reports whether the pod still runs: its sandbox is up and an app
 // container runs or will be restarted. A pod whose app containers are all
 // done for good is terminal, and a terminal pod never changes its phase.
 func (r *podRun) active(ctx context.Context) bool {
-	if !r.sandboxAlive(ctx) {
+	if !r.SandboxAlive(ctx) {
 		return false
 	}
-	for _, l := range r.w.all() {
-		if l.role == roleApp && !l.state().done {
+	for _, l := range r.w.Loops() {
+		if l.Role() == supervisor.RoleApp && !l.State().Done {
 			return true
 		}
 	}

@@ -78,7 +78,7 @@ func TestActiveDeadlineSupervised(t *testing.T) {
 	hs.clk.Advance(10 * time.Second) // the pod started 10 s ago
 	hs.startApp("main")
 	id := hs.waitRunning("main", 0)
-	hs.h.supervise(hs.r.w)
+	hs.h.supervise(hs.r)
 	if asked := hs.clk.waitAsked(t, 1); asked[len(asked)-1] != 20*time.Second {
 		t.Fatalf("clock waits %v, want 20 s: the rest of the deadline from the start time", asked)
 	}
@@ -98,7 +98,7 @@ func TestActiveDeadlineAlreadyPast(t *testing.T) {
 	hs.startApp("main")
 	id := hs.waitRunning("main", 0)
 	hs.clk.Advance(time.Minute)
-	hs.h.supervise(hs.r.w)
+	hs.h.supervise(hs.r)
 	checkDeadlineExceeded(t, hs, id)
 }
 
@@ -108,7 +108,7 @@ func TestActiveDeadlineTerminalPod(t *testing.T) {
 	hs := deadlineHarness(t, corev1.RestartPolicyNever, 30)
 	hs.startApp("main")
 	id := hs.waitRunning("main", 0)
-	hs.h.supervise(hs.r.w)
+	hs.h.supervise(hs.r)
 	hs.clk.waitAsked(t, 1)
 	hs.eng.Exit(id, 0)
 	hs.waitDone("main")

@@ -57,21 +57,19 @@ func overLimit(vols []corev1.Volume, usage func(name string) (int64, error)) str
 // over its limit; it also ends the pod at its active deadline
 // (deadline.go). It runs only in a supervising process (`up -f`, the
 // daemon): nothing measures or times a pod nobody supervises.
-func (w *podWorker) housekeep(vols []corev1.Volume) {
-	defer w.wg.Done()
-	r := w.r
+func (r *podRun) housekeep(ctx context.Context, vols []corev1.Volume) {
 	usage := func(name string) (int64, error) { return volumes.DiskUsage(r.layout.EmptyDir(name)) }
-	due := r.deadlineTimer(w.ctx)
+	due := r.deadlineTimer(ctx)
 	var tick <-chan time.Time
 	for len(vols) > 0 || due != nil {
 		if tick == nil && len(vols) > 0 {
-			tick = w.clock.After(housekeepingInterval)
+			tick = r.w.Clock().After(housekeepingInterval)
 		}
 		var err error
 		select {
 		case <-tick:
 			tick = nil
-			if !r.sandboxAlive(w.ctx) {
+			if !r.SandboxAlive(ctx) {
 				continue // not started yet, or finished: only active pods are evicted
 			}
 			msg := overLimit(vols, usage)
@@ -79,17 +77,17 @@ func (w *podWorker) housekeep(vols []corev1.Volume) {
 				continue
 			}
 			r.h.report(Event{Pod: r.key, Msg: "evicted: " + msg})
-			err = r.end(w.ctx, status.Ended{Reason: ReasonEvicted, Message: msg}, evictionGrace)
+			err = r.end(ctx, status.Ended{Reason: ReasonEvicted, Message: msg}, evictionGrace)
 		case <-due:
 			due = nil
-			if !r.active(w.ctx) {
+			if !r.active(ctx) {
 				continue // finished before its deadline: a terminal pod stays as it ended
 			}
-			err = r.exceedDeadline(w.ctx)
-		case <-w.ctx.Done():
+			err = r.exceedDeadline(ctx)
+		case <-ctx.Done():
 			return
 		}
-		if err != nil && w.ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil {
 			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("ending the pod: %v", err)})
 		}
 		return

@@ -80,7 +80,7 @@ func TestEvictionOverSizeLimit(t *testing.T) {
 	}
 	hs.startApp("main")
 	id := hs.waitRunning("main", 0)
-	hs.h.supervise(hs.r.w)
+	hs.h.supervise(hs.r)
 
 	// Under the limit: nothing happens at the first check.
 	if err := os.WriteFile(filepath.Join(dir, "small"), make([]byte, 512<<10), 0o644); err != nil {

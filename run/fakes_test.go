@@ -19,6 +19,7 @@ import (
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/spec"
+	"github.com/podrun/podrun/supervisor"
 	"github.com/podrun/podrun/volumes"
 )
 
@@ -197,7 +198,7 @@ func newHarness(t *testing.T, ps corev1.PodSpec) *harness {
 		hostname:  "web",
 		sandboxID: SandboxID(testUID),
 	}
-	r.w = newPodWorker(r, hs.h.clock)
+	r.w = supervisor.New(r, hs.h.exits, hs.h.clock, r.pod.Spec.RestartPolicy)
 	hs.r = r
 	if err := os.MkdirAll(r.layout.Pod(), 0o750); err != nil {
 		t.Fatal(err)
@@ -206,7 +207,7 @@ func newHarness(t *testing.T, ps corev1.PodSpec) *harness {
 	hs.ctx = ctx
 	t.Cleanup(func() {
 		cancel()
-		r.w.stop()
+		r.w.Stop()
 		_ = hs.h.Close()
 	})
 	return hs
@@ -252,7 +253,7 @@ func (hs *harness) container(name string) *corev1.Container {
 }
 
 // startApp runs the pipeline step of app container name.
-func (hs *harness) startApp(name string) *ctrLoop {
+func (hs *harness) startApp(name string) *supervisor.Loop {
 	hs.t.Helper()
 	if err := hs.r.startApp(hs.container(name))(hs.ctx); err != nil {
 		hs.t.Fatalf("starting %q: %v", name, err)
@@ -260,9 +261,9 @@ func (hs *harness) startApp(name string) *ctrLoop {
 	return hs.loop(name)
 }
 
-func (hs *harness) loop(name string) *ctrLoop {
+func (hs *harness) loop(name string) *supervisor.Loop {
 	hs.t.Helper()
-	l := hs.r.w.loop(name)
+	l := loopOf(hs.r.w, name)
 	if l == nil {
 		hs.t.Fatalf("no loop for %q", name)
 	}
@@ -270,31 +271,31 @@ func (hs *harness) loop(name string) *ctrLoop {
 }
 
 // waitState blocks until container name's loop state satisfies cond.
-func (hs *harness) waitState(name, what string, cond func(loopState) bool) loopState {
+func (hs *harness) waitState(name, what string, cond func(supervisor.State) bool) supervisor.State {
 	hs.t.Helper()
 	l := hs.loop(name)
 	ctx, cancel := context.WithTimeout(hs.ctx, waitTimeout)
 	defer cancel()
-	if err := hs.r.w.waitFor(ctx, func() (bool, error) { return cond(l.state()), nil }); err != nil {
-		hs.t.Fatalf("container %q: waiting for %s: %v (state %+v)", name, what, err, l.state())
+	if err := hs.r.w.WaitFor(ctx, func() (bool, error) { return cond(l.State()), nil }); err != nil {
+		hs.t.Fatalf("container %q: waiting for %s: %v (state %+v)", name, what, err, l.State())
 	}
-	return l.state()
+	return l.State()
 }
 
 // waitRunning waits until attempt n of container name runs and returns its id.
 func (hs *harness) waitRunning(name string, n int) string {
 	hs.t.Helper()
 	id := hs.id(name, n)
-	hs.waitState(name, "attempt "+id+" running", func(s loopState) bool { return s.id == id && s.running })
+	hs.waitState(name, "attempt "+id+" running", func(s supervisor.State) bool { return s.ID == id && s.Running })
 	return id
 }
 
 // waitDone waits until container name's loop has finished for good.
-func (hs *harness) waitDone(name string) loopState {
+func (hs *harness) waitDone(name string) supervisor.State {
 	hs.t.Helper()
-	st := hs.waitState(name, "done", func(s loopState) bool { return s.done })
+	st := hs.waitState(name, "done", func(s supervisor.State) bool { return s.Done })
 	select {
-	case <-hs.loop(name).finished:
+	case <-hs.loop(name).Finished():
 	case <-time.After(waitTimeout):
 		hs.t.Fatalf("container %q: loop still running after done", name)
 	}
@@ -372,12 +373,10 @@ func execProbe(cmd string, period, failures int32) *corev1.Probe {
 	}
 }
 
-// loop is the loop of container name, or nil.
-func (w *podWorker) loop(name string) *ctrLoop {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, l := range w.loops {
-		if l.c.Name == name {
+// loopOf is w's loop of container name, or nil.
+func loopOf(w *supervisor.Worker, name string) *supervisor.Loop {
+	for _, l := range w.Loops() {
+		if l.Container().Name == name {
 			return l
 		}
 	}

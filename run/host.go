@@ -9,6 +9,7 @@ import (
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
+	"github.com/podrun/podrun/supervisor"
 )
 
 // Host is podrun on this machine: the runtime, the network and the state dir.
@@ -22,14 +23,14 @@ type Host struct {
 	node       resources.Node
 	report     Reporter
 	closer     func() error
-	exits      *exitRouter
+	exits      *supervisor.Exits
 	clock      probes.Clock
 	closeExits context.CancelFunc // ends the exit router, which starts with the first supervised container
 
 	observeProbe func(probes.Kind, probes.Outcome, time.Duration)
 
 	mu      sync.Mutex
-	workers map[string]*podWorker // by pod UID: the pods this process supervises
+	workers map[string]*podRun // by pod UID: the pods this process supervises
 	images  *images.Manager
 
 	said sync.Map // notes about the host already reported (sayOnce, network.go)
@@ -54,12 +55,12 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		report:  report,
 		closer:  closer,
 		clock:   d.Clock,
-		workers: map[string]*podWorker{},
+		workers: map[string]*podRun{},
 	}
 	h.images = images.New(d.Engine, cfg.Images, d.Clock.Now)
 	var ctx context.Context
 	ctx, h.closeExits = context.WithCancel(context.Background())
-	h.exits = newExitRouter(ctx, d.Engine)
+	h.exits = supervisor.NewExits(ctx, d.Engine)
 	return h
 }
 

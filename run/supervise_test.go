@@ -16,6 +16,7 @@ import (
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/fake"
 	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/supervisor"
 )
 
 // TestSupervisorBackoffSchedule: an app container under restartPolicy Always that
@@ -34,16 +35,16 @@ func TestSupervisorBackoffSchedule(t *testing.T) {
 		if got := hs.labels(id)[labels.RestartCount]; got != strconv.Itoa(k) {
 			t.Errorf("attempt %d: restart-count label %q, want %d", k, got, k)
 		}
-		if st := hs.loop("app").state(); st.restarts != k {
-			t.Errorf("attempt %d: loop restarts %d", k, st.restarts)
+		if st := hs.loop("app").State(); st.Restarts != k {
+			t.Errorf("attempt %d: loop restarts %d", k, st.Restarts)
 		}
 		hs.eng.Exit(id, 1)
 		asked := hs.clk.waitAsked(t, k+1)
 		if asked[k] != delay {
 			t.Fatalf("restart %d: back-off %s, want %s (all: %v)", k+1, asked[k], delay, asked)
 		}
-		st := hs.loop("app").state()
-		if st.running || st.done || st.restarts != k {
+		st := hs.loop("app").State()
+		if st.Running || st.Done || st.Restarts != k {
 			t.Errorf("restart %d: during back-off state %+v, want waiting with %d restarts", k+1, st, k)
 		}
 		l := hs.labels(id)
@@ -123,7 +124,7 @@ func TestRestartPolicyNever(t *testing.T) {
 			id := hs.waitRunning("app", 0)
 			hs.eng.Exit(id, code)
 			st := hs.waitDone("app")
-			if st.exitCode != code || st.restarts != 0 || st.running {
+			if st.ExitCode != code || st.Restarts != 0 || st.Running {
 				t.Errorf("state %+v, want done with exit code %d and no restart", st, code)
 			}
 			if asked := hs.clk.Asked(); len(asked) != 0 {
@@ -146,7 +147,7 @@ func TestRestartPolicyOnFailure(t *testing.T) {
 		hs := newHarness(t, appSpec(corev1.RestartPolicyOnFailure, corev1.Container{Name: "app"}))
 		hs.startApp("app")
 		hs.eng.Exit(hs.waitRunning("app", 0), 0)
-		if st := hs.waitDone("app"); st.exitCode != 0 || st.restarts != 0 {
+		if st := hs.waitDone("app"); st.ExitCode != 0 || st.Restarts != 0 {
 			t.Errorf("state %+v", st)
 		}
 		if asked := hs.clk.Asked(); len(asked) != 0 {
@@ -162,11 +163,11 @@ func TestRestartPolicyOnFailure(t *testing.T) {
 		}
 		hs.clk.Advance(10 * time.Second)
 		id := hs.waitRunning("app", 1)
-		if st := hs.loop("app").state(); st.restarts != 1 || st.done {
+		if st := hs.loop("app").State(); st.Restarts != 1 || st.Done {
 			t.Errorf("state %+v, want running restart 1", st)
 		}
 		hs.eng.Exit(id, 0)
-		if st := hs.waitDone("app"); st.exitCode != 0 || st.restarts != 1 {
+		if st := hs.waitDone("app"); st.ExitCode != 0 || st.Restarts != 1 {
 			t.Errorf("after exit 0 of restart 1: state %+v", st)
 		}
 	})
@@ -211,16 +212,16 @@ func TestLivenessFailureKillsAndRestarts(t *testing.T) {
 	if !strings.HasPrefix(l[labels.LastProbe], "liveness probe failed") {
 		t.Errorf("last-probe label %q", l[labels.LastProbe])
 	}
-	if st := hs.loop("app").state(); !strings.HasPrefix(st.lastFail, "liveness probe failed") {
-		t.Errorf("lastFail %q", st.lastFail)
+	if st := hs.loop("app").State(); !strings.HasPrefix(st.LastFail, "liveness probe failed") {
+		t.Errorf("lastFail %q", st.LastFail)
 	}
 	hs.clk.Advance(10 * time.Second)
 	id1 := hs.waitRunning("app", 1)
 	if got := hs.labels(id1)[labels.RestartCount]; got != "1" {
 		t.Errorf("restart-count %q, want 1", got)
 	}
-	if st := hs.loop("app").state(); st.restarts != 1 {
-		t.Errorf("restarts %d, want 1", st.restarts)
+	if st := hs.loop("app").State(); st.Restarts != 1 {
+		t.Errorf("restarts %d, want 1", st.Restarts)
 	}
 	// The new attempt gets a new liveness worker (it passes now).
 	hs.clk.waitAsked(t, 3)
@@ -241,10 +242,10 @@ func TestLivenessKillUsesProbeGrace(t *testing.T) {
 	ps := appSpec(corev1.RestartPolicyNever, corev1.Container{Name: "app", LivenessProbe: probe})
 	ps.TerminationGracePeriodSeconds = ptrTo(int64(60))
 	hs := newHarness(t, ps)
-	if got := hs.r.grace(probe); got != time.Second {
+	if got := hs.r.Grace(probe); got != time.Second {
 		t.Errorf("grace(probe) = %s, want 1s", got)
 	}
-	if got := hs.r.grace(nil); got != 60*time.Second {
+	if got := hs.r.Grace(nil); got != 60*time.Second {
 		t.Errorf("grace(nil) = %s, want the pod's 60s", got)
 	}
 	id := hs.id("app", 0)
@@ -253,8 +254,8 @@ func TestLivenessKillUsesProbeGrace(t *testing.T) {
 	start := time.Now()
 	hs.startApp("app")
 	st := hs.waitDone("app")
-	if st.exitCode != fake.CodeKilled {
-		t.Errorf("exit code %d, want %d (SIGKILL)", st.exitCode, fake.CodeKilled)
+	if st.ExitCode != fake.CodeKilled {
+		t.Errorf("exit code %d, want %d (SIGKILL)", st.ExitCode, fake.CodeKilled)
 	}
 	if el := time.Since(start); el > 15*time.Second {
 		t.Errorf("SIGKILL came after %s: the pod's grace was used", el)
@@ -282,13 +283,13 @@ func TestLivenessKillRestartsUnderOnFailure(t *testing.T) {
 	})
 	hs.startApp("app")
 	hs.eventually("the exit of the killed attempt handled", func() bool {
-		return hs.loop("app").state().done || slices.Contains(hs.clk.Asked(), 10*time.Second)
+		return hs.loop("app").State().Done || slices.Contains(hs.clk.Asked(), 10*time.Second)
 	})
 	if !hs.called("Kill " + id0 + " SIGTERM") {
 		t.Fatalf("no SIGTERM; calls %v", hs.eng.Calls())
 	}
-	if st := hs.loop("app").state(); st.done {
-		t.Fatalf("liveness-killed container marked done (exit code %d), not restarted", st.exitCode)
+	if st := hs.loop("app").State(); st.Done {
+		t.Fatalf("liveness-killed container marked done (exit code %d), not restarted", st.ExitCode)
 	}
 	hs.clk.Advance(10 * time.Second)
 	hs.waitRunning("app", 1)
@@ -319,7 +320,7 @@ func TestReadiness(t *testing.T) {
 		t.Fatalf("waitReady returned before the container was ready: %v", err)
 	case <-time.After(20 * time.Millisecond):
 	}
-	if st := hs.loop("app").state(); st.ready || !st.started {
+	if st := hs.loop("app").State(); st.Ready || !st.Started {
 		t.Errorf("state %+v, want started and not ready", st)
 	}
 	if _, set := hs.labels(id)[labels.Ready]; set {
@@ -348,11 +349,11 @@ func TestReadiness(t *testing.T) {
 	hs.clk.waitAsked(t, 2)
 	hs.clk.Advance(time.Second) // one failure: below the threshold
 	hs.clk.waitAsked(t, 3)
-	if !hs.loop("app").state().ready {
+	if !hs.loop("app").State().Ready {
 		t.Error("not ready after a single failure (failureThreshold 2)")
 	}
 	hs.clk.Advance(time.Second) // the second failure
-	hs.waitState("app", "not ready", func(s loopState) bool { return !s.ready })
+	hs.waitState("app", "not ready", func(s supervisor.State) bool { return !s.Ready })
 	hs.eventually("ready=false label", func() bool { return hs.labels(id)[labels.Ready] == "false" })
 	l = hs.labels(id)
 	if l[labels.ReadyAt] != t0.Add(3*time.Second).UTC().Format(time.RFC3339Nano) {
@@ -361,7 +362,7 @@ func TestReadiness(t *testing.T) {
 	if !strings.HasPrefix(l[labels.LastProbe], "readiness probe failed") {
 		t.Errorf("last-probe %q", l[labels.LastProbe])
 	}
-	if st := hs.loop("app").state(); !st.running || st.restarts != 0 {
+	if st := hs.loop("app").State(); !st.Running || st.Restarts != 0 {
 		t.Errorf("readiness failure changed the container: %+v", st)
 	}
 	for _, c := range hs.eng.Calls() {
@@ -378,7 +379,7 @@ func TestWaitReadyTimesOut(t *testing.T) {
 		corev1.Container{Name: "app", ReadinessProbe: execProbe("ready", 1, 1)}))
 	hs.setExec(func(string, []string) int { return 1 })
 	hs.startApp("app")
-	hs.waitState("app", "probe failure", func(s loopState) bool { return s.lastFail != "" })
+	hs.waitState("app", "probe failure", func(s supervisor.State) bool { return s.LastFail != "" })
 	ctx, cancel := context.WithTimeout(hs.ctx, 10*time.Millisecond)
 	defer cancel()
 	err := hs.r.waitReady(ctx)
@@ -402,14 +403,14 @@ func TestPostStartFailure(t *testing.T) {
 	hs.startApp("app") // returns: the container is done
 	id := hs.id("app", 0)
 	st := hs.waitDone("app")
-	if st.ranOnce || st.started || st.restarts != 0 {
+	if st.RanOnce || st.Started || st.Restarts != 0 {
 		t.Errorf("state %+v: a container whose postStart failed counted as running", st)
 	}
-	if st.exitCode != fake.CodeTerminated {
-		t.Errorf("exit code %d, want %d", st.exitCode, fake.CodeTerminated)
+	if st.ExitCode != fake.CodeTerminated {
+		t.Errorf("exit code %d, want %d", st.ExitCode, fake.CodeTerminated)
 	}
-	if !strings.HasPrefix(st.lastFail, `postStart hook failed: exec hook ["hook"] exited with code 1`) {
-		t.Errorf("lastFail %q", st.lastFail)
+	if !strings.HasPrefix(st.LastFail, `postStart hook failed: exec hook ["hook"] exited with code 1`) {
+		t.Errorf("lastFail %q", st.LastFail)
 	}
 	exec, kill := hs.callIndex("Exec "+id), hs.callIndex("Kill "+id+" SIGTERM")
 	if exec < 0 || kill < exec {
@@ -453,7 +454,7 @@ func TestPostStartSuccess(t *testing.T) {
 		t.Fatalf("startApp returned while postStart ran: %v", err)
 	case <-time.After(20 * time.Millisecond):
 	}
-	if st := hs.loop("app").state(); st.running || st.ranOnce || st.ready {
+	if st := hs.loop("app").State(); st.Running || st.RanOnce || st.Ready {
 		t.Errorf("state %+v while postStart runs, want not running", st)
 	}
 	if got := hs.labels(id)[labels.Started]; got != "" {
@@ -468,7 +469,7 @@ func TestPostStartSuccess(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("startApp did not return after postStart")
 	}
-	hs.waitState("app", "ready", func(s loopState) bool { return s.running && s.started && s.ready })
+	hs.waitState("app", "ready", func(s supervisor.State) bool { return s.Running && s.Started && s.Ready })
 	l := hs.labels(id)
 	if l[labels.Started] != "true" || l[labels.Ready] != "true" {
 		t.Errorf("labels started %q ready %q", l[labels.Started], l[labels.Ready])
@@ -492,13 +493,13 @@ func TestStartupProbeFailureKills(t *testing.T) {
 		return 1
 	})
 	hs.startApp("app")
-	if st := hs.loop("app").state(); st.started {
+	if st := hs.loop("app").State(); st.Started {
 		t.Errorf("started before the startup probe passed: %+v", st)
 	}
 	hs.clk.waitAsked(t, 1)
 	hs.clk.Advance(time.Second)
 	st := hs.waitDone("app")
-	if st.exitCode != fake.CodeTerminated || !strings.HasPrefix(st.lastFail, "startup probe failed") {
+	if st.ExitCode != fake.CodeTerminated || !strings.HasPrefix(st.LastFail, "startup probe failed") {
 		t.Errorf("state %+v", st)
 	}
 	if ran.Load() != 0 {
@@ -517,7 +518,7 @@ func TestNativeSidecarRestartsUnderNever(t *testing.T) {
 	if err := hs.r.startSidecar(hs.container("proxy"))(hs.ctx); err != nil {
 		t.Fatalf("startSidecar: %v", err)
 	}
-	if st := hs.loop("proxy").state(); !st.started {
+	if st := hs.loop("proxy").State(); !st.Started {
 		t.Errorf("startSidecar returned before the sidecar started: %+v", st)
 	}
 	hs.startApp("app")
@@ -544,7 +545,7 @@ func TestNativeSidecarRestartsUnderNever(t *testing.T) {
 	}
 
 	hs.eng.Exit(hs.waitRunning("app", 0), 1)
-	if st := hs.waitDone("app"); st.exitCode != 1 || st.restarts != 0 {
+	if st := hs.waitDone("app"); st.ExitCode != 1 || st.Restarts != 0 {
 		t.Errorf("app state %+v, want done with code 1", st)
 	}
 	if hs.called("Create " + hs.id("app", 1)) {
@@ -565,12 +566,12 @@ func TestStartedLabelFailureLeavesNoStrayTask(t *testing.T) {
 	hs.eng.Fail("SetLabels", errors.New("containerd hiccup")) // the started-at label
 	go func() { _ = hs.r.startApp(hs.container("app"))(hs.ctx) }()
 	hs.eventually("attempt 0 running or a back-off", func() bool {
-		l := hs.r.w.loop("app")
+		l := loopOf(hs.r.w, "app")
 		if l == nil {
 			return false
 		}
-		st := l.state()
-		return (st.id == id0 && st.running) || len(hs.clk.Asked()) > 0
+		st := l.State()
+		return (st.ID == id0 && st.Running) || len(hs.clk.Asked()) > 0
 	})
 	if asked := hs.clk.Asked(); len(asked) > 0 {
 		hs.clk.Advance(asked[0])
@@ -583,132 +584,11 @@ func TestStartedLabelFailureLeavesNoStrayTask(t *testing.T) {
 	if got := hs.attempts("app"); !slices.Equal(got, []string{id0}) {
 		t.Errorf("attempts %v, want only %s", got, id0)
 	}
-	if st := hs.loop("app").state(); st.startErr != nil || st.restarts != 0 {
+	if st := hs.loop("app").State(); st.StartErr != nil || st.Restarts != 0 {
 		t.Errorf("state %+v", st)
 	}
 	if hs.task(id0).State != engine.TaskRunning {
 		t.Errorf("attempt 0 not running: %+v", hs.task(id0))
-	}
-}
-
-// TestExitRouterDeliversOnce: an exit that both the event stream and the
-// check after start see is delivered exactly once; an exit that happened
-// before anyone listened is delivered by check.
-func TestExitRouterDeliversOnce(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	eng := fake.New()
-	x := newExitRouter(ctx, eng)
-	x.start()
-	mk := func(id string) {
-		t.Helper()
-		if err := eng.Create(ctx, engine.ContainerSpec{ID: id}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := eng.Start(ctx, id, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	t.Run("stream and check race", func(t *testing.T) {
-		mk("a")
-		ch := x.register("a")
-		eng.Exit("a", 3)
-		x.check(ctx, "a") // the task is stopped already
-		got := recvExit(t, ch)
-		if got.Code != 3 {
-			t.Errorf("got %+v", got)
-		}
-		x.check(ctx, "a")
-		x.reconcile(ctx)
-		select {
-		case e := <-ch:
-			t.Errorf("second delivery %+v", e)
-		case <-time.After(50 * time.Millisecond):
-		}
-	})
-
-	t.Run("exit before subscription", func(t *testing.T) {
-		// A router whose stream has not seen the exit: only check can deliver it.
-		idleCtx, stop := context.WithCancel(ctx)
-		stop() // never subscribes
-		idle := newExitRouter(idleCtx, eng)
-		mk("b")
-		ch := idle.register("b")
-		eng.Exit("b", 4)
-		idle.check(ctx, "b")
-		if got := recvExit(t, ch); got.Code != 4 {
-			t.Errorf("got %+v", got)
-		}
-		idle.check(ctx, "b")
-		idle.reconcile(ctx)
-		select {
-		case e := <-ch:
-			t.Errorf("second delivery %+v", e)
-		default:
-		}
-	})
-
-	t.Run("running task is not delivered by check", func(t *testing.T) {
-		mk("c")
-		ch := x.register("c")
-		x.check(ctx, "c")
-		select {
-		case e := <-ch:
-			t.Fatalf("delivered a running task: %+v", e)
-		default:
-		}
-		x.unregister("c")
-		eng.Exit("c", 1)
-		select {
-		case e := <-ch:
-			t.Errorf("delivered after unregister: %+v", e)
-		case <-time.After(50 * time.Millisecond):
-		}
-	})
-}
-
-func recvExit(t *testing.T, ch <-chan engine.Exit) engine.Exit {
-	t.Helper()
-	select {
-	case e := <-ch:
-		return e
-	case <-time.After(waitTimeout):
-		t.Fatal("no exit delivered")
-	}
-	return engine.Exit{}
-}
-
-// TestExitRouterResubscribes: after the event stream breaks (containerd
-// restarting), the router subscribes again and delivers the exits it
-// missed meanwhile; later exits come through the new stream.
-func TestExitRouterResubscribes(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	eng := fake.New()
-	x := newExitRouter(ctx, eng)
-	x.start()
-	for _, id := range []string{"a", "b"} {
-		if err := eng.Create(ctx, engine.ContainerSpec{ID: id}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := eng.Start(ctx, id, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cha := x.register("a")
-	eng.BreakExits(errors.New("containerd restarted"))
-	eng.Exit("a", 5) // missed: no stream
-	if got := recvExit(t, cha); got.Code != 5 {
-		t.Errorf("missed exit reconciled as %+v", got)
-	}
-	if n := countCalls(eng.Calls(), "Exits"); n != 2 {
-		t.Errorf("Exits called %d times, want 2", n)
-	}
-	chb := x.register("b")
-	eng.Exit("b", 6)
-	if got := recvExit(t, chb); got.Code != 6 {
-		t.Errorf("exit through the new stream: %+v", got)
 	}
 }
 
@@ -749,7 +629,7 @@ func TestExitRightAfterStart(t *testing.T) {
 		hs.eng.Exit(id0, 1)
 	}()
 	go func() { _ = hs.r.startApp(hs.container("app"))(hs.ctx) }()
-	hs.eventually("loop", func() bool { return hs.r.w.loop("app") != nil })
+	hs.eventually("loop", func() bool { return loopOf(hs.r.w, "app") != nil })
 	if asked := hs.clk.waitAsked(t, 1); asked[0] != 10*time.Second {
 		t.Fatalf("waits %v", asked)
 	}
@@ -759,7 +639,7 @@ func TestExitRightAfterStart(t *testing.T) {
 	if asked := hs.clk.Asked(); len(asked) != 1 {
 		t.Errorf("waits %v: the exit was handled more than once", asked)
 	}
-	if st := hs.loop("app").state(); st.restarts != 1 || !st.running {
+	if st := hs.loop("app").State(); st.Restarts != 1 || !st.Running {
 		t.Errorf("state %+v", st)
 	}
 }
@@ -801,7 +681,7 @@ func TestPostStartFailureRestartsUnderAlways(t *testing.T) {
 	}
 	hs.clk.Advance(10 * time.Second)
 	hs.waitRunning("app", 1)
-	if st := hs.loop("app").state(); !st.ranOnce || st.restarts != 1 {
+	if st := hs.loop("app").State(); !st.RanOnce || st.Restarts != 1 {
 		t.Errorf("state %+v", st)
 	}
 }
@@ -829,7 +709,7 @@ func TestSidecarWaitsForStartupProbe(t *testing.T) {
 		t.Fatalf("startSidecar returned before the startup probe passed: %v", err)
 	case <-time.After(20 * time.Millisecond):
 	}
-	if st := hs.loop("proxy").state(); !st.running || st.started {
+	if st := hs.loop("proxy").State(); !st.Running || st.Started {
 		t.Errorf("state %+v, want running, not started", st)
 	}
 	ok.Store(true)
@@ -861,7 +741,7 @@ func TestInitContainerRestartsInTheSupervisor(t *testing.T) {
 			hs := newHarness(t, ps)
 			errc := make(chan error, 1)
 			go func() { errc <- hs.r.runInit(&hs.r.pod.Spec.InitContainers[0])(hs.ctx) }()
-			hs.eventually("the init loop", func() bool { return hs.r.w.loop("setup") != nil })
+			hs.eventually("the init loop", func() bool { return loopOf(hs.r.w, "setup") != nil })
 			for n := range 3 {
 				id := hs.waitRunning("setup", n)
 				hs.eng.Exit(id, 1)
@@ -891,7 +771,7 @@ func TestInitContainerRestartsInTheSupervisor(t *testing.T) {
 			case <-time.After(waitTimeout):
 				t.Fatal("init step did not end after exit 0")
 			}
-			if st := hs.loop("setup").state(); !st.done || st.restarts != 3 {
+			if st := hs.loop("setup").State(); !st.Done || st.Restarts != 3 {
 				t.Errorf("state %+v, want done after 3 restarts", st)
 			}
 		})
@@ -902,7 +782,7 @@ func TestInitContainerRestartsInTheSupervisor(t *testing.T) {
 		hs := newHarness(t, ps)
 		errc := make(chan error, 1)
 		go func() { errc <- hs.r.runInit(&hs.r.pod.Spec.InitContainers[0])(hs.ctx) }()
-		hs.eventually("the init loop", func() bool { return hs.r.w.loop("setup") != nil })
+		hs.eventually("the init loop", func() bool { return loopOf(hs.r.w, "setup") != nil })
 		hs.eng.Exit(hs.waitRunning("setup", 0), 3)
 		var xerr *ExitError
 		if err := <-errc; !errors.As(err, &xerr) || xerr.Code != 3 || !strings.HasPrefix(err.Error(), `init container "setup" exited with code 3`) {

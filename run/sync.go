@@ -12,6 +12,7 @@ import (
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/plan"
+	"github.com/podrun/podrun/supervisor"
 )
 
 // Action is what Sync did with a pod.
@@ -186,12 +187,12 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 		defer cancel()
 	}
 	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff}
-	r.w = newPodWorker(r, h.clock)
+	r.w = supervisor.New(r, h.exits, h.clock, p.Spec.RestartPolicy)
 	err := Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report)
 	if err != nil || !o.Foreground {
-		r.w.stop() // the pod keeps running; nobody supervises it any more
+		r.w.Stop() // the pod keeps running; nobody supervises it any more
 	} else {
-		h.supervise(r.w)
+		h.supervise(r)
 	}
 	if err != nil {
 		if perr := (*images.PullError)(nil); o.PullBackOff && errors.As(err, &perr) {

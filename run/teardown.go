@@ -21,6 +21,7 @@ import (
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
+	"github.com/podrun/podrun/supervisor"
 )
 
 // minGrace is the kubelet's minimum shutdown window for a container.
@@ -37,7 +38,7 @@ type teardown struct {
 	grace time.Duration
 	// w is the pod's supervisor in this process, if any: its loops (or
 	// only's) end first, so that nothing is restarted meanwhile.
-	w *podWorker
+	w *supervisor.Worker
 	// only limits the teardown to the attempts of one container ("": all).
 	only string
 	// sandbox: then the pod's sandbox ends: its pause task, network and
@@ -57,9 +58,9 @@ type teardown struct {
 // as done, so it finishes a half-made or half-removed pod too.
 func (h *Host) killPod(ctx context.Context, t teardown) error {
 	if t.w != nil {
-		for _, l := range t.w.all() {
-			if t.only == "" || l.c.Name == t.only {
-				l.stop()
+		for _, l := range t.w.Loops() {
+			if t.only == "" || l.Container().Name == t.only {
+				l.Stop()
 			}
 		}
 	}

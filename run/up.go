@@ -23,6 +23,7 @@ import (
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/status"
+	"github.com/podrun/podrun/supervisor"
 	"github.com/podrun/podrun/volumes"
 )
 
@@ -42,7 +43,7 @@ type podRun struct {
 	layout volumes.Layout
 	source string // for labels and listings: "stdin" or a file's absolute path
 	wait   Wait
-	w      *podWorker
+	w      *supervisor.Worker
 	// objMu guards pod.ConfigMaps and pod.Secrets, which a supervised pod's
 	// container starts read and UpdateConfigVolumes replaces.
 	objMu sync.Mutex
@@ -490,23 +491,23 @@ func (e *ExitError) Error() string {
 // error says how its last attempt ended.
 func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		l := r.w.startLoop(c, roleInit, 0, nil)
-		err := r.w.waitFor(ctx, func() (bool, error) {
-			st := l.state()
-			if st.startErr != nil {
-				return false, st.startErr
+		l := r.w.Start(c, supervisor.RoleInit, 0, nil)
+		err := r.w.WaitFor(ctx, func() (bool, error) {
+			st := l.State()
+			if st.StartErr != nil {
+				return false, st.StartErr
 			}
-			return st.done, nil
+			return st.Done, nil
 		})
-		st := l.state()
-		exit := &ExitError{Container: c.Name, Code: st.lastCode, OOMKilled: st.oomKill, Tail: readTail(r.logPath(c.Name, st.restarts))}
+		st := l.State()
+		exit := &ExitError{Container: c.Name, Code: st.LastCode, OOMKilled: st.OOMKilled, Tail: readTail(r.logPath(c.Name, st.Restarts))}
 		switch {
-		case err != nil && st.exited && ctx.Err() != nil:
+		case err != nil && st.Exited && ctx.Err() != nil:
 			return fmt.Errorf("init %w; gave up: %w", exit, err)
 		case err != nil:
 			return err
-		case st.exitCode != 0:
-			exit.Code = st.exitCode
+		case st.ExitCode != 0:
+			exit.Code = st.ExitCode
 			return fmt.Errorf("init %w", exit)
 		}
 		return nil
@@ -517,13 +518,13 @@ func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 // started (postStart done), or failed to.
 func (r *podRun) startApp(c *corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		l := r.w.startLoop(c, roleApp, 0, nil)
-		return r.w.waitFor(ctx, func() (bool, error) {
-			st := l.state()
-			if st.startErr != nil {
-				return false, st.startErr
+		l := r.w.Start(c, supervisor.RoleApp, 0, nil)
+		return r.w.WaitFor(ctx, func() (bool, error) {
+			st := l.State()
+			if st.StartErr != nil {
+				return false, st.StartErr
 			}
-			return st.ranOnce || st.done, nil
+			return st.RanOnce || st.Done, nil
 		})
 	}
 }
@@ -532,16 +533,16 @@ func (r *podRun) startApp(c *corev1.Container) func(context.Context) error {
 // startup probe passed), as the next init container does.
 func (r *podRun) startSidecar(c *corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		l := r.w.startLoop(c, roleSidecar, 0, nil)
-		err := r.w.waitFor(ctx, func() (bool, error) {
-			st := l.state()
-			if st.startErr != nil {
-				return false, st.startErr
+		l := r.w.Start(c, supervisor.RoleSidecar, 0, nil)
+		err := r.w.WaitFor(ctx, func() (bool, error) {
+			st := l.State()
+			if st.StartErr != nil {
+				return false, st.StartErr
 			}
-			return st.started, nil
+			return st.Started, nil
 		})
 		if err != nil && ctx.Err() != nil {
-			return r.notReady(err, []*ctrLoop{l})
+			return r.notReady(err, []*supervisor.Loop{l})
 		}
 		return err
 	}
@@ -556,15 +557,15 @@ func (r *podRun) recordRunning(context.Context) error {
 // waitReady waits until every supervised container is ready, or the pod's
 // active deadline ends it (deadline.go).
 func (r *podRun) waitReady(ctx context.Context) error {
-	var loops []*ctrLoop
-	for _, l := range r.w.all() {
-		if l.role != roleInit { // done before any app started
+	var loops []*supervisor.Loop
+	for _, l := range r.w.Loops() {
+		if l.Role() != supervisor.RoleInit { // done before any app started
 			loops = append(loops, l)
 		}
 	}
 	dctx, passed, cancel := r.untilDeadline(ctx)
 	defer cancel()
-	if err := r.w.waitAll(dctx, loops, func(s loopState) bool { return s.ready }); err != nil {
+	if err := r.w.WaitAll(dctx, loops, func(s supervisor.State) bool { return s.Ready }); err != nil {
 		if passed() {
 			return r.failDeadline(ctx)
 		}
@@ -575,18 +576,18 @@ func (r *podRun) waitReady(ctx context.Context) error {
 
 // notReady explains a wait that ended: for each container that is not
 // ready, its state, its last probe or hook failure and its last log lines.
-func (r *podRun) notReady(cause error, loops []*ctrLoop) error {
+func (r *podRun) notReady(cause error, loops []*supervisor.Loop) error {
 	var b strings.Builder
 	for _, l := range loops {
-		st := l.state()
-		if st.ready {
+		st := l.State()
+		if st.Ready {
 			continue
 		}
-		fmt.Fprintf(&b, "\n  container %q: %s", l.c.Name, st.describe())
-		if st.lastFail != "" {
-			fmt.Fprintf(&b, "; %s", st.lastFail)
+		fmt.Fprintf(&b, "\n  container %q: %s", l.Container().Name, st.Describe())
+		if st.LastFail != "" {
+			fmt.Fprintf(&b, "; %s", st.LastFail)
 		}
-		logPath := r.logPath(l.c.Name, st.restarts)
+		logPath := r.logPath(l.Container().Name, st.Restarts)
 		if tail := readTail(logPath); tail != "" {
 			fmt.Fprintf(&b, "; last log lines:\n%s", tail)
 		}
@@ -599,15 +600,15 @@ func (r *podRun) notReady(cause error, loops []*ctrLoop) error {
 // sandbox and network (killPod): a finished pod keeps its containers and directory
 // for status and logs until `down`, and nothing of it keeps running.
 func (r *podRun) waitCompletion(ctx context.Context) error {
-	var apps []*ctrLoop
-	for _, l := range r.w.all() {
-		if l.role == roleApp {
+	var apps []*supervisor.Loop
+	for _, l := range r.w.Loops() {
+		if l.Role() == supervisor.RoleApp {
 			apps = append(apps, l)
 		}
 	}
 	dctx, passed, cancel := r.untilDeadline(ctx) // deadline.go
 	defer cancel()
-	if err := r.w.waitAll(dctx, apps, func(s loopState) bool { return s.done }); err != nil {
+	if err := r.w.WaitAll(dctx, apps, func(s supervisor.State) bool { return s.Done }); err != nil {
 		if passed() {
 			return r.failDeadline(ctx)
 		}
@@ -615,9 +616,9 @@ func (r *podRun) waitCompletion(ctx context.Context) error {
 	}
 	var failures []string
 	for _, l := range apps {
-		if st := l.state(); st.exitCode != 0 {
-			logPath := r.logPath(l.c.Name, st.restarts)
-			failures = append(failures, (&ExitError{Container: l.c.Name, Code: st.exitCode, OOMKilled: st.oomKill, Tail: readTail(logPath)}).Error())
+		if st := l.State(); st.ExitCode != 0 {
+			logPath := r.logPath(l.Container().Name, st.Restarts)
+			failures = append(failures, (&ExitError{Container: l.Container().Name, Code: st.ExitCode, OOMKilled: st.OOMKilled, Tail: readTail(logPath)}).Error())
 		}
 	}
 	r.phase = corev1.PodSucceeded

@@ -1,4 +1,4 @@
-package run
+package supervisor
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"github.com/podrun/podrun/status"
 )
 
-// exitRouter delivers containerd's task-exit events to whoever waits for a
+// Exits delivers containerd's task-exit events to whoever waits for a
 // given container, with whether an OOM event for the container came first:
 // one event subscription for the whole process, no polling.
-type exitRouter struct {
+type Exits struct {
 	engine engine.Engine
 	ctx    context.Context // the router's lifetime
 	once   sync.Once
@@ -22,9 +22,9 @@ type exitRouter struct {
 	oom    map[string]bool // registered containers OOM-killed before their exit
 }
 
-// newExitRouter returns a router that lives until ctx ends.
-func newExitRouter(ctx context.Context, e engine.Engine) *exitRouter {
-	return &exitRouter{engine: e, ctx: ctx, subs: map[string]chan engine.Exit{}, oom: map[string]bool{}}
+// NewExits returns a router that lives until ctx ends.
+func NewExits(ctx context.Context, e engine.Engine) *Exits {
+	return &Exits{engine: e, ctx: ctx, subs: map[string]chan engine.Exit{}, oom: map[string]bool{}}
 }
 
 // resubscribeDelay is the pause before re-subscribing after the event
@@ -32,7 +32,7 @@ func newExitRouter(ctx context.Context, e engine.Engine) *exitRouter {
 const resubscribeDelay = time.Second
 
 // start subscribes once, for the router's lifetime; registering starts it.
-func (x *exitRouter) start() {
+func (x *Exits) start() {
 	ctx := x.ctx
 	x.once.Do(func() {
 		ready := make(chan struct{})
@@ -41,7 +41,7 @@ func (x *exitRouter) start() {
 	})
 }
 
-func (x *exitRouter) loop(ctx context.Context, ready chan struct{}) {
+func (x *Exits) loop(ctx context.Context, ready chan struct{}) {
 	first := true
 	defer func() {
 		if first {
@@ -64,7 +64,7 @@ func (x *exitRouter) loop(ctx context.Context, ready chan struct{}) {
 	}
 }
 
-func (x *exitRouter) deliverAll(ctx context.Context, exits <-chan engine.TaskExit, errs <-chan error) {
+func (x *Exits) deliverAll(ctx context.Context, exits <-chan engine.TaskExit, errs <-chan error) {
 	for {
 		select {
 		case e, ok := <-exits:
@@ -84,9 +84,9 @@ func (x *exitRouter) deliverAll(ctx context.Context, exits <-chan engine.TaskExi
 	}
 }
 
-// register returns the channel that will receive id's exit. Register before
+// Register returns the channel that will receive id's exit. Register before
 // starting the task so that no exit is missed.
-func (x *exitRouter) register(id string) <-chan engine.Exit {
+func (x *Exits) Register(id string) <-chan engine.Exit {
 	x.start()
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -95,7 +95,7 @@ func (x *exitRouter) register(id string) <-chan engine.Exit {
 	return ch
 }
 
-func (x *exitRouter) unregister(id string) {
+func (x *Exits) Unregister(id string) {
 	x.mu.Lock()
 	delete(x.subs, id)
 	delete(x.oom, id)
@@ -103,7 +103,7 @@ func (x *exitRouter) unregister(id string) {
 }
 
 // deliver hands an exit to its waiter, at most once.
-func (x *exitRouter) deliver(id string, e engine.Exit) {
+func (x *Exits) deliver(id string, e engine.Exit) {
 	x.mu.Lock()
 	ch := x.subs[id]
 	delete(x.subs, id)
@@ -119,7 +119,7 @@ func (x *exitRouter) deliver(id string, e engine.Exit) {
 // the container: on its labels, which status reads (also when its exit was
 // delivered already, or someone else waits for it), and for the exit its
 // waiter gets.
-func (x *exitRouter) oomKilled(ctx context.Context, id string) {
+func (x *Exits) oomKilled(ctx context.Context, id string) {
 	x.mu.Lock()
 	if _, ok := x.subs[id]; ok {
 		x.oom[id] = true
@@ -129,9 +129,9 @@ func (x *exitRouter) oomKilled(ctx context.Context, id string) {
 	_ = x.engine.SetLabels(ctx, id, map[string]string{labels.Reason: status.ReasonOOMKilled})
 }
 
-// check delivers the exit of a registered container whose task has already
+// Check delivers the exit of a registered container whose task has already
 // stopped (an exit that happened before the stream saw it).
-func (x *exitRouter) check(ctx context.Context, id string) {
+func (x *Exits) Check(ctx context.Context, id string) {
 	t, err := x.engine.Task(ctx, id)
 	if err == nil && t.State == engine.TaskStopped {
 		x.deliver(id, engine.Exit{Code: t.ExitCode, ExitedAt: t.ExitedAt})
@@ -139,7 +139,7 @@ func (x *exitRouter) check(ctx context.Context, id string) {
 }
 
 // reconcile checks every registered container after the stream reconnects.
-func (x *exitRouter) reconcile(ctx context.Context) {
+func (x *Exits) reconcile(ctx context.Context) {
 	x.mu.Lock()
 	ids := make([]string, 0, len(x.subs))
 	for id := range x.subs {
@@ -147,6 +147,6 @@ func (x *exitRouter) reconcile(ctx context.Context) {
 	}
 	x.mu.Unlock()
 	for _, id := range ids {
-		x.check(ctx, id)
+		x.Check(ctx, id)
 	}
 }

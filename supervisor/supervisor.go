@@ -1,0 +1,529 @@
+// Package supervisor keeps one pod's containers running as the kubelet's
+// pod workers do: one restart loop per container (init, native sidecar and
+// app alike) with the kubelet's back-off on an injectable clock, postStart
+// hooks, startup/liveness/readiness probes, and kills on probe failure. It
+// is handed what it does to the pod (Pod) and never reaches back into
+// whoever started it.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/backoff"
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/probes"
+	"github.com/podrun/podrun/spec"
+	"github.com/podrun/podrun/status"
+)
+
+// Pod is what the supervisor does to one pod's containers; run implements
+// it on the runtime.
+type Pod interface {
+	// ID is the container id of attempt n of container name.
+	ID(name string, n int) string
+	// Start creates and starts attempt n of c; kind is its labels' kind.
+	Start(ctx context.Context, c *corev1.Container, kind string, n int) error
+	// SetLabels records facts on a container.
+	SetLabels(ctx context.Context, id string, l map[string]string) error
+	// Finish records how attempt id ended and deletes its task.
+	Finish(ctx context.Context, id string, e engine.Exit) error
+	// Kill stops attempt id of c the kubelet's way (preStop hook, stop
+	// signal, grace, SIGKILL); one that is not running is done.
+	Kill(ctx context.Context, c *corev1.Container, id string, grace time.Duration) error
+	// SandboxAlive reports whether the pod's sandbox is still the one
+	// supervised: containers are never restarted into another.
+	SandboxAlive(ctx context.Context) bool
+	// Prune removes the attempts of container name older than the one
+	// before current.
+	Prune(ctx context.Context, name string, current int)
+	// Target is where c's probes and hooks go.
+	Target(c *corev1.Container, id string) probes.Target
+	// Grace is the pod's termination grace period, or a probe's override.
+	Grace(p *corev1.Probe) time.Duration
+	// Report says something about the pod on the progress stream.
+	Report(msg string)
+}
+
+// Worker supervises one pod's long-running containers: it starts them,
+// runs their postStart hooks and probes, and restarts them with the
+// kubelet's back-off when they exit. Stopping it stops the supervision, not
+// the containers.
+type Worker struct {
+	pod    Pod
+	exits  *Exits
+	policy corev1.RestartPolicy
+	clock  probes.Clock
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	loops  []*Loop
+	change chan struct{} // closed and replaced on every state change
+}
+
+// New returns the supervisor of a pod with restartPolicy policy; exits
+// delivers its containers' exits.
+func New(pod Pod, exits *Exits, clock probes.Clock, policy corev1.RestartPolicy) *Worker {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Worker{pod: pod, exits: exits, policy: policy, clock: clock, ctx: ctx, cancel: cancel, change: make(chan struct{})}
+}
+
+// Clock is the supervisor's clock.
+func (w *Worker) Clock() probes.Clock { return w.clock }
+
+// Go runs fn for as long as the supervision lasts (its ctx ends with it),
+// on the worker's wait group: housekeeping that belongs to the pod.
+func (w *Worker) Go(fn func(ctx context.Context)) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		fn(w.ctx)
+	}()
+}
+
+// Adopt supervises container c from its latest attempt in attempts (none:
+// from a new first attempt).
+func (w *Worker) Adopt(c *corev1.Container, role Role, attempts []engine.Container) {
+	cur := status.Latest(attempts)
+	if cur == nil {
+		w.Start(c, role, 0, nil)
+		return
+	}
+	w.Start(c, role, int(status.RestartCount(*cur)), cur)
+}
+
+// Container is the container this loop supervises.
+func (l *Loop) Container() *corev1.Container { return l.c }
+
+// Role is what the container is to its pod.
+func (l *Loop) Role() Role { return l.role }
+
+// Finished is closed when the loop has returned.
+func (l *Loop) Finished() <-chan struct{} { return l.finished }
+
+func (w *Worker) changed() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.change
+}
+
+func (w *Worker) notify() {
+	w.mu.Lock()
+	close(w.change)
+	w.change = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// WaitFor blocks until cond holds, cond fails, or ctx ends.
+func (w *Worker) WaitFor(ctx context.Context, cond func() (bool, error)) error {
+	for {
+		ch := w.changed()
+		if ok, err := cond(); ok || err != nil {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// WaitAll blocks until every loop's state satisfies ok, or ctx ends.
+func (w *Worker) WaitAll(ctx context.Context, loops []*Loop, ok func(State) bool) error {
+	return w.WaitFor(ctx, func() (bool, error) {
+		for _, l := range loops {
+			if !ok(l.State()) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// Stop ends supervision and waits for the loops to return.
+func (w *Worker) Stop() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// State is what a container loop knows of its container.
+type State struct {
+	ID        string
+	Restarts  int
+	Running   bool // started, postStart done
+	RanOnce   bool // running at least once
+	Started   bool // running and startup probe passed
+	Ready     bool
+	Done      bool // exited and will not restart
+	ExitCode  uint32
+	Exited    bool   // an attempt has exited (lastCode is its code)
+	LastCode  uint32 // the last exited attempt's code
+	OOMKilled bool   // the last attempt was OOM-killed (an OOM event came before its exit)
+	StartErr  error  // the last attempt's failure to start
+	LastFail  string // the last probe or hook failure
+}
+
+// Loop supervises one container.
+type Loop struct {
+	w        *Worker
+	ctx      context.Context
+	cancel   context.CancelFunc
+	finished chan struct{} // closed when run returns
+	c        *corev1.Container
+	role     Role
+	backoff  backoff.Backoff
+	adopted  *engine.Container // an existing attempt to take over instead of starting one
+	killed   atomic.Bool       // the current attempt was killed by a probe or hook failure
+
+	mu sync.Mutex
+	st State
+}
+
+func (l *Loop) State() State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.st
+}
+
+func (l *Loop) update(fn func(*State)) {
+	l.mu.Lock()
+	fn(&l.st)
+	l.mu.Unlock()
+	l.w.notify()
+}
+
+// Role is what a container is to its pod; it decides when the container is
+// restarted and whether it is probed.
+type Role int
+
+const (
+	RoleApp     Role = iota // restarted per the pod's policy; probed
+	RoleSidecar             // a native sidecar: restarted on any exit; probed
+	RoleInit                // runs to completion: restarted on failure unless the policy is Never
+)
+
+// Kind is the label value of the role.
+func (r Role) Kind() string {
+	if r == RoleApp {
+		return labels.KindApp
+	}
+	return labels.KindInit
+}
+
+// Start begins supervising container c from attempt restart; when
+// adopted is set, that existing attempt is taken over, not started.
+func (w *Worker) Start(c *corev1.Container, role Role, restart int, adopted *engine.Container) *Loop {
+	l := &Loop{w: w, c: c, role: role, st: State{Restarts: restart}, adopted: adopted}
+	l.ctx, l.cancel = context.WithCancel(w.ctx)
+	l.finished = make(chan struct{})
+	w.mu.Lock()
+	w.loops = append(w.loops, l)
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go l.run()
+	return l
+}
+
+// Loops returns the loops started so far.
+func (w *Worker) Loops() []*Loop {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]*Loop(nil), w.loops...)
+}
+
+// Describe is a short account of the container's state.
+func (s State) Describe() string {
+	switch {
+	case s.Done:
+		if s.OOMKilled {
+			return fmt.Sprintf("exited with code %d (%s)", s.ExitCode, status.ReasonOOMKilled)
+		}
+		return fmt.Sprintf("exited with code %d", s.ExitCode)
+	case s.StartErr != nil:
+		return fmt.Sprintf("failed to start: %v", s.StartErr)
+	case s.Ready:
+		return "ready"
+	case s.Started:
+		return "running, not ready"
+	case s.Running:
+		return "running, startup probe not passed"
+	case s.Restarts > 0:
+		return fmt.Sprintf("waiting to restart (CrashLoopBackOff, %d restarts)", s.Restarts)
+	}
+	return "starting"
+}
+
+// Stop ends this container's supervision (not the container) and waits for it.
+func (l *Loop) Stop() {
+	l.cancel()
+	<-l.finished
+}
+
+// shouldRestart applies the restart policy to an attempt that ended with
+// code. A container killed for a failed probe or hook restarts under any
+// policy but Never, whatever its exit code (the kubelet's
+// shouldRestartOnFailure); a native sidecar restarts on any exit, an init
+// container on failure unless the policy is Never.
+func (l *Loop) shouldRestart(code uint32) bool {
+	killed := l.killed.Swap(false)
+	switch {
+	case l.role == RoleSidecar:
+		return true
+	case l.role == RoleInit:
+		return code != 0 && l.w.policy != corev1.RestartPolicyNever
+	}
+	switch l.w.policy {
+	case corev1.RestartPolicyAlways:
+		return true
+	case corev1.RestartPolicyOnFailure:
+		return code != 0 || killed
+	}
+	return false
+}
+
+func (l *Loop) run() {
+	defer l.w.wg.Done()
+	defer close(l.finished)
+	ctx := l.ctx
+	p := l.w.pod
+	for ctx.Err() == nil {
+		var ranFor time.Duration
+		var code uint32
+		var err error
+		resume := time.Duration(-1) // the rest of an adopted back-off
+		if a := l.adopted; a != nil && a.Task.State != engine.TaskRunning {
+			l.adopted = nil
+			ranFor, code, resume = l.adoptExited(ctx, *a)
+		} else {
+			ranFor, code, err = l.attempt(ctx)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			code = 128 // a container that could not start counts as failed
+			l.update(func(s *State) { s.StartErr, s.Running, s.Started, s.Ready = err, false, false, false })
+			p.Report(fmt.Sprintf("container %q failed to start: %v", l.c.Name, err))
+		}
+		if !l.shouldRestart(code) || !p.SandboxAlive(ctx) {
+			l.update(func(s *State) { s.Done, s.ExitCode = true, code })
+			return
+		}
+		delay := l.backoff.Delay(ranFor)
+		if resume >= 0 {
+			delay = resume
+		}
+		st := l.State()
+		until := l.w.clock.Now().Add(delay)
+		waiting := map[string]string{labels.Waiting: "CrashLoopBackOff", labels.BackoffUntil: until.UTC().Format(time.RFC3339Nano),
+			labels.WaitingMessage: ""} // an earlier CreateContainerConfigError's is stale
+		var cfg *spec.ConfigError
+		if errors.As(err, &cfg) {
+			// No container was made, so none counts as a restart (the
+			// kubelet's restartCount counts containers) and the previous
+			// attempt carries the reason, as the kubelet shows it over the
+			// last container's status.
+			waiting[labels.Waiting], waiting[labels.WaitingMessage] = spec.ReasonCreateContainerConfigError, clip(cfg.Msg, 512)
+			if st.Restarts > 0 {
+				_ = p.SetLabels(ctx, p.ID(l.c.Name, st.Restarts-1), waiting)
+			}
+			p.Report(fmt.Sprintf("container %q: back-off %s before trying to create it again", l.c.Name, delay))
+		} else {
+			_ = p.SetLabels(ctx, st.ID, waiting)
+			p.Report(fmt.Sprintf("container %q exited with code %d; back-off %s before restart %d", l.c.Name, code, delay, st.Restarts+1))
+		}
+		select {
+		case <-l.w.clock.After(delay):
+		case <-ctx.Done():
+			return
+		}
+		if !p.SandboxAlive(ctx) {
+			// The pod was taken down (or replaced) by someone else meanwhile.
+			l.update(func(s *State) { s.Done, s.ExitCode = true, code })
+			return
+		}
+		if cfg == nil {
+			l.update(func(s *State) { s.Restarts++ })
+		}
+		p.Prune(ctx, l.c.Name, l.State().Restarts)
+	}
+}
+
+// attempt runs one attempt of the container until it exits; err reports a
+// failure to start it.
+func (l *Loop) attempt(ctx context.Context) (ranFor time.Duration, code uint32, err error) {
+	p := l.w.pod
+	restarts := l.State().Restarts
+	id := p.ID(l.c.Name, restarts)
+	exitC := l.w.exits.Register(id)
+	defer l.w.exits.Unregister(id)
+	l.update(func(s *State) { s.ID = id })
+	start := l.w.clock.Now()
+	adopted := l.adopted
+	l.adopted = nil
+	if adopted == nil {
+		if err := p.Start(ctx, l.c, l.role.Kind(), restarts); err != nil {
+			return 0, 0, err
+		}
+	} else if t, err := time.Parse(time.RFC3339Nano, adopted.Labels[labels.StartedAt]); err == nil {
+		start = t
+	}
+	l.w.exits.Check(ctx, id)
+	target := p.Target(l.c, id)
+	observe := target.Observe
+	target.Observe = func(kind probes.Kind, o probes.Outcome, took time.Duration) {
+		if o.Result == probes.Failure { // errors report the latest failure, not the first
+			l.update(func(s *State) { s.LastFail = fmt.Sprintf("%s probe failed: %s", kind, o.Output) })
+		}
+		if observe != nil {
+			observe(kind, o, took)
+		}
+	}
+	probeCtx, stopProbes := context.WithCancel(ctx)
+	defer stopProbes()
+	updates := make(chan probes.Update, 8)
+	if post := l.c.Lifecycle; adopted == nil && post != nil && post.PostStart != nil {
+		if err := probes.Hook(ctx, post.PostStart, target); err != nil {
+			msg := fmt.Sprintf("postStart hook failed: %v", err)
+			l.update(func(s *State) { s.LastFail = msg })
+			p.Report(fmt.Sprintf("container %q: %s; killing it", l.c.Name, msg))
+			go l.kill(ctx, id, p.Grace(nil))
+			return l.waitExit(ctx, probeCtx, id, exitC, nil, start, target)
+		}
+	}
+	l.update(func(s *State) { s.Running, s.RanOnce, s.StartErr = true, true, nil })
+	switch {
+	case l.role == RoleInit:
+		// Runs to completion: never probed, never ready while it runs.
+	case l.c.StartupProbe != nil && (adopted == nil || adopted.Labels[labels.Started] != "true"):
+		go probes.NewWorker(probes.Startup, l.c.StartupProbe, target, l.w.clock, updates).Run(probeCtx)
+	default:
+		l.onStarted(probeCtx, id, target, updates)
+	}
+	return l.waitExit(ctx, probeCtx, id, exitC, updates, start, target)
+}
+
+// adoptExited takes over an attempt that exited while nobody supervised
+// it: its exit is recorded, and the back-off resumes where its labels say
+// (resume is -1 when none was pending).
+func (l *Loop) adoptExited(ctx context.Context, a engine.Container) (ranFor time.Duration, code uint32, resume time.Duration) {
+	p := l.w.pod
+	l.update(func(s *State) { s.ID, s.OOMKilled = a.ID, a.Labels[labels.Reason] == status.ReasonOOMKilled })
+	code = a.Task.ExitCode
+	if a.Task.State == engine.TaskStopped {
+		_ = p.Finish(ctx, a.ID, engine.Exit{Code: a.Task.ExitCode, ExitedAt: a.Task.ExitedAt})
+	} else if n, err := strconv.Atoi(a.Labels[labels.ExitCode]); err == nil {
+		code = uint32(n)
+	}
+	started, _ := time.Parse(time.RFC3339Nano, a.Labels[labels.StartedAt])
+	finished, _ := time.Parse(time.RFC3339Nano, a.Labels[labels.FinishedAt])
+	if a.Task.State == engine.TaskStopped {
+		finished = a.Task.ExitedAt
+	}
+	ranFor = finished.Sub(started)
+	l.backoff.Resume(l.State().Restarts)
+	resume = -1
+	if until, err := time.Parse(time.RFC3339Nano, a.Labels[labels.BackoffUntil]); err == nil {
+		resume = max(until.Sub(l.w.clock.Now()), 0)
+	}
+	return ranFor, code, resume
+}
+
+// waitExit waits for the attempt's exit, handling probe updates meanwhile.
+// Probe workers run on probeCtx, which ends with the attempt.
+func (l *Loop) waitExit(ctx, probeCtx context.Context, id string, exitC <-chan engine.Exit, updates chan probes.Update, start time.Time, target probes.Target) (time.Duration, uint32, error) {
+	p := l.w.pod
+	for {
+		select {
+		case e := <-exitC:
+			l.update(func(s *State) {
+				s.Running, s.Started, s.Ready, s.OOMKilled, s.LastCode, s.Exited = false, false, false, e.OOMKilled, e.Code, true
+			})
+			fctx := context.WithoutCancel(ctx)
+			if err := p.Finish(fctx, id, e); err != nil {
+				p.Report(fmt.Sprintf("recording the exit of %s: %v", id, err))
+			}
+			return l.w.clock.Now().Sub(start), e.Code, nil
+		case u := <-updates:
+			l.onProbe(probeCtx, id, target, u, updates)
+		case <-ctx.Done():
+			return 0, 0, nil
+		}
+	}
+}
+
+// onStarted marks the container started and begins liveness and readiness.
+func (l *Loop) onStarted(ctx context.Context, id string, target probes.Target, updates chan probes.Update) {
+	p := l.w.pod
+	_ = p.SetLabels(ctx, id, map[string]string{labels.Started: "true"})
+	l.update(func(s *State) { s.Started = true })
+	if l.c.LivenessProbe != nil {
+		go probes.NewWorker(probes.Liveness, l.c.LivenessProbe, target, l.w.clock, updates).Run(ctx)
+	}
+	if l.c.ReadinessProbe != nil {
+		go probes.NewWorker(probes.Readiness, l.c.ReadinessProbe, target, l.w.clock, updates).Run(ctx)
+	} else {
+		l.setReady(ctx, id, true)
+	}
+}
+
+func (l *Loop) setReady(ctx context.Context, id string, ready bool) {
+	if l.State().Ready == ready && ready {
+		return
+	}
+	_ = l.w.pod.SetLabels(ctx, id, map[string]string{
+		labels.Ready: strconv.FormatBool(ready), labels.ReadyAt: l.w.clock.Now().UTC().Format(time.RFC3339Nano),
+	})
+	l.update(func(s *State) { s.Ready = ready })
+}
+
+func (l *Loop) onProbe(ctx context.Context, id string, target probes.Target, u probes.Update, updates chan probes.Update) {
+	p := l.w.pod
+	if u.Result == probes.Failure {
+		msg := fmt.Sprintf("%s probe failed: %s", u.Kind, u.Outcome.Output)
+		l.update(func(s *State) { s.LastFail = msg })
+		_ = p.SetLabels(ctx, id, map[string]string{labels.LastProbe: clip(msg, 512)})
+	}
+	switch {
+	case u.Kind == probes.Startup && u.Result == probes.Success:
+		l.onStarted(ctx, id, target, updates)
+	case u.Kind == probes.Readiness:
+		l.setReady(ctx, id, u.Result == probes.Success)
+	case u.Result == probes.Failure: // startup or liveness
+		probe := l.c.LivenessProbe
+		if u.Kind == probes.Startup {
+			probe = l.c.StartupProbe
+		}
+		p.Report(fmt.Sprintf("container %q: %s; killing it", l.c.Name, l.State().LastFail))
+		go l.kill(ctx, id, p.Grace(probe))
+	}
+}
+
+// kill stops the attempt the kubelet's way (preStop, stop signal, grace)
+// because a probe or hook failed; its exit then arrives as an event.
+func (l *Loop) kill(ctx context.Context, id string, grace time.Duration) {
+	l.killed.Store(true)
+	if err := l.w.pod.Kill(ctx, l.c, id, grace); err != nil && ctx.Err() == nil {
+		l.w.pod.Report(fmt.Sprintf("stopping %s: %v", id, err))
+	}
+}
+
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
