@@ -21,7 +21,7 @@ import (
 var ErrNotAdoptable = errors.New("pod cannot be adopted")
 
 // Adopt takes over the supervision of a pod already on the node (left by a
-// `podrun up` that exited, or by a daemon that restarted): probes resume,
+// podrun process that exited): probes resume,
 // exited containers restart per policy with their back-off, and nothing
 // that runs is restarted. from, when not nil, is the pod as read from its
 // manifest: the objects it references (ConfigMaps, Secrets, pull Secrets),

@@ -16,9 +16,8 @@ type Config struct {
 	// AutoStart is set, podrun starts (or reuses) its own private containerd.
 	Address   string
 	AutoStart bool
-	// StartPrivate: this command creates pods or images (up, daemon, image
-	// import/pull) and may start the private containerd; the others only
-	// use it when it runs.
+	// StartPrivate: the command creates pods or images and may start the
+	// private containerd; commands that only look use it when it runs.
 	StartPrivate bool
 	// Namespace is the containerd namespace podrun's containers live in.
 	Namespace string
@@ -73,11 +72,13 @@ type UpOptions struct {
 	// Foreground keeps supervising the pods after Up returns, until
 	// Supervise's context ends.
 	Foreground bool
-	// PullBackOff (the daemon) keeps a failed pull's image in the kubelet's
-	// back-off for the pod: Up fails at once while it lasts, and a pod
-	// whose image failed stays listed as Pending with the reason. Without
-	// it (`podrun up`), pulls that failed for a reason that may pass are
-	// retried with the same back-off until Timeout (imagepull.go).
+	// PullBackOff, for a caller that syncs again later, keeps a failed
+	// pull's image in the kubelet's back-off for the pod: Sync fails at
+	// once while it lasts, a pod whose image failed stays listed as Pending
+	// with the reason, and a replacement's images are pulled before the
+	// running pod is stopped. Without it, pulls that failed for a reason
+	// that may pass are retried with the same back-off until Timeout
+	// (imagepull.go).
 	PullBackOff bool
 }
 

@@ -39,7 +39,7 @@ func (h *Host) UpdateConfigVolumes(p *manifest.Pod) error {
 		r.setObjects(p) // for the env of containers it restarts
 	}
 	if !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return volumes.Updatable(&v) }) {
-		return nil // the daemon calls this at every sync
+		return nil // called at every sync of an unchanged pod
 	}
 	cfg, err := h.configFor(p)
 	if err != nil {

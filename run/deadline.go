@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/supervisor"
@@ -104,7 +102,6 @@ func (r *podRun) failDeadline(ctx context.Context) error {
 	if err := r.exceedDeadline(ctx); err != nil {
 		return err
 	}
-	r.phase, r.failure = corev1.PodFailed, ReasonDeadlineExceeded+": "+deadlineMessage
 	r.state.Complete = true
 	return r.h.saveState(r.state)
 }

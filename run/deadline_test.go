@@ -142,8 +142,8 @@ func TestActiveDeadlineEndsWaitCompletion(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("waitCompletion did not return at the deadline")
 	}
-	if hs.r.phase != corev1.PodFailed || !strings.Contains(hs.r.failure, "DeadlineExceeded") {
-		t.Errorf("phase %s failure %q, want Failed with DeadlineExceeded", hs.r.phase, hs.r.failure)
+	if phase, err := hs.r.outcome(); phase != corev1.PodFailed || err == nil || !strings.Contains(err.Error(), "DeadlineExceeded") {
+		t.Errorf("phase %s failure %v, want Failed with DeadlineExceeded", phase, err)
 	}
 	if st, _ := hs.h.loadState(testUID); st == nil || !st.Complete {
 		t.Errorf("state %+v, want complete", st)

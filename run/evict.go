@@ -55,8 +55,8 @@ func overLimit(vols []corev1.Volume, usage func(name string) (int64, error)) str
 // housekeep measures the pod's size-limited emptyDirs every housekeeping
 // interval while the pod is supervised, and evicts the pod when one is
 // over its limit; it also ends the pod at its active deadline
-// (deadline.go). It runs only in a supervising process (`up -f`, the
-// daemon): nothing measures or times a pod nobody supervises.
+// (deadline.go). It runs only while a process supervises the pod
+// (UpOptions.Foreground): nothing measures or times a pod nobody supervises.
 func (r *podRun) housekeep(ctx context.Context, vols []corev1.Volume) {
 	usage := func(name string) (int64, error) { return volumes.DiskUsage(r.layout.EmptyDir(name)) }
 	due := r.deadlineTimer(ctx)

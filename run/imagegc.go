@@ -14,7 +14,7 @@ import (
 
 // ImageGC is one image collection: the policy, or All (every unused image,
 // `image prune -a`), and the images wanted besides those containers use
-// (the daemon's pods that are not running yet).
+// (pods wanted that are not running yet).
 type ImageGC struct {
 	Policy imagegc.Policy
 	All    bool

@@ -15,12 +15,12 @@ import (
 	"github.com/podrun/podrun/status"
 )
 
-// image makes ref present for the pod. With pullBackOff (the daemon), a
-// failed pull puts the image in back-off for this pod and, while it lasts,
-// the pod fails at once with ImagePullBackOff: the daemon's next syncs
-// retry it, as the kubelet's pod workers do. Otherwise (`podrun up`) a pull
-// that failed for a reason that may pass is retried here with the same
-// back-off until ctx ends, and any other failure is returned at once.
+// image makes ref present for the pod. With pullBackOff, a failed pull
+// puts the image in back-off for this pod and, while it lasts, the pod
+// fails at once with ImagePullBackOff: the caller's next syncs retry it, as
+// the kubelet's pod workers do. Otherwise a pull that failed for a reason
+// that may pass is retried here with the same back-off until ctx ends, and
+// any other failure is returned at once.
 func (r *podRun) image(ctx context.Context, ref string, policy corev1.PullPolicy, secrets []*corev1.Secret) (engine.Image, error) {
 	if r.pullBackOff {
 		return r.h.images.EnsureGated(ctx, r.pod.UID, ref, policy, secrets)

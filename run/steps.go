@@ -11,11 +11,10 @@ import (
 type Step struct {
 	Name string
 	Do   func(ctx context.Context) error
-	// Undo reverts Do. It must be idempotent ("already gone" is success)
-	// and may be nil. When UndoFirst is set, Undo is registered before Do
-	// runs, for steps that can half-succeed (CNI ADD).
-	Undo      func(ctx context.Context) error
-	UndoFirst bool
+	// Undo reverts Do, also a Do that half succeeded or did not run: it is
+	// registered before Do runs, so it must be idempotent ("already gone"
+	// or "never made" is success). It may be nil.
+	Undo func(ctx context.Context) error
 }
 
 // Event is progress reported while a pipeline runs.
@@ -56,16 +55,14 @@ const undoTimeout = 2 * time.Minute
 
 // Execute runs steps in order, until the first failure or until ctx ends
 // (checked before each step). At the first failure it runs the Undo of
-// every completed step in reverse, on a fresh context (a cancelled request
+// the failed step and of every completed step, in reverse, on a fresh context (a cancelled request
 // must not abort cleanup), unless keep is set.
 func Execute(ctx context.Context, pod string, steps []Step, keep bool, report Reporter) error {
 	var done []Step
 	for i, s := range steps {
 		start := time.Now()
-		if s.UndoFirst {
-			done = append(done, s)
-		}
-		err := ctx.Err() // a cancelled pipeline stops at the next step
+		done = append(done, s) // before Do: a step can half succeed (CNI ADD)
+		err := ctx.Err()       // a cancelled pipeline stops at the next step
 		if err == nil {
 			err = s.Do(ctx)
 		}
@@ -79,9 +76,6 @@ func Execute(ctx context.Context, pod string, steps []Step, keep bool, report Re
 				serr.UndoErr = undo(done, pod, report)
 			}
 			return serr
-		}
-		if !s.UndoFirst {
-			done = append(done, s)
 		}
 	}
 	return nil

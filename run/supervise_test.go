@@ -337,8 +337,8 @@ func TestReadiness(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("waitReady did not return once ready")
 	}
-	if hs.r.phase != corev1.PodRunning || !hs.r.state.Complete {
-		t.Errorf("after waitReady: phase %q complete %v", hs.r.phase, hs.r.state.Complete)
+	if phase, err := hs.r.outcome(); phase != corev1.PodRunning || err != nil || !hs.r.state.Complete {
+		t.Errorf("after waitReady: phase %q (%v) complete %v", phase, err, hs.r.state.Complete)
 	}
 	l := hs.labels(id)
 	if l[labels.Ready] != "true" || l[labels.ReadyAt] != t0.Add(time.Second).UTC().Format(time.RFC3339Nano) {

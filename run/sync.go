@@ -204,8 +204,5 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 		}
 		return corev1.PodFailed, err
 	}
-	if r.phase == corev1.PodFailed {
-		return r.phase, &PodFailedError{Pod: key, Reason: r.failure}
-	}
-	return r.phase, nil
+	return r.outcome()
 }

@@ -55,8 +55,6 @@ type podRun struct {
 	pausePID  uint32
 	ips       []net.IP
 	hostname  string
-	phase     corev1.PodPhase
-	failure   string
 	sandboxID string
 	// pullBackOff: image failures go into the host's back-off (UpOptions.PullBackOff).
 	pullBackOff bool
@@ -68,34 +66,34 @@ func (r *podRun) hostNetwork() bool { return r.pod.Spec.HostNetwork }
 func (r *podRun) plan() []Step {
 	r.sandboxID = SandboxID(r.pod.UID)
 	steps := []Step{
-		{Name: "pod directory", Do: r.createDirs, Undo: r.removeDirs, UndoFirst: true},
+		{Name: "pod directory", Do: r.createDirs, Undo: r.removeDirs},
 		{Name: "volumes", Do: r.setupVolumes, Undo: r.undoVolumes},
 		{Name: "images", Do: r.ensureImages},
-		{Name: "pod cgroup", Do: r.createPodCgroup, Undo: r.removePodCgroup, UndoFirst: true}, // cgroups.go
+		{Name: "pod cgroup", Do: r.createPodCgroup, Undo: r.removePodCgroup}, // cgroups.go
 	}
 	if !r.hostNetwork() {
-		steps = append(steps, Step{Name: "sandbox: netns", Do: r.createNetNS, Undo: r.removeNetNS, UndoFirst: true})
+		steps = append(steps, Step{Name: "sandbox: netns", Do: r.createNetNS, Undo: r.removeNetNS})
 	}
 	if r.hostNetwork() {
-		steps = append(steps, Step{Name: "sandbox: pause", Do: r.startPause, Undo: r.undoContainer(labels.SandboxName), UndoFirst: true})
+		steps = append(steps, Step{Name: "sandbox: pause", Do: r.startPause, Undo: r.undoContainer(labels.SandboxName)})
 	} else {
 		// The namespace exists already, so the pause container and CNI ADD
 		// do not wait for each other.
 		steps = append(steps, Step{Name: "sandbox: pause + network", Do: both(r.startPause, r.addNetwork),
-			Undo: inOrder(r.delNetwork, r.undoContainer(labels.SandboxName)), UndoFirst: true})
+			Undo: inOrder(r.delNetwork, r.undoContainer(labels.SandboxName))})
 	}
 	steps = append(steps, Step{Name: "sandbox: files", Do: r.writeFiles})
 	for i := range r.pod.Spec.InitContainers {
 		c := &r.pod.Spec.InitContainers[i]
 		if status.IsSidecar(c) {
-			steps = append(steps, Step{Name: "sidecar/" + c.Name, Do: r.startSidecar(c), Undo: r.undoContainer(c.Name), UndoFirst: true})
+			steps = append(steps, Step{Name: "sidecar/" + c.Name, Do: r.startSidecar(c), Undo: r.undoContainer(c.Name)})
 			continue
 		}
-		steps = append(steps, Step{Name: "init/" + c.Name, Do: r.runInit(c), Undo: r.undoContainer(c.Name), UndoFirst: true})
+		steps = append(steps, Step{Name: "init/" + c.Name, Do: r.runInit(c), Undo: r.undoContainer(c.Name)})
 	}
 	for i := range r.pod.Spec.Containers {
 		c := &r.pod.Spec.Containers[i]
-		steps = append(steps, Step{Name: "container/" + c.Name, Do: r.startApp(c), Undo: r.undoContainer(c.Name), UndoFirst: true})
+		steps = append(steps, Step{Name: "container/" + c.Name, Do: r.startApp(c), Undo: r.undoContainer(c.Name)})
 	}
 	runsToCompletion := r.pod.Spec.RestartPolicy != corev1.RestartPolicyAlways
 	switch {
@@ -549,7 +547,6 @@ func (r *podRun) startSidecar(c *corev1.Container) func(context.Context) error {
 }
 
 func (r *podRun) recordRunning(context.Context) error {
-	r.phase = corev1.PodRunning
 	r.state.Complete = true
 	return r.h.saveState(r.state)
 }
@@ -614,24 +611,37 @@ func (r *podRun) waitCompletion(ctx context.Context) error {
 		}
 		return r.notReady(err, apps)
 	}
-	var failures []string
-	for _, l := range apps {
-		if st := l.State(); st.ExitCode != 0 {
-			logPath := r.logPath(l.Container().Name, st.Restarts)
-			failures = append(failures, (&ExitError{Container: l.Container().Name, Code: st.ExitCode, OOMKilled: st.OOMKilled, Tail: readTail(logPath)}).Error())
-		}
-	}
-	r.phase = corev1.PodSucceeded
-	if len(failures) > 0 {
-		r.phase = corev1.PodFailed
-		r.failure = strings.Join(failures, "; ")
-	}
 	// Its sidecars and sandbox end (killPod); nothing of it runs any more.
 	if err := r.h.killPod(ctx, r.teardown(teardown{sandbox: true})); err != nil {
 		return err
 	}
 	r.state.Complete = true
 	return r.h.saveState(r.state)
+}
+
+// outcome is the phase of a pod whose pipeline has run, from what the node
+// says: Failed when the node ended it (its deadline), Succeeded or Failed
+// when it ran to completion (with its app containers' failures), else
+// Running. A Failed pod's error is a *PodFailedError.
+func (r *podRun) outcome() (corev1.PodPhase, error) {
+	key := r.pod.Namespace + "/" + r.pod.Name
+	if e := r.state.Ended; e != nil {
+		return corev1.PodFailed, &PodFailedError{Pod: key, Reason: e.Reason + ": " + e.Message}
+	}
+	if r.wait != WaitReady || r.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways {
+		return corev1.PodRunning, nil
+	}
+	var failures []string
+	for _, l := range r.w.Loops() {
+		if st := l.State(); l.Role() == supervisor.RoleApp && st.ExitCode != 0 {
+			logPath := r.logPath(l.Container().Name, st.Restarts)
+			failures = append(failures, (&ExitError{Container: l.Container().Name, Code: st.ExitCode, OOMKilled: st.OOMKilled, Tail: readTail(logPath)}).Error())
+		}
+	}
+	if len(failures) > 0 {
+		return corev1.PodFailed, &PodFailedError{Pod: key, Reason: strings.Join(failures, "; ")}
+	}
+	return corev1.PodSucceeded, nil
 }
 
 // teardown fills in what killPod needs to know of this pod.
