@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -44,7 +43,7 @@ func downCommand() *cli.Command {
 				pods, _ := h.Pods(c.Context)
 				for _, p := range pods {
 					for _, t := range targets {
-						if p.Namespace == t.Namespace && p.Name == t.Name && (filepath.Dir(p.Source) == st.ManifestDir || (st.URL != "" && p.Source == st.URL)) {
+						if p.Namespace == t.Namespace && p.Name == t.Name && st.Owns(p.Source) {
 							fmt.Fprintf(os.Stderr, "note: pod %s comes from %s: the running podrun daemon will start it again while that file exists\n", t, p.Source)
 						}
 					}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/run"
 )
 
@@ -45,8 +46,12 @@ func upCommand() *cli.Command {
 				return err
 			}
 			defer h.Close()
+			want := run.Want{Pods: set.Pods}
+			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
+				want.Yield = st.Owns // its pods are the daemon's (docs/daemon.md)
+			}
 			var errs []error
-			for _, r := range h.Up(ctx, set, o) {
+			for _, r := range h.Sync(ctx, want, o) {
 				if r.Err != nil {
 					errs = append(errs, r.Err)
 					continue

@@ -35,6 +35,7 @@ func globalFlags() []cli.Flag {
 		// PODRUN_NAMESPACE is the deprecated name of PODRUN_CONTAINERD_NAMESPACE (one release).
 		&cli.StringFlag{Name: "containerd-namespace", Value: "podrun", EnvVars: []string{"PODRUN_CONTAINERD_NAMESPACE", "PODRUN_NAMESPACE"}, Usage: "containerd namespace of podrun's containers (-n is the pods' namespace, as in kubectl)"},
 		&cli.StringFlag{Name: "root", Value: "/var/lib/podrun", EnvVars: []string{"PODRUN_ROOT"}, Usage: "state directory"},
+		&cli.StringFlag{Name: "run-dir", Value: "/run/podrun", EnvVars: []string{"PODRUN_RUN_DIR"}, Usage: "runtime directory: the private containerd's socket, state and pid file"},
 		&cli.StringFlag{Name: "log-dir", Value: "/var/log/pods", EnvVars: []string{"PODRUN_LOG_DIR"}, Usage: "container log directory"},
 		&cli.StringFlag{Name: "cni-conf-dir", Value: "/etc/cni/net.d", EnvVars: []string{"PODRUN_CNI_CONF_DIR"},
 			Usage: "CNI configuration directory; when empty, podrun's own bridge network is used"},
@@ -76,7 +77,7 @@ func config(c *cli.Context) (run.Config, error) {
 		StartPrivate: slices.Contains([]string{"up", "daemon", "import", "pull"}, c.Command.Name),
 		Namespace:    c.String("containerd-namespace"),
 		Root:         c.String("root"),
-		RunDir:       "/run/podrun",
+		RunDir:       c.String("run-dir"),
 		LogDir:       c.String("log-dir"),
 		CNIConfDir:   c.String("cni-conf-dir"),
 		CNIBinDirs:   c.StringSlice("cni-bin-dir"),

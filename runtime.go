@@ -13,6 +13,7 @@ import (
 	"github.com/podrun/podrun/cgroup"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/ctrd"
+	"github.com/podrun/podrun/lock"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/volumes"
@@ -38,6 +39,16 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 		return nil, err
 	}
 	if start {
+		// One starter per state dir: whoever gets the lock looks again
+		// (Ensure) and starts it only if nothing answers; the others wait
+		// for the lock, then find it running.
+		l, err := lock.Acquire(ctx, filepath.Join(cfg.Root, "locks", "containerd.lock"), func(pid int) {
+			report(run.Event{Msg: fmt.Sprintf("waiting for podrun (pid %d), which is starting the private containerd", pid)})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", engine.ErrUnavailable, err)
+		}
+		defer l.Release()
 		var started bool
 		if addr, started, err = p.Ensure(ctx); err != nil {
 			return nil, err
@@ -56,6 +67,7 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 		NetNS:   sandbox.Namespaces{},
 		Cgroups: cgroup.Manager{},
 		Disk:    volumes.Disk{},
+		Locks:   lock.Pods{Dir: filepath.Join(cfg.Root, "locks", "pods")},
 		Node:    cgroup.Node(),
 	}
 	return run.NewHost(cfg, d, report, e.Close), nil

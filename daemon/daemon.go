@@ -380,6 +380,12 @@ func (d *Daemon) writeStatus(problems []Problem, waiting []Waiting) {
 	}
 }
 
+// Owns reports whether a pod's source is one of the running daemon's
+// (Sources.Owns).
+func (st Status) Owns(source string) bool {
+	return (&Sources{Dir: st.ManifestDir, URL: st.URL}).Owns(source)
+}
+
 // ReadStatus reads a running daemon's status; ok is false when no daemon
 // publishes one (or it is no longer alive).
 func ReadStatus(path string) (st Status, ok bool) {

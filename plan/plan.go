@@ -50,6 +50,9 @@ type Existing struct {
 	NotAdoptable string
 	// Owned: the caller's sources applied it (only owned pods are pruned).
 	Owned bool
+	// Yield: it belongs to another owner (a running daemon): a wanted pod
+	// of its name that is not the same is rejected, never replaces it.
+	Yield bool
 }
 
 // Key is namespace/name.
@@ -127,7 +130,13 @@ func Decide(in Input) []Action {
 			removals = append(removals, Action{Op: Remove, Key: e.Key(), UID: e.UID})
 		}
 	}
-	conflicts := hostPortConflicts(in.Desired, in.Node)
+	var staying []Existing // pods that keep their host ports: not removed now
+	for _, e := range in.Node {
+		if wanted[e.Key()] || !e.Owned || in.Broken[e.Source] || !in.Prune {
+			staying = append(staying, e)
+		}
+	}
+	conflicts := hostPortConflicts(in.Desired, staying)
 	out := removals
 	for i, d := range in.Desired {
 		if err := conflicts[i]; err != nil {
@@ -163,6 +172,13 @@ func decideOne(in Input, d Desired, existing []Existing) Action {
 	if len(existing) == 0 {
 		a.Op = Create
 		return a
+	}
+	for _, e := range existing {
+		if e.Yield {
+			a.Op = Reject
+			a.Err = fmt.Errorf("pod %s belongs to the running podrun daemon (from %s): change it there, or remove that file first; nothing was changed", a.Key, e.Source)
+			return a
+		}
 	}
 	if d.ImageWait != nil && len(existing) == 1 && existing[0].UID == p.UID {
 		// The same pod, left Pending by an image failure: it stays so until
@@ -229,7 +245,8 @@ func hostPorts(p *corev1.Pod) []hostPort {
 // that claims a host port held by a pod on the node or by an earlier
 // desired pod. A pod on the node of the same namespace/name is left out: it
 // is replaced (or left as it is); so is a finished pod, whose network is
-// released (and which the scheduler no longer counts).
+// released (and which the scheduler no longer counts). node holds only the
+// pods that stay: one being removed frees its ports first.
 func hostPortConflicts(desired []Desired, node []Existing) map[int]error {
 	type holder struct {
 		key   string

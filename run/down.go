@@ -22,22 +22,27 @@ type DownResult struct {
 }
 
 // Down stops and removes the pods named by targets, concurrently. A pod
-// that is not there is success (Found false).
+// that is not there is success (Found false). Each pod is taken down
+// under its lock (lockPod), looked up once the lock is had.
 func (h *Host) Down(ctx context.Context, targets []Target, o DownOptions) []DownResult {
 	results := make([]DownResult, len(targets))
-	pods, err := h.Pods(ctx) // one listing for the whole call
-	if err != nil {
-		for i, t := range targets {
-			results[i] = DownResult{Pod: t.String(), Err: err}
-		}
-		return results
-	}
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			results[i] = DownResult{Pod: t.String()}
+			unlock, err := h.lockPod(ctx, t.String(), 0)
+			if err != nil {
+				results[i].Err = err
+				return
+			}
+			defer unlock()
+			pods, err := h.Pods(ctx)
+			if err != nil {
+				results[i].Err = err
+				return
+			}
 			var errs []error
 			for _, p := range pods {
 				if p.Namespace == t.Namespace && p.Name == t.Name {

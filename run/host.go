@@ -20,6 +20,8 @@ type Host struct {
 	netns      NetNS
 	cgroups    Cgroups
 	disk       Disk
+	locks      Locks
+	podLocks   podLocks
 	node       resources.Node
 	report     Reporter
 	closer     func() error
@@ -44,18 +46,23 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 	if d.Clock == nil {
 		d.Clock = probes.RealClock{}
 	}
+	if d.Locks == nil {
+		d.Locks = &localLocks{} // this process only
+	}
 	h := &Host{
-		cfg:     cfg,
-		engine:  d.Engine,
-		network: d.Network,
-		netns:   d.NetNS,
-		cgroups: d.Cgroups,
-		disk:    d.Disk,
-		node:    d.Node,
-		report:  report,
-		closer:  closer,
-		clock:   d.Clock,
-		workers: map[string]*podRun{},
+		cfg:      cfg,
+		engine:   d.Engine,
+		network:  d.Network,
+		netns:    d.NetNS,
+		cgroups:  d.Cgroups,
+		disk:     d.Disk,
+		locks:    d.Locks,
+		podLocks: podLocks{held: map[string]*heldLock{}},
+		node:     d.Node,
+		report:   report,
+		closer:   closer,
+		clock:    d.Clock,
+		workers:  map[string]*podRun{},
 	}
 	h.images = images.New(d.Engine, cfg.Images, d.Clock.Now)
 	var ctx context.Context

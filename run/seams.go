@@ -59,6 +59,14 @@ type Disk interface {
 	WriteFile(path string, data []byte, perm os.FileMode) error
 }
 
+// Locks serializes the processes that change pods (lock.Pods): one owner
+// of a pod, by namespace/name, at a time.
+type Locks interface {
+	// Lock takes pod key's lock, waiting until ctx ends; waiting is told
+	// once which pid holds it.
+	Lock(ctx context.Context, key string, waiting func(holder int)) (unlock func(), err error)
+}
+
 // Deps are the implementations a Host works with.
 type Deps struct {
 	Engine  engine.Engine
@@ -66,6 +74,8 @@ type Deps struct {
 	NetNS   NetNS
 	Cgroups Cgroups
 	Disk    Disk
+	// Locks is lock.Pods on a host; nil serializes within this process only.
+	Locks Locks
 	// Node is what the machine offers (cgroup.Node); it shapes containers' limits.
 	Node resources.Node
 	// Clock drives probes and back-offs; nil is the real one.

@@ -64,23 +64,68 @@ func (h *Host) supervisedUIDs() []string {
 	return uids
 }
 
+// removedCheck is how often Supervise looks for pods another podrun removed.
+const removedCheck = time.Second
+
 // Supervise keeps supervising the pods Up brought up in the foreground
-// until ctx ends, then terminates them gracefully (the kubelet's order).
+// until ctx ends, then terminates them gracefully (the kubelet's order). A
+// pod another podrun takes down (`podrun down`) is no longer supervised;
+// once every pod is gone so, Supervise returns.
 func (h *Host) Supervise(ctx context.Context) error {
-	<-ctx.Done()
-	return h.TerminateAll(context.Background())
+	for {
+		select {
+		case <-ctx.Done():
+			return h.TerminateAll(context.Background())
+		case <-h.clock.After(removedCheck):
+			if h.forgetRemoved() && len(h.supervisedUIDs()) == 0 {
+				h.report(Event{Msg: "every pod was taken down by another podrun; nothing left to supervise"})
+				return nil
+			}
+		}
+	}
+}
+
+// forgetRemoved stops supervising the pods whose record is gone (taken
+// down by another podrun), and reports whether there were any.
+func (h *Host) forgetRemoved() bool {
+	forgot := false
+	for _, uid := range h.supervisedUIDs() {
+		if st, err := h.loadState(uid); err == nil && st == nil {
+			h.mu.Lock()
+			key := uid
+			if r := h.workers[uid]; r != nil {
+				key = r.key
+			}
+			h.mu.Unlock()
+			h.unsupervise(uid)
+			h.report(Event{Pod: key, Msg: "taken down by another podrun; no longer supervised"})
+			forgot = true
+		}
+	}
+	return forgot
 }
 
 // TerminateAll stops every supervised pod gracefully and removes it.
 func (h *Host) TerminateAll(ctx context.Context) error {
-	uids := h.supervisedUIDs()
-	errs := make([]error, len(uids))
+	h.mu.Lock()
+	pods := make([]*podRun, 0, len(h.workers))
+	for _, r := range h.workers {
+		pods = append(pods, r)
+	}
+	h.mu.Unlock()
+	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
-	for i, uid := range uids {
+	for i, r := range pods {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = h.downUID(ctx, uid, nil)
+			unlock, err := h.lockPod(ctx, r.key, 0)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer unlock()
+			errs[i] = h.downUID(ctx, r.pod.UID, nil)
 		}()
 	}
 	wg.Wait()
@@ -178,3 +223,7 @@ func (r *podRun) Kill(ctx context.Context, c *corev1.Container, id string, grace
 
 // Report says something about the pod on the progress stream.
 func (r *podRun) Report(msg string) { r.h.report(Event{Pod: r.key, Msg: msg}) }
+
+// Lock takes the pod's lock (lockPod), shared with the pipeline when it
+// holds it.
+func (r *podRun) Lock(ctx context.Context) (func(), error) { return r.h.lockPod(ctx, r.key, 0) }

@@ -44,6 +44,10 @@ type Want struct {
 	Owns   func(source string) bool
 	Broken map[string]bool
 	Prune  bool
+	// Yield tells which pods on the node belong to another owner (a
+	// running daemon's sources): one of them is never replaced by a wanted
+	// pod from elsewhere, which is rejected instead.
+	Yield func(source string) bool
 }
 
 // Up runs the pods of set, concurrently, and returns one Result per pod;
@@ -52,52 +56,156 @@ func (h *Host) Up(ctx context.Context, set *manifest.Set, o UpOptions) []Result 
 	return h.Sync(ctx, Want{Pods: set.Pods}, o)
 }
 
-// Sync brings the node to what w asks: it observes the node, decides every
-// action (plan.Decide) and carries them out, removals first, then the rest
-// concurrently. The results come in the order of the actions: removals,
-// then one per wanted pod, then the adoptions of pods of broken sources.
+// Sync brings the node to what w asks. Each pod is handled under its lock
+// (lockPod: one owner per pod across processes), taken before anything is
+// decided: the node is observed, every action decided (plan.Decide) and
+// the pod's own action carried out, then the lock is released. A command
+// that waited for another one's lock so decides on what that one left: the
+// same manifest applied twice is replaced once and unchanged once. Pods no
+// longer wanted go first, then the wanted ones, concurrently; no goroutine
+// holds more than one pod's lock, so commands cannot deadlock. The results
+// come removals first, then one per wanted pod in order, then the
+// adoptions of pods of broken sources.
 func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
-	in, err := h.observe(ctx, w, o)
-	if err != nil {
-		results := make([]Result, len(w.Pods))
-		for i, p := range w.Pods {
-			results[i] = Result{Pod: p.Namespace + "/" + p.Name, UID: p.UID, Err: err}
-		}
-		return results
+	wanted := map[string]bool{}
+	for _, p := range w.Pods {
+		wanted[p.Namespace+"/"+p.Name] = true
 	}
-	actions := plan.Decide(in)
-	results := make([]Result, len(actions))
-	for _, removals := range []bool{true, false} {
-		var wg sync.WaitGroup
-		for i, a := range actions {
-			if (a.Op == plan.Remove) != removals {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				results[i] = h.act(ctx, a, o)
-			}()
+	// The other pods this call may act on (prune, adopt): found without a
+	// lock, decided under theirs.
+	var others []string
+	if w.Owns != nil {
+		pods, err := h.Pods(ctx)
+		if err != nil {
+			return failAll(w.Pods, err)
 		}
-		wg.Wait()
+		seen := map[string]bool{}
+		for _, p := range pods {
+			key := p.Namespace + "/" + p.Name
+			if w.Owns(p.Source) && !wanted[key] && !seen[key] {
+				seen[key] = true
+				others = append(others, key)
+			}
+		}
+		sort.Strings(others)
+	}
+	var removed, adopted []Result
+	var mu sync.Mutex
+	h.eachKey(others, func(key string) {
+		for _, r := range h.syncKey(ctx, key, w, o) {
+			mu.Lock()
+			if r.Action == Removed {
+				removed = append(removed, r)
+			} else {
+				adopted = append(adopted, r)
+			}
+			mu.Unlock()
+		}
+	})
+	results := make([][]Result, len(w.Pods))
+	keys := make([]string, len(w.Pods))
+	for i, p := range w.Pods {
+		keys[i] = p.Namespace + "/" + p.Name
+	}
+	h.eachKey(keys, func(key string) {
+		rs := h.syncKey(ctx, key, w, o)
+		for i, k := range keys {
+			if k == key {
+				results[i] = rs
+			}
+		}
+	})
+	out := removed
+	for i, rs := range results {
+		if len(rs) == 0 { // the lock was not had, or the listing failed
+			rs = []Result{{Pod: keys[i], UID: w.Pods[i].UID, Err: errors.New("no action")}}
+		}
+		out = append(out, rs...)
+	}
+	return append(out, adopted...)
+}
+
+// eachKey runs fn for each distinct key, concurrently, and waits.
+func (h *Host) eachKey(keys []string, fn func(key string)) {
+	var wg sync.WaitGroup
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(k)
+		}()
+	}
+	wg.Wait()
+}
+
+// syncKey decides and acts on pod key under its lock.
+func (h *Host) syncKey(ctx context.Context, key string, w Want, o UpOptions) []Result {
+	fail := func(err error) []Result {
+		var rs []Result
+		for _, p := range w.Pods {
+			if p.Namespace+"/"+p.Name == key {
+				rs = append(rs, Result{Pod: key, UID: p.UID, Err: err})
+			}
+		}
+		return rs
+	}
+	unlock, err := h.lockPod(ctx, key, o.Timeout)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+	in, err := h.observe(ctx, w, o, key)
+	if err != nil {
+		return fail(err)
+	}
+	var rs []Result
+	for _, a := range plan.Decide(in) {
+		if a.Key == key {
+			rs = append(rs, h.act(ctx, a, o))
+		}
+	}
+	return rs
+}
+
+// yields reports whether the wanted pod key comes from a source that Yield
+// names (applying the owner's own file is the owner's change).
+func yields(w Want, key string) bool {
+	for _, p := range w.Pods {
+		if p.Namespace+"/"+p.Name == key && w.Yield(p.Source.Origin()) {
+			return true
+		}
+	}
+	return false
+}
+
+func failAll(pods []*manifest.Pod, err error) []Result {
+	results := make([]Result, len(pods))
+	for i, p := range pods {
+		results[i] = Result{Pod: p.Namespace + "/" + p.Name, UID: p.UID, Err: err}
 	}
 	return results
 }
 
 // observe gathers what plan.Decide looks at: the pods on the node, which of
-// them this process supervises and whether the others can be adopted, and
-// which wanted pods wait for an image's back-off.
-func (h *Host) observe(ctx context.Context, w Want, o UpOptions) (plan.Input, error) {
+// them this process supervises and, for pod key, whether the ones there can
+// be adopted and whether the wanted one waits for an image's back-off.
+func (h *Host) observe(ctx context.Context, w Want, o UpOptions, key string) (plan.Input, error) {
 	in := plan.Input{Broken: w.Broken, Supervise: o.Foreground, Prune: w.Prune, PullFirst: o.PullBackOff}
-	pods, err := h.Pods(ctx) // one listing for the whole call
+	pods, err := h.Pods(ctx)
 	if err != nil {
 		return in, err
 	}
 	wanted := map[string]bool{}
 	for _, p := range w.Pods {
-		wanted[p.Namespace+"/"+p.Name] = true
+		k := p.Namespace + "/" + p.Name
+		wanted[k] = true
 		d := plan.Desired{Pod: p}
-		if o.PullBackOff {
+		if o.PullBackOff && k == key {
 			if perr := h.images.Waiting(ctx, p); perr != nil {
 				d.ImageWait = perr
 			}
@@ -108,7 +216,10 @@ func (h *Host) observe(ctx context.Context, w Want, o UpOptions) (plan.Input, er
 		e := plan.Existing{UID: p.UID, Namespace: p.Namespace, Name: p.Name, Source: p.Source, Pod: p.Pod,
 			Complete: p.State != nil && p.State.Complete, Supervised: h.Supervised(p.UID),
 			Owned: w.Owns != nil && w.Owns(p.Source)}
-		if o.Foreground && e.Complete && !e.Supervised && (wanted[e.Key()] || e.Owned) {
+		if w.Yield != nil && w.Yield(p.Source) && !yields(w, e.Key()) {
+			e.Yield = true
+		}
+		if o.Foreground && e.Key() == key && e.Complete && !e.Supervised && (wanted[key] || e.Owned) {
 			if _, err := h.rebuild(ctx, p.UID); errors.Is(err, ErrNotAdoptable) {
 				e.NotAdoptable = err.Error()
 			} else if err != nil {

@@ -52,6 +52,9 @@ type Pod interface {
 	Grace(p *corev1.Probe) time.Duration
 	// Report says something about the pod on the progress stream.
 	Report(msg string)
+	// Lock takes the pod's lock, for as long as the supervisor changes the
+	// pod (a restart, a kill); it never holds it while it only watches.
+	Lock(ctx context.Context) (unlock func(), err error)
 }
 
 // Worker supervises one pod's long-running containers: it starts them,
@@ -101,6 +104,14 @@ func (w *Worker) Adopt(c *corev1.Container, role Role, attempts []engine.Contain
 		return
 	}
 	w.Start(c, role, int(status.RestartCount(*cur)), cur)
+}
+
+// release gives up the pod's lock a restart took, if any.
+func (l *Loop) release() {
+	if l.unlock != nil {
+		l.unlock()
+		l.unlock = nil
+	}
 }
 
 // Container is the container this loop supervises.
@@ -186,6 +197,7 @@ type Loop struct {
 	backoff  backoff.Backoff
 	adopted  *engine.Container // an existing attempt to take over instead of starting one
 	killed   atomic.Bool       // the current attempt was killed by a probe or hook failure
+	unlock   func()            // the pod's lock, held from a restart's decision until its start
 
 	mu sync.Mutex
 	st State
@@ -296,6 +308,7 @@ func (l *Loop) shouldRestart(code uint32) bool {
 func (l *Loop) run() {
 	defer l.w.wg.Done()
 	defer close(l.finished)
+	defer l.release()
 	ctx := l.ctx
 	p := l.w.pod
 	for ctx.Err() == nil {
@@ -349,11 +362,19 @@ func (l *Loop) run() {
 		case <-ctx.Done():
 			return
 		}
+		// A restart changes the pod: under its lock, held until the next
+		// attempt has started (attempt releases it).
+		unlock, err := p.Lock(ctx)
+		if err != nil {
+			return // the supervision ends
+		}
 		if !p.SandboxAlive(ctx) {
 			// The pod was taken down (or replaced) by someone else meanwhile.
+			unlock()
 			l.update(func(s *State) { s.Done, s.ExitCode = true, code })
 			return
 		}
+		l.unlock = unlock
 		if cfg == nil {
 			l.update(func(s *State) { s.Restarts++ })
 		}
@@ -374,7 +395,9 @@ func (l *Loop) attempt(ctx context.Context) (ranFor time.Duration, code uint32, 
 	adopted := l.adopted
 	l.adopted = nil
 	if adopted == nil {
-		if err := p.Start(ctx, l.c, l.role.Kind(), restarts); err != nil {
+		err := p.Start(ctx, l.c, l.role.Kind(), restarts)
+		l.release()
+		if err != nil {
 			return 0, 0, err
 		}
 	} else if t, err := time.Parse(time.RFC3339Nano, adopted.Labels[labels.StartedAt]); err == nil {
@@ -515,6 +538,11 @@ func (l *Loop) onProbe(ctx context.Context, id string, target probes.Target, u p
 // because a probe or hook failed; its exit then arrives as an event.
 func (l *Loop) kill(ctx context.Context, id string, grace time.Duration) {
 	l.killed.Store(true)
+	unlock, err := l.w.pod.Lock(ctx)
+	if err != nil {
+		return // the supervision ends
+	}
+	defer unlock()
 	if err := l.w.pod.Kill(ctx, l.c, id, grace); err != nil && ctx.Err() == nil {
 		l.w.pod.Report(fmt.Sprintf("stopping %s: %v", id, err))
 	}

@@ -1,0 +1,122 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestExclusive: holders never overlap, also within one process (each
+// Acquire opens its own descriptor), and waiters are told who holds it.
+func TestExclusive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pods", "default_web.lock")
+	var inside, maxInside atomic.Int32
+	var told atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := Acquire(context.Background(), path, func(pid int) {
+				if pid == os.Getpid() {
+					told.Add(1)
+				}
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := inside.Add(1)
+			for {
+				m := maxInside.Load()
+				if n <= m || maxInside.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+			inside.Add(-1)
+			if err := l.Release(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if maxInside.Load() != 1 {
+		t.Errorf("%d holders at once", maxInside.Load())
+	}
+	if told.Load() == 0 {
+		t.Error("no waiter was told the holder's pid")
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("lock file: %v %v", st.Mode(), err)
+	}
+}
+
+// TestWaitEndsWithContext: a waiter gives up when its context ends.
+func TestWaitEndsWithContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	l, err := Acquire(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := Acquire(ctx, path, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire = %v, want the deadline", err)
+	}
+}
+
+// TestKilledHolder: a holder killed with SIGKILL leaves no lock behind.
+func TestKilledHolder(t *testing.T) {
+	if os.Getenv("LOCK_HOLDER") != "" {
+		if _, err := Acquire(context.Background(), os.Getenv("LOCK_HOLDER"), nil); err != nil {
+			os.Exit(2)
+		}
+		os.Stdout.WriteString("held\n")
+		time.Sleep(time.Hour)
+	}
+	path := filepath.Join(t.TempDir(), "x.lock")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledHolder$")
+	cmd.Env = append(os.Environ(), "LOCK_HOLDER="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf) != "held\n" {
+		t.Fatalf("holder: %q %v", buf, err)
+	}
+	var pid int
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	_, err = Acquire(ctx, path, func(p int) { pid = p })
+	cancel()
+	if err == nil || pid != cmd.Process.Pid {
+		t.Fatalf("while held: err %v, holder %d; want a timeout naming pid %d", err, pid, cmd.Process.Pid)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := Acquire(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("after kill -9 of the holder: %v", err)
+	}
+	b, _ := os.ReadFile(path)
+	if string(b) != strconv.Itoa(os.Getpid())+"\n" {
+		t.Errorf("lock file names %q, want this process", b)
+	}
+	l.Release()
+}
