@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +53,9 @@ type pipeline struct {
 
 const bystanderUID = "0b0b0b0b-0000-4000-8000-000000000000"
 
+// pipelineUID is pipelinePod's UID (its content's hash).
+const pipelineUID = "ab2111fa-a277-545d-a824-4b554be0fd9a"
+
 func newPipeline(t *testing.T) *pipeline {
 	t.Helper()
 	set, err := manifest.Options{}.ParseUnresolved("pod.yaml", []byte(pipelinePod))
@@ -93,7 +98,11 @@ func newPipeline(t *testing.T) *pipeline {
 // newHost is a Host on the pipeline's machine, as another podrun process
 // would open it.
 func (p *pipeline) newHost() *Host {
+	onCall := p.eng.OnCall
 	d := p.m.deps(p.eng)
+	if onCall != nil {
+		p.eng.OnCall = onCall // the engine's hook stays the pipeline's
+	}
 	d.Clock = p.clk
 	h := NewHost(p.cfg, d, nil, nil)
 	p.t.Cleanup(func() { _ = h.Close() })
@@ -280,17 +289,18 @@ func TestUpUndoesEveryStepOnCancel(t *testing.T) {
 			if step == "record" {
 				want = 2 // after those of the directory and network steps
 			}
-			hit := func(op string) {
+			hit := func(op string) error {
 				if strings.HasPrefix(op, at) {
 					if n == want {
 						cancel()
 					}
 					n++
 				}
+				return nil
 			}
 			p.m.before = hit
 			prev := p.eng.OnCall
-			p.eng.OnCall = func(call string) { hit("engine." + call); prev(call) }
+			p.eng.OnCall = func(call string) { _ = hit("engine." + call); prev(call) }
 			res := p.up(ctx, UpOptions{})
 			if step == "record" {
 				// Cancelled during its last write: the pod is up, and says so.
@@ -460,6 +470,235 @@ func TestAdoptFailsWithoutChanges(t *testing.T) {
 			if got := p.containers(); !slices.Equal(got, before) {
 				t.Errorf("containers %v, want %v", got, before)
 			}
+		})
+	}
+}
+
+// crashable is the engine of a process that can die: once dead, its calls
+// fail, and dying waits for the calls in flight (which containerd would
+// finish after a kill -9 all the same).
+type crashable struct {
+	engine.Engine
+	mu       sync.Mutex
+	dead     bool
+	inflight sync.WaitGroup
+}
+
+var errDead = errors.New("the process is dead")
+
+func (c *crashable) enter() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dead {
+		return errDead
+	}
+	c.inflight.Add(1)
+	return nil
+}
+
+func (c *crashable) die() {
+	c.mu.Lock()
+	c.dead = true
+	c.mu.Unlock()
+	c.inflight.Wait()
+}
+
+func (c *crashable) Create(ctx context.Context, s engine.ContainerSpec) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.inflight.Done()
+	return c.Engine.Create(ctx, s)
+}
+
+func (c *crashable) Start(ctx context.Context, id, logPath string) (uint32, error) {
+	if err := c.enter(); err != nil {
+		return 0, err
+	}
+	defer c.inflight.Done()
+	return c.Engine.Start(ctx, id, logPath)
+}
+
+func (c *crashable) SetLabels(ctx context.Context, id string, l map[string]string) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.inflight.Done()
+	return c.Engine.SetLabels(ctx, id, l)
+}
+
+func (c *crashable) Delete(ctx context.Context, id string) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.inflight.Done()
+	return c.Engine.Delete(ctx, id)
+}
+
+func (c *crashable) Kill(ctx context.Context, id string, sig syscall.Signal) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.inflight.Done()
+	return c.Engine.Kill(ctx, id, sig)
+}
+
+// crashingHost is a Host of the pipeline whose process can die (its engine).
+func (p *pipeline) crashingHost() (*Host, *crashable) {
+	cr := &crashable{Engine: p.eng}
+	onCall := p.eng.OnCall
+	d := p.m.deps(p.eng)
+	p.eng.OnCall = onCall
+	d.Engine, d.Clock = cr, p.clk
+	h := NewHost(p.cfg, d, nil, nil)
+	p.t.Cleanup(func() { _ = h.Close() })
+	return h, cr
+}
+
+// crashAt makes a process die at the n-th op (from 0) that starts with
+// prefix: its engine fails from then on, and that op never returns while
+// the test looks (as a process killed there would never go on); it fails
+// once released. It returns a channel closed when the op is reached, and
+// the release.
+func (p *pipeline) crashAt(prefix string, n int, cr *crashable) (<-chan struct{}, func()) {
+	reached, release := make(chan struct{}), make(chan struct{})
+	seen := 0
+	var once sync.Once
+	p.m.before = func(op string) error {
+		if !strings.HasPrefix(op, prefix) {
+			return nil
+		}
+		if seen++; seen-1 != n {
+			return nil
+		}
+		cr.die()
+		once.Do(func() { close(reached) })
+		<-release
+		return errDead
+	}
+	var released sync.Once
+	return reached, func() { released.Do(func() { close(release) }) }
+}
+
+// otherProcess is a Host of another podrun process on the same machine:
+// its own locks (the kernel frees a dead process's flocks).
+func (p *pipeline) otherProcess() *Host {
+	onCall := p.eng.OnCall
+	d := p.m.deps(p.eng)
+	p.eng.OnCall = onCall
+	d.Clock = p.clk
+	d.Locks = &localLocks{}
+	h := NewHost(p.cfg, d, nil, nil)
+	p.t.Cleanup(func() { _ = h.Close() })
+	return h
+}
+
+// TestCrashDuringUpThenDown: a podrun killed at any step of up (no undo
+// runs) leaves what another podrun's down removes entirely.
+func TestCrashDuringUpThenDown(t *testing.T) {
+	for _, tc := range []struct {
+		prefix string
+		n      int
+	}{
+		{"disk.create", 0}, {"disk.setup", 0}, {"cgroup.create", 0}, {"netns.create", 0},
+		{"disk.write cni.conflist", 0}, {"cni.add", 0}, {"disk.write pod.json", 1}, // right after CNI ADD
+		{"disk.write etc-hosts", 0}, {"disk.write hostname", 0},
+		{"disk.write " + ContainerID(pipelineUID, "setup", 0), 0},
+		{"disk.write " + ContainerID(pipelineUID, "log", 0), 0},
+		{"disk.write " + ContainerID(pipelineUID, "app", 0), 0},
+		{"disk.write pod.json", 2}, // record
+	} {
+		t.Run(fmt.Sprintf("%s#%d", tc.prefix, tc.n), func(t *testing.T) {
+			p := newPipeline(t)
+			if p.pod.UID != pipelineUID {
+				t.Fatalf("the pod's UID is %s: update pipelineUID", p.pod.UID)
+			}
+			h, cr := p.crashingHost()
+			reached, release := p.crashAt(tc.prefix, tc.n, cr)
+			upDone := make(chan struct{})
+			go func() {
+				defer close(upDone)
+				h.Up(context.Background(), &manifest.Set{Pods: []*manifest.Pod{p.pod}}, UpOptions{Wait: WaitRunning})
+			}()
+			t.Cleanup(func() { release(); <-upDone })
+			select {
+			case <-reached:
+			case <-time.After(waitTimeout):
+				t.Fatalf("up never reached %s", tc.prefix)
+			}
+			r := p.otherProcess().Down(p.ctx(), []Target{{Namespace: "default", Name: "web"}}, DownOptions{})[0]
+			if r.Err != nil {
+				t.Fatalf("down after the crash: %v", r.Err)
+			}
+			p.checkNothingLeft()
+		})
+	}
+}
+
+// TestCrashDuringDownThenDown: a podrun killed at any step of down leaves
+// what another podrun's down finishes, with the pod's own record.
+func TestCrashDuringDownThenDown(t *testing.T) {
+	for _, prefix := range []string{"cni.del", "netns.remove", "cgroup.remove", "disk.remove"} {
+		t.Run(prefix, func(t *testing.T) {
+			p := newPipeline(t)
+			ctx := p.ctx()
+			if res := p.up(ctx, UpOptions{}); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			h, cr := p.crashingHost()
+			reached, release := p.crashAt(prefix, 0, cr)
+			downDone := make(chan struct{})
+			go func() {
+				defer close(downDone)
+				h.Down(context.Background(), []Target{{Namespace: "default", Name: "web"}}, DownOptions{})
+			}()
+			t.Cleanup(func() { release(); <-downDone })
+			select {
+			case <-reached:
+			case <-time.After(waitTimeout):
+				t.Fatalf("down never reached %s", prefix)
+			}
+			p.m.mu.Lock()
+			p.m.before = nil // the other process runs normally
+			p.m.mu.Unlock()
+			r := p.otherProcess().Down(ctx, []Target{{Namespace: "default", Name: "web"}}, DownOptions{})[0]
+			if r.Err != nil {
+				t.Fatalf("down after the crash: %+v", r)
+			}
+			p.checkNothingLeft()
+		})
+	}
+}
+
+// TestDownIsNeverCancelledHalfWay: a cancellation that comes while down
+// tears the pod down (SIGTERM to the daemon, Ctrl-C) does not stop it: every
+// step still runs, and nothing is left.
+func TestDownIsNeverCancelledHalfWay(t *testing.T) {
+	for _, at := range []string{"engine.Kill", "cni.del", "netns.remove", "engine.Delete", "cgroup.remove"} {
+		t.Run(at, func(t *testing.T) {
+			p := newPipeline(t)
+			if res := p.up(p.ctx(), UpOptions{}); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			ctx, cancel := context.WithCancel(p.ctx())
+			p.m.before = func(op string) error {
+				if strings.HasPrefix(op, at) {
+					cancel()
+				}
+				return nil
+			}
+			prev := p.eng.OnCall
+			p.eng.OnCall = func(call string) {
+				if strings.HasPrefix("engine."+call, at) {
+					cancel()
+				}
+				prev(call)
+			}
+			r := p.h.Down(ctx, []Target{{Namespace: "default", Name: "web"}}, DownOptions{})[0]
+			if r.Err != nil || !r.Found {
+				t.Fatalf("down = %+v, want it finished although cancelled at %s", r, at)
+			}
+			p.checkNothingLeft()
 		})
 	}
 }

@@ -33,7 +33,7 @@ type fakeMachine struct {
 	attached map[string]bool // by sandbox container id
 	dirs     map[string]bool // pod directories, by UID
 	fail     map[string]int  // op prefix -> how many matching ops succeed before one fails
-	before   func(op string) // called before each op, unlocked (cancel a context here)
+	before   func(op string) error // called before each op, unlocked (cancel a context here); an error fails the op
 }
 
 func newFakeMachine() *fakeMachine {
@@ -57,7 +57,9 @@ func (m *fakeMachine) op(op string) error {
 	before := m.before
 	m.mu.Unlock()
 	if before != nil {
-		before(op)
+		if err := before(op); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

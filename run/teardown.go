@@ -51,12 +51,24 @@ type teardown struct {
 	remove bool
 }
 
+// teardownStep bounds each step of a teardown but the graceful stops,
+// which their grace periods bound.
+const teardownStep = time.Minute
+
+// stepContext is one teardown step's context.
+func stepContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, teardownStep)
+}
+
 // killPod is the kubelet's killPodWithSyncResult: supervision ends, then app
 // containers stop in parallel, native sidecars one by one in reverse order,
 // then the init containers, each with its preStop hook and grace (stop);
 // then the sandbox, then what is removed. Every part treats "already gone"
-// as done, so it finishes a half-made or half-removed pod too.
+// as done, so it finishes a half-made or half-removed pod too. A teardown
+// is never cancelled half-way: it runs on its own context (ctx's values,
+// not its end), each step under its own deadline, as containerd's CRI does.
 func (h *Host) killPod(ctx context.Context, t teardown) error {
+	ctx = context.WithoutCancel(ctx)
 	if t.w != nil {
 		for _, l := range t.w.Loops() {
 			if t.only == "" || l.Container().Name == t.only {
@@ -68,7 +80,9 @@ func (h *Host) killPod(ctx context.Context, t teardown) error {
 	if t.only != "" {
 		match[labels.Container] = t.only
 	}
-	ctrs, err := h.engine.List(ctx, match)
+	lctx, cancel := stepContext(ctx)
+	ctrs, err := h.engine.List(lctx, match)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -84,7 +98,9 @@ func (h *Host) killPod(ctx context.Context, t teardown) error {
 	}
 	if t.remove {
 		for _, c := range ctrs {
-			errs = append(errs, h.engine.Delete(ctx, c.ID))
+			dctx, cancel := stepContext(ctx)
+			errs = append(errs, h.engine.Delete(dctx, c.ID))
+			cancel()
 		}
 		if t.sandbox {
 			errs = append(errs, h.cgroups.Remove(h.podCgroup(t.uid))) // empty once every task is gone
@@ -219,7 +235,9 @@ func (h *Host) stop(ctx context.Context, c engine.Container, spec *corev1.Contai
 	if err != nil {
 		return err
 	}
-	if err := h.engine.Kill(ctx, c.ID, sig); err != nil {
+	kctx, cancel := stepContext(ctx)
+	defer cancel()
+	if err := h.engine.Kill(kctx, c.ID, sig); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, max(grace, minGrace))
@@ -228,12 +246,14 @@ func (h *Host) stop(ctx context.Context, c engine.Container, spec *corev1.Contai
 	if err == nil || errors.Is(err, engine.ErrNotFound) {
 		return nil
 	}
-	if err := h.engine.Kill(ctx, c.ID, unix.SIGKILL); err != nil {
+	sctx, scancel := stepContext(ctx)
+	defer scancel()
+	if err := h.engine.Kill(sctx, c.ID, unix.SIGKILL); err != nil {
 		return err
 	}
-	kctx, cancel := context.WithTimeout(ctx, killWait)
-	defer cancel()
-	if _, err := h.engine.Wait(kctx, c.ID); err != nil && !errors.Is(err, engine.ErrNotFound) {
+	wkctx, wkcancel := context.WithTimeout(ctx, killWait)
+	defer wkcancel()
+	if _, err := h.engine.Wait(wkctx, c.ID); err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return fmt.Errorf("container %s did not exit after SIGKILL: %w", c.ID, err)
 	}
 	return nil
@@ -259,13 +279,20 @@ func StopSignal(s string) (syscall.Signal, error) {
 
 // stopSandbox ends a finished pod's sandbox: the pause task, the network and
 // the namespace. Containers and the pod directory stay until `down`.
+// Each part is tried whatever the others did; CNI DEL runs from the pod's
+// record even when the sandbox or its namespace are gone.
 func (h *Host) stopSandbox(ctx context.Context, uid string, a sandbox.Attachment) error {
 	id := SandboxID(uid)
-	if err := h.engine.Kill(ctx, id, unix.SIGKILL); err != nil {
-		return err
+	kctx, cancel := stepContext(ctx)
+	defer cancel()
+	var errs []error
+	if err := h.engine.Kill(kctx, id, unix.SIGKILL); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		errs = append(errs, err)
 	}
-	if _, err := h.engine.DeleteTask(ctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
-		return err
+	if _, err := h.engine.DeleteTask(kctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		errs = append(errs, err)
 	}
-	return errors.Join(h.delNetwork(ctx, uid, a), h.netns.Remove(sandbox.NetNSName(uid)))
+	nctx, cancel := stepContext(ctx)
+	defer cancel()
+	return errors.Join(append(errs, h.delNetwork(nctx, uid, a), h.netns.Remove(sandbox.NetNSName(uid)))...)
 }
