@@ -1,0 +1,74 @@
+package e2e
+
+// Crash-consistent teardown: a daemon stopped while it removes a pod never
+// leaves it half-removed.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tdSlowPod ignores SIGTERM, so that its removal lasts its whole grace
+// period, and holds a host port (portmap rules to remove).
+func tdSlowPod(name string, port int) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  terminationGracePeriodSeconds: 6
+  containers:
+  - name: app
+    image: %s
+    command: ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]
+    ports: [{containerPort: 80, hostPort: %d}]
+`, name, H.Image, port)
+}
+
+// TestDaemonStoppedWhileRemovingAPod: the daemon gets SIGTERM (or SIGKILL)
+// 1.5 s into the removal of a pod whose app ignores SIGTERM; with SIGTERM it
+// finishes the removal before it exits; with SIGKILL the restarted daemon
+// finishes it, with the pod's own grace period (6 s, not the default 30 s).
+// Either way nothing of the pod is left: containers, netns, IP reservation,
+// iptables rules, pod directory.
+func TestDaemonStoppedWhileRemovingAPod(t *testing.T) {
+	H.require(t)
+	for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			name := fmt.Sprintf("td-slow-%d", i)
+			dir := t.TempDir()
+			dmRename(t, dir, name+".yaml", tdSlowPod(name, 18090+i))
+			d := dmStart(t, dir, nil, "--resync", "2s")
+			pods := dmWaitRunning(t, 60*time.Second, dmRunning, name)
+			uid := string(pods[name].UID)
+			sandboxID := plSandboxID(t, plContainers(t, name))
+			if err := os.Remove(filepath.Join(dir, name+".yaml")); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond) // the removal waits out the grace period meanwhile
+			if err := d.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if !d.wait(20 * time.Second) {
+				t.Fatalf("the daemon did not exit after %v", sig)
+			}
+			if sig == syscall.SIGKILL {
+				start := time.Now()
+				d2 := dmStart(t, dir, nil, "--resync", "2s")
+				dmWaitGone(t, 30*time.Second, name)
+				if took := time.Since(start); took > 20*time.Second {
+					t.Errorf("the restarted daemon took %v to finish the removal: not the pod's 6 s grace period", took)
+				}
+				d2.stop(t, 30*time.Second)
+			}
+			svGone(t, name, uid)
+			if traces := plNetworkTraces(t, sandboxID); len(traces) != 0 {
+				t.Errorf("network state of the pod left: %v", traces)
+			}
+		})
+	}
+}
