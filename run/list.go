@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,7 +32,31 @@ type PodInfo struct {
 
 // Pods lists every pod podrun knows in its namespace, sorted by namespace/name.
 func (h *Host) Pods(ctx context.Context) ([]*PodInfo, error) {
-	ctrs, err := h.engine.List(ctx, nil)
+	return h.list(ctx, nil, nil)
+}
+
+// podsNamed lists the pods named key ("namespace/name"): their containers
+// (a filtered listing), and the records of those and of uids (the pods of
+// that name an earlier listing found, which may have no container).
+func (h *Host) podsNamed(ctx context.Context, key string, uids []string) ([]*PodInfo, error) {
+	ns, name, _ := strings.Cut(key, "/")
+	pods, err := h.list(ctx, map[string]string{labels.PodNamespace: ns, labels.PodName: name}, append([]string{}, uids...))
+	if err != nil {
+		return nil, err
+	}
+	var out []*PodInfo
+	for _, p := range pods {
+		if p.Namespace == ns && p.Name == name {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// list lists the pods of the containers matching match and of the records
+// of uids, or of every record when uids is nil.
+func (h *Host) list(ctx context.Context, match map[string]string, uids []string) ([]*PodInfo, error) {
+	ctrs, err := h.engine.List(ctx, match)
 	if err != nil {
 		return nil, err
 	}
@@ -51,9 +76,16 @@ func (h *Host) Pods(ctx context.Context) ([]*PodInfo, error) {
 		p.Containers = append(p.Containers, c)
 		p.Namespace, p.Name, p.Source = c.Labels[labels.PodNamespace], c.Labels[labels.PodName], c.Labels[labels.Source]
 	}
-	uids, err := h.stateUIDs()
-	if err != nil {
-		return nil, err
+	if uids == nil {
+		if uids, err = h.stateUIDs(); err != nil {
+			return nil, err
+		}
+	} else {
+		for uid := range byUID {
+			if !slices.Contains(uids, uid) {
+				uids = append(uids, uid)
+			}
+		}
 	}
 	for _, uid := range uids {
 		st, err := h.loadState(uid)

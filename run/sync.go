@@ -71,16 +71,18 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 	for _, p := range w.Pods {
 		wanted[p.Namespace+"/"+p.Name] = true
 	}
-	// The other pods this call may act on (prune, adopt): found without a
-	// lock, decided under theirs.
+	// One listing for the whole call: the other pods this call may act on
+	// (prune, adopt), found without a lock and decided under theirs, and the
+	// host ports the node's pods hold. Each pod's own are listed again
+	// under its lock.
+	snapshot, err := h.Pods(ctx)
+	if err != nil {
+		return failAll(w.Pods, err)
+	}
 	var others []string
 	if w.Owns != nil {
-		pods, err := h.Pods(ctx)
-		if err != nil {
-			return failAll(w.Pods, err)
-		}
 		seen := map[string]bool{}
-		for _, p := range pods {
+		for _, p := range snapshot {
 			key := p.Namespace + "/" + p.Name
 			if w.Owns(p.Source) && !wanted[key] && !seen[key] {
 				seen[key] = true
@@ -92,7 +94,7 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 	var removed, adopted []Result
 	var mu sync.Mutex
 	h.eachKey(others, func(key string) {
-		for _, r := range h.syncKey(ctx, key, w, o) {
+		for _, r := range h.syncKey(ctx, key, w, o, snapshot) {
 			mu.Lock()
 			if r.Action == Removed {
 				removed = append(removed, r)
@@ -108,7 +110,7 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 		keys[i] = p.Namespace + "/" + p.Name
 	}
 	h.eachKey(keys, func(key string) {
-		rs := h.syncKey(ctx, key, w, o)
+		rs := h.syncKey(ctx, key, w, o, snapshot)
 		for i, k := range keys {
 			if k == key {
 				results[i] = rs
@@ -144,7 +146,7 @@ func (h *Host) eachKey(keys []string, fn func(key string)) {
 }
 
 // syncKey decides and acts on pod key under its lock.
-func (h *Host) syncKey(ctx context.Context, key string, w Want, o UpOptions) []Result {
+func (h *Host) syncKey(ctx context.Context, key string, w Want, o UpOptions, snapshot []*PodInfo) []Result {
 	fail := func(err error) []Result {
 		var rs []Result
 		for _, p := range w.Pods {
@@ -159,7 +161,7 @@ func (h *Host) syncKey(ctx context.Context, key string, w Want, o UpOptions) []R
 		return fail(err)
 	}
 	defer unlock()
-	in, err := h.observe(ctx, w, o, key)
+	in, err := h.observe(ctx, w, o, key, snapshot)
 	if err != nil {
 		return fail(err)
 	}
@@ -191,15 +193,26 @@ func failAll(pods []*manifest.Pod, err error) []Result {
 	return results
 }
 
-// observe gathers what plan.Decide looks at: the pods on the node, which of
-// them this process supervises and, for pod key, whether the ones there can
-// be adopted and whether the wanted one waits for an image's back-off.
-func (h *Host) observe(ctx context.Context, w Want, o UpOptions, key string) (plan.Input, error) {
+// observe gathers what plan.Decide looks at: the pods on the node (those
+// named key listed now, the others from snapshot), which of them this
+// process supervises and, for pod key, whether the ones there can be
+// adopted and whether the wanted one waits for an image's back-off.
+func (h *Host) observe(ctx context.Context, w Want, o UpOptions, key string, snapshot []*PodInfo) (plan.Input, error) {
 	in := plan.Input{Broken: w.Broken, Supervise: o.Foreground, Prune: w.Prune, PullFirst: o.PullBackOff}
-	pods, err := h.Pods(ctx)
+	var uids []string
+	var node []*PodInfo
+	for _, p := range snapshot {
+		if p.Namespace+"/"+p.Name == key {
+			uids = append(uids, p.UID)
+		} else {
+			node = append(node, p)
+		}
+	}
+	mine, err := h.podsNamed(ctx, key, uids)
 	if err != nil {
 		return in, err
 	}
+	node = append(node, mine...)
 	wanted := map[string]bool{}
 	for _, p := range w.Pods {
 		k := p.Namespace + "/" + p.Name
@@ -212,7 +225,7 @@ func (h *Host) observe(ctx context.Context, w Want, o UpOptions, key string) (pl
 		}
 		in.Desired = append(in.Desired, d)
 	}
-	for _, p := range pods {
+	for _, p := range node {
 		e := plan.Existing{UID: p.UID, Namespace: p.Namespace, Name: p.Name, Source: p.Source, Pod: p.Pod,
 			Complete: p.State != nil && p.State.Complete, Supervised: h.Supervised(p.UID),
 			Owned: w.Owns != nil && w.Owns(p.Source)}
