@@ -30,9 +30,9 @@ type fakeMachine struct {
 	log      []string
 	netns    map[string]bool
 	cgroups  map[string]bool
-	attached map[string]bool // by sandbox container id
-	dirs     map[string]bool // pod directories, by UID
-	fail     map[string]int  // op prefix -> how many matching ops succeed before one fails
+	attached map[string]bool       // by sandbox container id
+	dirs     map[string]bool       // pod directories, by UID
+	fail     map[string]int        // op prefix -> how many matching ops succeed before one fails
 	before   func(op string) error // called before each op, unlocked (cancel a context here); an error fails the op
 }
 
