@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -199,6 +200,31 @@ func failAll(pods []*manifest.Pod, err error) []Result {
 // adopted and whether the wanted one waits for an image's back-off.
 func (h *Host) observe(ctx context.Context, w Want, o UpOptions, key string, snapshot []*PodInfo) (plan.Input, error) {
 	in := plan.Input{Broken: w.Broken, Supervise: o.Foreground, Prune: w.Prune, PullFirst: o.PullBackOff}
+	node, err := h.nodeFor(ctx, key, snapshot)
+	if err != nil {
+		return in, err
+	}
+	for _, p := range w.Pods {
+		d := plan.Desired{Pod: p}
+		if o.PullBackOff && p.Namespace+"/"+p.Name == key {
+			if perr := h.images.Waiting(ctx, p); perr != nil {
+				d.ImageWait = perr
+			}
+		}
+		in.Desired = append(in.Desired, d)
+	}
+	for _, p := range node {
+		e, err := h.existing(ctx, p, w, o, key)
+		if err != nil {
+			return in, err
+		}
+		in.Node = append(in.Node, e)
+	}
+	return in, nil
+}
+
+// nodeFor is the pods of snapshot, with those named key listed again now.
+func (h *Host) nodeFor(ctx context.Context, key string, snapshot []*PodInfo) ([]*PodInfo, error) {
 	var uids []string
 	var node []*PodInfo
 	for _, p := range snapshot {
@@ -209,39 +235,30 @@ func (h *Host) observe(ctx context.Context, w Want, o UpOptions, key string, sna
 		}
 	}
 	mine, err := h.podsNamed(ctx, key, uids)
-	if err != nil {
-		return in, err
+	return append(node, mine...), err
+}
+
+// existing is what plan.Decide knows of a pod on the node; for a pod named
+// key that this process would supervise, whether it can be adopted.
+func (h *Host) existing(ctx context.Context, p *PodInfo, w Want, o UpOptions, key string) (plan.Existing, error) {
+	e := plan.Existing{UID: p.UID, Namespace: p.Namespace, Name: p.Name, Source: p.Source, Pod: p.Pod,
+		Complete: p.State != nil && p.State.Complete, Supervised: h.Supervised(p.UID),
+		Owned: w.Owns != nil && w.Owns(p.Source)}
+	e.Yield = w.Yield != nil && w.Yield(p.Source) && !yields(w, e.Key())
+	if !o.Foreground || e.Key() != key || !e.Complete || e.Supervised || (!e.Owned && !wants(w, key)) {
+		return e, nil
 	}
-	node = append(node, mine...)
-	wanted := map[string]bool{}
-	for _, p := range w.Pods {
-		k := p.Namespace + "/" + p.Name
-		wanted[k] = true
-		d := plan.Desired{Pod: p}
-		if o.PullBackOff && k == key {
-			if perr := h.images.Waiting(ctx, p); perr != nil {
-				d.ImageWait = perr
-			}
-		}
-		in.Desired = append(in.Desired, d)
+	if _, err := h.rebuild(ctx, p.UID); errors.Is(err, ErrNotAdoptable) {
+		e.NotAdoptable = err.Error()
+	} else if err != nil {
+		return e, err
 	}
-	for _, p := range node {
-		e := plan.Existing{UID: p.UID, Namespace: p.Namespace, Name: p.Name, Source: p.Source, Pod: p.Pod,
-			Complete: p.State != nil && p.State.Complete, Supervised: h.Supervised(p.UID),
-			Owned: w.Owns != nil && w.Owns(p.Source)}
-		if w.Yield != nil && w.Yield(p.Source) && !yields(w, e.Key()) {
-			e.Yield = true
-		}
-		if o.Foreground && e.Key() == key && e.Complete && !e.Supervised && (wanted[key] || e.Owned) {
-			if _, err := h.rebuild(ctx, p.UID); errors.Is(err, ErrNotAdoptable) {
-				e.NotAdoptable = err.Error()
-			} else if err != nil {
-				return in, err
-			}
-		}
-		in.Node = append(in.Node, e)
-	}
-	return in, nil
+	return e, nil
+}
+
+// wants reports whether w wants a pod named key.
+func wants(w Want, key string) bool {
+	return slices.ContainsFunc(w.Pods, func(p *manifest.Pod) bool { return p.Namespace+"/"+p.Name == key })
 }
 
 // act carries out one action.
