@@ -148,7 +148,7 @@ func BackOffError(ref, last string) *PullError {
 }
 
 // PullError carries the Kubernetes reason for an image failure. Failed
-// pulls are retried with the kubelet's back-off (imagepull.go): ImagePullBackOff
+// pulls are retried with the kubelet's back-off (EnsureGated): ImagePullBackOff
 // is the reason of a pod whose image waits for its next pull.
 type PullError struct {
 	Reason string // ErrImageNeverPull, ErrImagePull, ImagePullBackOff, InvalidImageName
