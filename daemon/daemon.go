@@ -86,14 +86,23 @@ type Daemon struct {
 	// sync: image GC keeps them though no container uses them yet.
 	wantedMu sync.Mutex
 	wanted   []string
+	// workers change the pods, one goroutine per pod (workers.go).
+	workers *workers
+	// pubMu guards what the status file is made of besides the workers'
+	// results: the last sync's problems, and the sources of the pods wanted.
+	pubMu    sync.Mutex
+	problems []Problem
+	sources  map[string]string // namespace/name -> source
 }
 
 // New returns a daemon on a connected host.
 func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
 	src := NewSources(o.ManifestDir, o.URL)
 	src.Admission, src.URLHeaderFile = o.Admission, o.URLHeaderFile
-	return &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{},
-		archives: map[string]archiveState{}}
+	d := &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{},
+		archives: map[string]archiveState{}, sources: map[string]string{}}
+	d.workers = newWorkers(d.syncPod)
+	return d
 }
 
 // Health reports the daemon's state for /healthz and /readyz.
@@ -181,6 +190,12 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		case <-resync.C:
 			d.sync(ctx, writing(settle, time.Now(), schedule))
 			wake()
+		case <-d.workers.done:
+			d.publish()
+			if pods, err := d.h.Pods(ctx); err == nil {
+				d.metrics.setPods(d.owned(pods))
+			}
+			wake()
 		case <-hup:
 			d.log.Info("SIGHUP: re-scanning")
 			d.sync(ctx, writing(settle, time.Now(), schedule))
@@ -229,18 +244,12 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 		d.writeStatus(problems, nil)
 		return true
 	}
-	failed, waiting, changed := d.apply(ctx, wants, broken)
-	if d.interrupted(ctx) {
-		return false
-	}
-	problems = append(problems, failed...)
+	d.dispatch(ctx, wants, broken, pods)
+	d.pubMu.Lock()
+	d.problems = problems
+	d.pubMu.Unlock()
 	d.health.set(true, "")
-	d.writeStatus(problems, waiting)
-	if changed {
-		if pods, err = d.h.Pods(ctx); err != nil {
-			return true
-		}
-	}
+	d.publish()
 	d.metrics.setPods(d.owned(pods))
 	return false
 }
@@ -266,56 +275,87 @@ func (d *Daemon) owned(pods []*run.PodInfo) []*run.PodInfo {
 	return out
 }
 
-// apply brings the node to what the sources want (run.Sync: removals of
-// pods no source wants, then starts, replacements and adoptions). It
-// returns the pods that failed, those waiting for an image (tried again
-// with the kubelet's image back-off), and whether any pod changed.
-func (d *Daemon) apply(ctx context.Context, wants map[string]Want, broken map[string]bool) ([]Problem, []Waiting, bool) {
+// dispatch hands every pod the sources want, and every pod of theirs no
+// source wants any more, to its worker (run.SyncPod: the pod is created,
+// kept, adopted, replaced or removed under its lock).
+func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map[string]bool, pods []*run.PodInfo) {
 	keys := make([]string, 0, len(wants))
-	for k := range wants {
+	sources := map[string]string{}
+	for k, w := range wants {
 		keys = append(keys, k)
+		sources[k] = w.Source
 	}
 	sort.Strings(keys)
 	w := run.Want{Owns: d.src.Owns, Broken: broken, Prune: true}
 	for _, k := range keys {
 		w.Pods = append(w.Pods, wants[k].Pod)
 	}
+	d.pubMu.Lock()
+	d.sources = sources
+	d.pubMu.Unlock()
+	for _, k := range append(w.Others(pods), keys...) {
+		d.workers.update(ctx, k, job{want: w, snapshot: pods})
+	}
+}
+
+// syncPod is one change of a pod by its worker; its outcome is logged.
+func (d *Daemon) syncPod(ctx context.Context, key string, j job) []run.Result {
 	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true}
-	var problems []Problem
-	var waiting []Waiting
-	changed := false
-	for _, r := range d.h.Sync(ctx, w, opts) {
-		changed = changed || r.Action != run.Unchanged
-		if r.Err != nil && ctx.Err() != nil {
-			continue // the shutdown stopped it; sync says so once
-		}
-		if r.Action == run.Removed {
+	rs := d.h.SyncPod(ctx, key, j.want, opts, j.snapshot)
+	for _, r := range rs {
+		perr := (*images.PullError)(nil)
+		switch {
+		case r.Err != nil && ctx.Err() != nil:
+			// the shutdown stopped it; sync says so once
+		case r.Action == run.Removed:
 			d.log.Info("stopping pod: its manifest is gone", "pod", r.Pod, "uid", r.UID)
 			if r.Err != nil {
 				d.log.Error("stopping pod", "pod", r.Pod, "err", r.Err)
 			}
-			continue
-		}
-		if perr := (*images.PullError)(nil); errors.As(r.Err, &perr) {
+		case errors.As(r.Err, &perr):
 			d.log.Warn("pod waiting for its image", "pod", r.Pod, "reason", perr.Reason, "image", perr.Image, "message", perr.Err.Error())
-			waiting = append(waiting, Waiting{Pod: r.Pod, Source: wants[r.Pod].Source, Phase: string(r.Phase),
-				Reason: perr.Reason, Image: perr.Image, Message: perr.Err.Error()})
-			continue
-		}
-		if r.Err != nil {
+		case r.Err != nil:
 			d.log.Error("starting pod; retrying at the next re-scan", "pod", r.Pod, "err", r.Err)
-			problems = append(problems, Problem{Source: r.Pod, Msg: r.Err.Error()})
-			continue
-		}
-		if r.Action != run.Unchanged {
+		case r.Action != run.Unchanged:
 			d.log.Info("pod "+string(r.Action), "pod", r.Pod, "phase", r.Phase)
 		}
 	}
-	return problems, waiting, changed
+	return rs
+}
+
+// publish writes the status file: the last sync's problems, the pods that
+// failed to start, and those waiting for an image (tried again with the
+// kubelet's image back-off), from each pod's latest outcome.
+func (d *Daemon) publish() {
+	d.pubMu.Lock()
+	problems := append([]Problem(nil), d.problems...)
+	sources := d.sources
+	d.pubMu.Unlock()
+	latest := d.workers.results(func(key string) bool { _, ok := sources[key]; return ok })
+	keys := make([]string, 0, len(latest))
+	for k := range latest {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var waiting []Waiting
+	for _, k := range keys {
+		for _, r := range latest[k] {
+			if perr := (*images.PullError)(nil); errors.As(r.Err, &perr) {
+				waiting = append(waiting, Waiting{Pod: r.Pod, Source: sources[r.Pod], Phase: string(r.Phase),
+					Reason: perr.Reason, Image: perr.Image, Message: perr.Err.Error()})
+			} else if r.Err != nil && r.Action != run.Removed {
+				problems = append(problems, Problem{Source: r.Pod, Msg: r.Err.Error()})
+			}
+		}
+	}
+	d.writeStatus(problems, waiting)
 }
 
 func (d *Daemon) shutdown() error {
 	defer os.Remove(d.o.StatusFile)
+	// In-flight changes end first: creates are cancelled (and undone),
+	// removals finish (a teardown is never cancelled half-way).
+	d.workers.wait()
 	if d.o.StopPodsOnExit {
 		d.log.Info("stopping pods before exit")
 		return d.h.TerminateAll(context.Background())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -71,4 +72,34 @@ func TestDaemonStoppedWhileRemovingAPod(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDaemonSlowStopDelaysNoOtherPod: while the daemon removes a pod that
+// takes its whole 20 s grace period to stop, a new file's pod is started
+// and Running before that removal ends (each pod has its own worker).
+func TestDaemonSlowStopDelaysNoOtherPod(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	slow := strings.Replace(tdSlowPod("td-slowstop", 18092), "terminationGracePeriodSeconds: 6", "terminationGracePeriodSeconds: 20", 1)
+	dmRename(t, dir, "td-slowstop.yaml", slow)
+	d := dmStart(t, dir, nil, "--resync", "2s")
+	dmWaitRunning(t, 60*time.Second, dmRunning, "td-slowstop")
+	if err := os.Remove(filepath.Join(dir, "td-slowstop.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // its removal waits out the grace period meanwhile
+	start := time.Now()
+	dmRename(t, dir, "td-new.yaml", dmDocs(dmPod{name: "td-new"}))
+	dmWaitRunning(t, 60*time.Second, dmRunning, "td-new")
+	took := time.Since(start)
+	t.Logf("the new pod was Running %v after its file appeared", took.Round(time.Millisecond))
+	if _, still := dmPods(t)["td-slowstop"]; !still {
+		t.Errorf("the new pod was Running only after the slow removal ended (%v): it waited for it", took)
+	}
+	dmWaitGone(t, 60*time.Second, "td-slowstop")
+	if err := os.Remove(filepath.Join(dir, "td-new.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	dmWaitGone(t, 60*time.Second, "td-new")
+	d.stop(t, 30*time.Second)
 }

@@ -68,10 +68,6 @@ func (h *Host) Up(ctx context.Context, set *manifest.Set, o UpOptions) []Result 
 // come removals first, then one per wanted pod in order, then the
 // adoptions of pods of broken sources.
 func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
-	wanted := map[string]bool{}
-	for _, p := range w.Pods {
-		wanted[p.Namespace+"/"+p.Name] = true
-	}
 	// One listing for the whole call: the other pods this call may act on
 	// (prune, adopt), found without a lock and decided under theirs, and the
 	// host ports the node's pods hold. Each pod's own are listed again
@@ -80,22 +76,11 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 	if err != nil {
 		return failAll(w.Pods, err)
 	}
-	var others []string
-	if w.Owns != nil {
-		seen := map[string]bool{}
-		for _, p := range snapshot {
-			key := p.Namespace + "/" + p.Name
-			if w.Owns(p.Source) && !wanted[key] && !seen[key] {
-				seen[key] = true
-				others = append(others, key)
-			}
-		}
-		sort.Strings(others)
-	}
+	others := w.Others(snapshot)
 	var removed, adopted []Result
 	var mu sync.Mutex
 	h.eachKey(others, func(key string) {
-		for _, r := range h.syncKey(ctx, key, w, o, snapshot) {
+		for _, r := range h.SyncPod(ctx, key, w, o, snapshot) {
 			mu.Lock()
 			if r.Action == Removed {
 				removed = append(removed, r)
@@ -111,7 +96,7 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 		keys[i] = p.Namespace + "/" + p.Name
 	}
 	h.eachKey(keys, func(key string) {
-		rs := h.syncKey(ctx, key, w, o, snapshot)
+		rs := h.SyncPod(ctx, key, w, o, snapshot)
 		for i, k := range keys {
 			if k == key {
 				results[i] = rs
@@ -126,6 +111,26 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 		out = append(out, rs...)
 	}
 	return append(out, adopted...)
+}
+
+// Others are the pods of snapshot that w may act on besides the wanted
+// ones: those its sources own that no wanted pod names (to remove, or to
+// adopt when their source is broken), by namespace/name, sorted.
+func (w Want) Others(snapshot []*PodInfo) []string {
+	if w.Owns == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var others []string
+	for _, p := range snapshot {
+		key := p.Namespace + "/" + p.Name
+		if w.Owns(p.Source) && !wants(w, key) && !seen[key] {
+			seen[key] = true
+			others = append(others, key)
+		}
+	}
+	sort.Strings(others)
+	return others
 }
 
 // eachKey runs fn for each distinct key, concurrently, and waits.
@@ -146,8 +151,10 @@ func (h *Host) eachKey(keys []string, fn func(key string)) {
 	wg.Wait()
 }
 
-// syncKey decides and acts on pod key under its lock.
-func (h *Host) syncKey(ctx context.Context, key string, w Want, o UpOptions, snapshot []*PodInfo) []Result {
+// SyncPod is Sync for one pod, key: under the pod's lock, its pods on the
+// node are listed again, every action is decided (the rest of the node
+// from snapshot, a listing taken before) and the pod's own carried out.
+func (h *Host) SyncPod(ctx context.Context, key string, w Want, o UpOptions, snapshot []*PodInfo) []Result {
 	fail := func(err error) []Result {
 		var rs []Result
 		for _, p := range w.Pods {

@@ -1,0 +1,92 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+
+	"github.com/podrun/podrun/run"
+)
+
+// workers are the daemon's per-pod workers, as the kubelet's podWorkers:
+// each pod (by namespace/name) is changed by a goroutine of its own, so
+// that a slow stop or start of one pod never delays another's create,
+// replace or remove. While a pod's worker is busy, the latest wanted state
+// waits for it; older ones are dropped.
+type workers struct {
+	sync func(ctx context.Context, key string, j job) []run.Result
+
+	mu   sync.Mutex
+	busy map[string]bool
+	next map[string]job
+	last map[string][]run.Result // each pod's latest outcome
+	wg   sync.WaitGroup
+	done chan struct{} // a worker finished a change (capacity 1)
+}
+
+// job is one wanted state of the node, as one sync saw it.
+type job struct {
+	want     run.Want
+	snapshot []*run.PodInfo // the node then
+}
+
+func newWorkers(sync func(ctx context.Context, key string, j job) []run.Result) *workers {
+	return &workers{sync: sync, busy: map[string]bool{}, next: map[string]job{}, last: map[string][]run.Result{},
+		done: make(chan struct{}, 1)}
+}
+
+// update hands pod key's wanted state to its worker, starting one if none
+// runs.
+func (ws *workers) update(ctx context.Context, key string, j job) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.busy[key] {
+		ws.next[key] = j
+		return
+	}
+	ws.busy[key] = true
+	ws.wg.Add(1)
+	go ws.work(ctx, key, j)
+}
+
+func (ws *workers) work(ctx context.Context, key string, j job) {
+	defer ws.wg.Done()
+	for {
+		rs := ws.sync(ctx, key, j)
+		ws.mu.Lock()
+		ws.last[key] = rs
+		next, more := ws.next[key]
+		delete(ws.next, key)
+		if !more || ctx.Err() != nil {
+			delete(ws.busy, key)
+			more = false
+		}
+		ws.mu.Unlock()
+		select {
+		case ws.done <- struct{}{}:
+		default:
+		}
+		if !more {
+			return
+		}
+		j = next
+	}
+}
+
+// results are the latest outcome of every pod a worker has changed;
+// forget drops the pods no longer wanted or on the node.
+func (ws *workers) results(keep func(key string) bool) map[string][]run.Result {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	out := map[string][]run.Result{}
+	for k, rs := range ws.last {
+		if !keep(k) && !ws.busy[k] {
+			delete(ws.last, k)
+			continue
+		}
+		out[k] = rs
+	}
+	return out
+}
+
+// wait returns once every worker has finished.
+func (ws *workers) wait() { ws.wg.Wait() }
