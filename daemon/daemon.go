@@ -124,6 +124,10 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		}
 	}
 	retry := d.sync(ctx, nil)
+	// Ready once the first sync's pods are up (or failed), as systemd units
+	// ordered after the daemon expect.
+	d.workers.wait()
+	d.publish()
 	d.notify(sd.SdNotifyReady)
 	go d.watchdog(ctx)
 	go d.collectLogs(ctx)
