@@ -928,6 +928,11 @@ func e2eHostLeaks(before, after e2eHost, tmp string) []e2eLeak {
 		if !d.IsDir() && net.ParseIP(d.Name()) != nil {
 			ipFile(p, false)
 		}
+		if !d.IsDir() && strings.Contains(p, "/cni/cache/results/") {
+			// libcni's record of an attachment (podrun's --root/cni/cache):
+			// one left means a CNI DEL never ran for it.
+			out = append(out, e2eLeak{what: "CNI result cache entry " + p, fix: removeFile(p)})
+		}
 		return nil
 	})
 	for _, p := range e2eNew(before.cniCache, after.cniCache) {
