@@ -140,6 +140,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	resync := time.NewTicker(d.o.Resync)
 	defer resync.Stop()
 	backoff := time.Second
+	var listed time.Time // the last listing for the pod metrics
 	schedule := func(at time.Time) {
 		if due.IsZero() || at.Before(due) {
 			due = at
@@ -196,8 +197,13 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 			wake()
 		case <-d.workers.done:
 			d.publish()
-			if pods, err := d.h.Pods(ctx); err == nil {
-				d.metrics.setPods(d.owned(pods))
+			// The pod metrics: one listing a second at most, however many
+			// workers finish (50 pods started at once).
+			if time.Since(listed) >= time.Second {
+				listed = time.Now()
+				if pods, err := d.h.Pods(ctx); err == nil {
+					d.metrics.setPods(d.owned(pods))
+				}
 			}
 			wake()
 		case <-hup:
