@@ -18,6 +18,10 @@ import (
 
 func TestLogRotation(t *testing.T) {
 	H.require(t)
+	// The container writes in bursts of 1 MB with 0.1 s between them
+	// (about 8 MB/s, 12 rotations): a follower polls every 200 ms and reads
+	// whole files, but a writer faster than the follower can read would
+	// have the oldest files removed before it reaches them (docs/pods.md).
 	const (
 		lines    = 120000 // of 1 kB: 120 MB, under the default cap
 		maxSize  = 10 << 20
@@ -31,7 +35,7 @@ spec:
   containers:
   - name: app
     image: %s
-    command: ["sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.1; done; i=0; while [ $i -lt %d ]; do printf 'line %%06d %%01000d\\n' $i 0; i=$((i+1)); done; echo done; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+    command: ["sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.1; done; i=0; while [ $i -lt %d ]; do printf 'line %%06d %%01000d\\n' $i 0; i=$((i+1)); if [ $((i %% 1000)) -eq 0 ]; then sleep 0.1; fi; done; echo done; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
 `, H.Image, lines))
 	plDownOnCleanup(t, manifest)
 	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", manifest); code != 0 { // the defaults: 10Mi, 5 files
