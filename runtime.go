@@ -68,7 +68,7 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 		Cgroups: cgroup.Manager{},
 		Disk:    volumes.Disk{},
 		Locks:   lock.Pods{Dir: filepath.Join(cfg.Root, "locks", "pods")},
-		Node:    cgroup.Node(),
+		Node:    cgroup.Node, // read once, when a pod first needs it
 	}
 	return run.NewHost(cfg, d, report, e.Close), nil
 }

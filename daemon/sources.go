@@ -373,7 +373,7 @@ func (s *Sources) collect(files []string, problems []Problem) (map[string]Want, 
 			continue
 		}
 		for _, p := range set.Pods {
-			key := p.Namespace + "/" + p.Name
+			key := p.Key()
 			if first, ok := wants[key]; ok {
 				problems = append(problems, Problem{Source: source,
 					Msg: fmt.Sprintf("pod %s is also defined in %s, which comes first and wins", key, first.Source)})

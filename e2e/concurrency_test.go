@@ -4,7 +4,6 @@ package e2e
 // state dir), one private containerd per state dir.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -212,18 +211,9 @@ func TestPrivateContainerdStartedOnce(t *testing.T) {
 	}
 	root, runDir := filepath.Join(dir, "root"), filepath.Join(dir, "run")
 	archive := filepath.Join(dir, "image.tar")
-	f, err := os.Create(archive)
-	if err != nil {
+	if err := e2eWriteArchive(archive, testimage.Config{Ref: "podrun.test/private:1"}); err != nil {
 		t.Fatal(err)
 	}
-	w := bufio.NewWriter(f)
-	if err := testimage.WriteOCIArchive(w, testimage.Config{Ref: "podrun.test/private:1"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 	config := filepath.Join(root, "containerd", "config.toml")
 	started := func() []int {
 		return e2eProcs(func(_ int, argv []string) bool {

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -222,22 +221,29 @@ func (h *Harness) ImportImage(t *testing.T, cfg testimage.Config) string {
 	return cfg.Ref
 }
 
+// e2eWriteArchive builds an image with testimage into an OCI archive at path.
+func e2eWriteArchive(path string, cfg testimage.Config) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	if err := testimage.WriteOCIArchive(w, cfg); err != nil {
+		f.Close()
+		return fmt.Errorf("building archive: %w", err)
+	}
+	return errors.Join(w.Flush(), f.Close())
+}
+
 func e2eImportImage(ctx context.Context, c *containerd.Client, cfg testimage.Config, archive string) error {
-	f, err := os.Create(archive)
+	if err := e2eWriteArchive(archive, cfg); err != nil {
+		return err
+	}
+	f, err := os.Open(archive)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	w := bufio.NewWriter(f)
-	if err := testimage.WriteOCIArchive(w, cfg); err != nil {
-		return fmt.Errorf("building archive: %w", err)
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
 	imgs, err := c.Import(ctx, f)
 	if err != nil {
 		return fmt.Errorf("importing: %w", err)

@@ -70,6 +70,9 @@ type Pod struct {
 	Secrets    map[string]*corev1.Secret
 }
 
+// Key is the pod's namespace/name: what names it on the node.
+func (p *Pod) Key() string { return p.Namespace + "/" + p.Name }
+
 // Set is everything one Load or Parse call read.
 type Set struct {
 	Pods []*Pod

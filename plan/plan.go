@@ -114,7 +114,7 @@ func Decide(in Input) []Action {
 	}
 	wanted := map[string]bool{}
 	for _, d := range in.Desired {
-		wanted[d.Pod.Namespace+"/"+d.Pod.Name] = true
+		wanted[d.Pod.Key()] = true
 	}
 	var removals, kept []Action
 	for _, e := range in.Node {
@@ -140,10 +140,10 @@ func Decide(in Input) []Action {
 	out := removals
 	for i, d := range in.Desired {
 		if err := conflicts[i]; err != nil {
-			out = append(out, Action{Op: Reject, Key: d.Pod.Namespace + "/" + d.Pod.Name, Pod: d.Pod, UID: d.Pod.UID, Err: err})
+			out = append(out, Action{Op: Reject, Key: d.Pod.Key(), Pod: d.Pod, UID: d.Pod.UID, Err: err})
 			continue
 		}
-		out = append(out, decideOne(in, d, byKey[d.Pod.Namespace+"/"+d.Pod.Name]))
+		out = append(out, decideOne(in, d, byKey[d.Pod.Key()]))
 	}
 	return append(out, kept...)
 }
@@ -153,7 +153,7 @@ func Decide(in Input) []Action {
 // adopted); anything else there is replaced.
 func decideOne(in Input, d Desired, existing []Existing) Action {
 	p := d.Pod
-	a := Action{Key: p.Namespace + "/" + p.Name, Pod: p, UID: p.UID}
+	a := Action{Key: p.Key(), Pod: p, UID: p.UID}
 	for _, e := range existing {
 		if e.UID != p.UID || !e.Complete {
 			continue
@@ -255,7 +255,7 @@ func hostPortConflicts(desired []Desired, node []Existing) map[int]error {
 	var held []holder
 	names := map[string]bool{}
 	for _, d := range desired {
-		names[d.Pod.Namespace+"/"+d.Pod.Name] = true
+		names[d.Pod.Key()] = true
 	}
 	for _, e := range node {
 		if e.Pod == nil || names[e.Key()] || e.Pod.Status.Phase == corev1.PodSucceeded || e.Pod.Status.Phase == corev1.PodFailed {
@@ -276,7 +276,7 @@ func hostPortConflicts(desired []Desired, node []Existing) map[int]error {
 				}
 			}
 		}
-		key := d.Pod.Namespace + "/" + d.Pod.Name
+		key := d.Pod.Key()
 		if len(clashes) > 0 {
 			errs[i] = fmt.Errorf("pod %s: host port already in use: %s; nothing was started", key, strings.Join(clashes, ", "))
 			continue

@@ -32,11 +32,16 @@ func (h *Host) Adopt(ctx context.Context, uid string, from *manifest.Pod) error 
 	if err != nil {
 		return err
 	}
+	return h.adopt(ctx, r, from)
+}
+
+// adopt supervises the pod r was rebuilt for.
+func (h *Host) adopt(ctx context.Context, r *podRun, from *manifest.Pod) error {
 	if from != nil {
 		r.pod.ConfigMaps, r.pod.Secrets, r.pod.PullSecrets = from.ConfigMaps, from.Secrets, from.PullSecrets
 	}
 	r.w = supervisor.New(r, h.exits, h.clock, r.pod.Spec.RestartPolicy)
-	ctrs, err := h.engine.List(ctx, map[string]string{labels.PodUID: uid})
+	ctrs, err := h.engine.List(ctx, map[string]string{labels.PodUID: r.pod.UID})
 	if err != nil {
 		return err
 	}
@@ -83,7 +88,7 @@ func (h *Host) rebuild(ctx context.Context, uid string) (*podRun, error) {
 		return nil, fmt.Errorf("%w: pod %s was never fully set up", ErrNotAdoptable, uid)
 	}
 	pod := &manifest.Pod{Pod: st.Pod, UID: st.UID, Hash: st.Hash}
-	r := &podRun{h: h, pod: pod, key: pod.Namespace + "/" + pod.Name, layout: h.layout(uid), state: st,
+	r := &podRun{h: h, pod: pod, key: pod.Key(), layout: h.layout(uid), state: st,
 		source: st.Source, sandboxID: SandboxID(uid), wait: WaitRunning}
 	if r.vols, err = h.disk.Locate(r.layout, pod.Pod, h.volumeOptions()); err != nil {
 		return nil, fmt.Errorf("%w: volumes: %w", ErrNotAdoptable, err)

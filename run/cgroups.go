@@ -28,5 +28,5 @@ func (r *podRun) removePodCgroup(context.Context) error {
 // the CRI plugin gives every sandbox.
 func (h *Host) pauseResources() (*specs.LinuxResources, int) {
 	shares := uint64(resources.SandboxCPUShares)
-	return &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: &shares}}, resources.SandboxOOMScoreAdj(h.node)
+	return &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: &shares}}, resources.SandboxOOMScoreAdj(h.node())
 }

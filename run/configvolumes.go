@@ -47,7 +47,7 @@ func (h *Host) UpdateConfigVolumes(p *manifest.Pod) error {
 	}
 	changed, err := volumes.UpdateConfig(h.layout(p.UID), p.Pod, cfg)
 	if len(changed) > 0 {
-		h.report(Event{Pod: p.Namespace + "/" + p.Name, Msg: "config volumes updated: " + strings.Join(changed, ", ")})
+		h.report(Event{Pod: p.Key(), Msg: "config volumes updated: " + strings.Join(changed, ", ")})
 	}
 	if err != nil {
 		return fmt.Errorf("pod %s/%s: updating config volumes: %w", p.Namespace, p.Name, err)

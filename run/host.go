@@ -22,7 +22,7 @@ type Host struct {
 	disk       Disk
 	locks      Locks
 	podLocks   podLocks
-	node       resources.Node
+	node       func() resources.Node
 	report     Reporter
 	closer     func() error
 	exits      *supervisor.Exits
@@ -45,6 +45,9 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 	}
 	if d.Clock == nil {
 		d.Clock = probes.RealClock{}
+	}
+	if d.Node == nil {
+		d.Node = func() resources.Node { return resources.Node{} }
 	}
 	if d.Locks == nil {
 		d.Locks = &localLocks{} // this process only

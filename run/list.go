@@ -30,9 +30,16 @@ type PodInfo struct {
 	Pod        *corev1.Pod // the applied manifest with its computed status; nil without state
 }
 
+// Key is the pod's namespace/name.
+func (p *PodInfo) Key() string { return p.Namespace + "/" + p.Name }
+
 // Pods lists every pod podrun knows in its namespace, sorted by namespace/name.
 func (h *Host) Pods(ctx context.Context) ([]*PodInfo, error) {
-	return h.list(ctx, nil, nil)
+	uids, err := h.stateUIDs()
+	if err != nil {
+		return nil, err
+	}
+	return h.list(ctx, nil, uids)
 }
 
 // podsNamed lists the pods named key ("namespace/name"): their containers
@@ -40,7 +47,7 @@ func (h *Host) Pods(ctx context.Context) ([]*PodInfo, error) {
 // that name an earlier listing found, which may have no container).
 func (h *Host) podsNamed(ctx context.Context, key string, uids []string) ([]*PodInfo, error) {
 	ns, name, _ := strings.Cut(key, "/")
-	pods, err := h.list(ctx, map[string]string{labels.PodNamespace: ns, labels.PodName: name}, append([]string{}, uids...))
+	pods, err := h.list(ctx, map[string]string{labels.PodNamespace: ns, labels.PodName: name}, slices.Clone(uids))
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +61,7 @@ func (h *Host) podsNamed(ctx context.Context, key string, uids []string) ([]*Pod
 }
 
 // list lists the pods of the containers matching match and of the records
-// of uids, or of every record when uids is nil.
+// of uids and of those containers.
 func (h *Host) list(ctx context.Context, match map[string]string, uids []string) ([]*PodInfo, error) {
 	ctrs, err := h.engine.List(ctx, match)
 	if err != nil {
@@ -76,15 +83,9 @@ func (h *Host) list(ctx context.Context, match map[string]string, uids []string)
 		p.Containers = append(p.Containers, c)
 		p.Namespace, p.Name, p.Source = c.Labels[labels.PodNamespace], c.Labels[labels.PodName], c.Labels[labels.Source]
 	}
-	if uids == nil {
-		if uids, err = h.stateUIDs(); err != nil {
-			return nil, err
-		}
-	} else {
-		for uid := range byUID {
-			if !slices.Contains(uids, uid) {
-				uids = append(uids, uid)
-			}
+	for uid := range byUID {
+		if !slices.Contains(uids, uid) {
+			uids = append(uids, uid)
 		}
 	}
 	for _, uid := range uids {
@@ -109,7 +110,7 @@ func (h *Host) list(ctx context.Context, match map[string]string, uids []string)
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].Namespace+"/"+out[i].Name, out[j].Namespace+"/"+out[j].Name
+		a, b := out[i].Key(), out[j].Key()
 		if a != b {
 			return a < b
 		}

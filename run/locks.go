@@ -41,16 +41,11 @@ func (h *Host) lockPod(ctx context.Context, key string, timeout time.Duration) (
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: %w", key, err)
 	}
+	// No goroutine of ours holds it meanwhile: the lock excludes this
+	// process's other descriptors too.
 	h.podLocks.mu.Lock()
-	defer h.podLocks.mu.Unlock()
-	if hl := h.podLocks.held[key]; hl != nil {
-		// Taken by another goroutine of ours meanwhile: impossible with
-		// the flock (it excludes our own descriptors too), kept safe.
-		hl.n++
-		u()
-	} else {
-		h.podLocks.held[key] = &heldLock{n: 1, unlock: u}
-	}
+	h.podLocks.held[key] = &heldLock{n: 1, unlock: u}
+	h.podLocks.mu.Unlock()
 	return h.releaser(key), nil
 }
 

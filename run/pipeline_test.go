@@ -96,14 +96,17 @@ func newPipeline(t *testing.T) *pipeline {
 }
 
 // newHost is a Host on the pipeline's machine, as another podrun process
-// would open it.
-func (p *pipeline) newHost() *Host {
+// would open it; its locks are its own (a dead process's locks are free).
+func (p *pipeline) newHost() *Host { return p.hostWith(p.eng) }
+
+// hostWith is newHost on engine e (a wrapper of the pipeline's).
+func (p *pipeline) hostWith(e engine.Engine) *Host {
 	onCall := p.eng.OnCall
 	d := p.m.deps(p.eng)
 	if onCall != nil {
 		p.eng.OnCall = onCall // the engine's hook stays the pipeline's
 	}
-	d.Clock = p.clk
+	d.Engine, d.Clock = e, p.clk
 	h := NewHost(p.cfg, d, nil, nil)
 	p.t.Cleanup(func() { _ = h.Close() })
 	return h
@@ -546,13 +549,7 @@ func (c *crashable) Kill(ctx context.Context, id string, sig syscall.Signal) err
 // crashingHost is a Host of the pipeline whose process can die (its engine).
 func (p *pipeline) crashingHost() (*Host, *crashable) {
 	cr := &crashable{Engine: p.eng}
-	onCall := p.eng.OnCall
-	d := p.m.deps(p.eng)
-	p.eng.OnCall = onCall
-	d.Engine, d.Clock = cr, p.clk
-	h := NewHost(p.cfg, d, nil, nil)
-	p.t.Cleanup(func() { _ = h.Close() })
-	return h, cr
+	return p.hostWith(cr), cr
 }
 
 // crashAt makes a process die at the n-th op (from 0) that starts with
@@ -578,19 +575,6 @@ func (p *pipeline) crashAt(prefix string, n int, cr *crashable) (<-chan struct{}
 	}
 	var released sync.Once
 	return reached, func() { released.Do(func() { close(release) }) }
-}
-
-// otherProcess is a Host of another podrun process on the same machine:
-// its own locks (the kernel frees a dead process's flocks).
-func (p *pipeline) otherProcess() *Host {
-	onCall := p.eng.OnCall
-	d := p.m.deps(p.eng)
-	p.eng.OnCall = onCall
-	d.Clock = p.clk
-	d.Locks = &localLocks{}
-	h := NewHost(p.cfg, d, nil, nil)
-	p.t.Cleanup(func() { _ = h.Close() })
-	return h
 }
 
 // TestCrashDuringUpThenDown: a podrun killed at any step of up (no undo
@@ -626,7 +610,7 @@ func TestCrashDuringUpThenDown(t *testing.T) {
 			case <-time.After(waitTimeout):
 				t.Fatalf("up never reached %s", tc.prefix)
 			}
-			r := p.otherProcess().Down(p.ctx(), []Target{{Namespace: "default", Name: "web"}}, DownOptions{})[0]
+			r := p.newHost().Down(p.ctx(), []Target{{Namespace: "default", Name: "web"}}, DownOptions{})[0]
 			if r.Err != nil {
 				t.Fatalf("down after the crash: %v", r.Err)
 			}
@@ -661,7 +645,7 @@ func TestCrashDuringDownThenDown(t *testing.T) {
 			p.m.mu.Lock()
 			p.m.before = nil // the other process runs normally
 			p.m.mu.Unlock()
-			r := p.otherProcess().Down(ctx, []Target{{Namespace: "default", Name: "web"}}, DownOptions{})[0]
+			r := p.newHost().Down(ctx, []Target{{Namespace: "default", Name: "web"}}, DownOptions{})[0]
 			if r.Err != nil {
 				t.Fatalf("down after the crash: %+v", r)
 			}

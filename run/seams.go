@@ -76,8 +76,9 @@ type Deps struct {
 	Disk    Disk
 	// Locks is lock.Pods on a host; nil serializes within this process only.
 	Locks Locks
-	// Node is what the machine offers (cgroup.Node); it shapes containers' limits.
-	Node resources.Node
+	// Node is what the machine offers (cgroup.Node, read once when first
+	// needed); it shapes containers' limits. nil: nothing known.
+	Node func() resources.Node
 	// Clock drives probes and back-offs; nil is the real one.
 	Clock probes.Clock
 }

@@ -222,11 +222,16 @@ func (f fakeDisk) Setup(l volumes.Layout, pod *corev1.Pod, _ *volumes.Config, _ 
 	if err := f.m.op("disk.setup " + l.UID); err != nil {
 		return nil, err
 	}
+	return fakePrepared(l, pod), nil
+}
+
+// fakePrepared has every volume of pod as an emptyDir of l.
+func fakePrepared(l volumes.Layout, pod *corev1.Pod) *volumes.Prepared {
 	p := &volumes.Prepared{Paths: map[string]string{}}
 	for _, v := range pod.Spec.Volumes {
 		p.Paths[v.Name] = l.EmptyDir(v.Name)
 	}
-	return p, nil
+	return p
 }
 
 func (f fakeDisk) Locate(l volumes.Layout, pod *corev1.Pod, o volumes.Options) (*volumes.Prepared, error) {
@@ -238,11 +243,7 @@ func (f fakeDisk) Locate(l volumes.Layout, pod *corev1.Pod, o volumes.Options) (
 	if !f.m.dirs[l.UID] {
 		return nil, fmt.Errorf("pod directory of %s: %w", l.UID, os.ErrNotExist)
 	}
-	p := &volumes.Prepared{Paths: map[string]string{}}
-	for _, v := range pod.Spec.Volumes {
-		p.Paths[v.Name] = l.EmptyDir(v.Name)
-	}
-	return p, nil
+	return fakePrepared(l, pod), nil
 }
 
 func (f fakeDisk) Undo(*volumes.Prepared) error { return f.m.op("disk.undo") }

@@ -76,10 +76,9 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 	if err != nil {
 		return failAll(w.Pods, err)
 	}
-	others := w.Others(snapshot)
 	var removed, adopted []Result
 	var mu sync.Mutex
-	h.eachKey(others, func(key string) {
+	h.eachKey(w.Others(snapshot), func(key string) {
 		for _, r := range h.SyncPod(ctx, key, w, o, snapshot) {
 			mu.Lock()
 			if r.Action == Removed {
@@ -90,25 +89,20 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 			mu.Unlock()
 		}
 	})
-	results := make([][]Result, len(w.Pods))
+	byKey := map[string][]Result{}
 	keys := make([]string, len(w.Pods))
 	for i, p := range w.Pods {
-		keys[i] = p.Namespace + "/" + p.Name
+		keys[i] = p.Key()
 	}
 	h.eachKey(keys, func(key string) {
-		rs := h.SyncPod(ctx, key, w, o, snapshot)
-		for i, k := range keys {
-			if k == key {
-				results[i] = rs
-			}
-		}
+		rs := h.SyncPod(ctx, key, w, o, snapshot) // one result: the pod's action
+		mu.Lock()
+		byKey[key] = rs
+		mu.Unlock()
 	})
 	out := removed
-	for i, rs := range results {
-		if len(rs) == 0 { // the lock was not had, or the listing failed
-			rs = []Result{{Pod: keys[i], UID: w.Pods[i].UID, Err: errors.New("no action")}}
-		}
-		out = append(out, rs...)
+	for _, k := range keys {
+		out = append(out, byKey[k]...)
 	}
 	return append(out, adopted...)
 }
@@ -123,7 +117,7 @@ func (w Want) Others(snapshot []*PodInfo) []string {
 	seen := map[string]bool{}
 	var others []string
 	for _, p := range snapshot {
-		key := p.Namespace + "/" + p.Name
+		key := p.Key()
 		if w.Owns(p.Source) && !wants(w, key) && !seen[key] {
 			seen[key] = true
 			others = append(others, key)
@@ -156,27 +150,27 @@ func (h *Host) eachKey(keys []string, fn func(key string)) {
 // from snapshot, a listing taken before) and the pod's own carried out.
 func (h *Host) SyncPod(ctx context.Context, key string, w Want, o UpOptions, snapshot []*PodInfo) []Result {
 	fail := func(err error) []Result {
-		var rs []Result
+		r := Result{Pod: key, Err: err}
 		for _, p := range w.Pods {
-			if p.Namespace+"/"+p.Name == key {
-				rs = append(rs, Result{Pod: key, UID: p.UID, Err: err})
+			if p.Key() == key {
+				r.UID = p.UID
 			}
 		}
-		return rs
+		return []Result{r}
 	}
 	unlock, err := h.lockPod(ctx, key, o.Timeout)
 	if err != nil {
 		return fail(err)
 	}
 	defer unlock()
-	in, err := h.observe(ctx, w, o, key, snapshot)
+	in, adoptable, err := h.observe(ctx, w, o, key, snapshot)
 	if err != nil {
 		return fail(err)
 	}
 	var rs []Result
 	for _, a := range plan.Decide(in) {
 		if a.Key == key {
-			rs = append(rs, h.act(ctx, a, o))
+			rs = append(rs, h.act(ctx, a, o, adoptable[a.UID]))
 		}
 	}
 	return rs
@@ -186,7 +180,7 @@ func (h *Host) SyncPod(ctx context.Context, key string, w Want, o UpOptions, sna
 // names (applying the owner's own file is the owner's change).
 func yields(w Want, key string) bool {
 	for _, p := range w.Pods {
-		if p.Namespace+"/"+p.Name == key && w.Yield(p.Source.Origin()) {
+		if p.Key() == key && w.Yield(p.Source.Origin()) {
 			return true
 		}
 	}
@@ -196,7 +190,7 @@ func yields(w Want, key string) bool {
 func failAll(pods []*manifest.Pod, err error) []Result {
 	results := make([]Result, len(pods))
 	for i, p := range pods {
-		results[i] = Result{Pod: p.Namespace + "/" + p.Name, UID: p.UID, Err: err}
+		results[i] = Result{Pod: p.Key(), UID: p.UID, Err: err}
 	}
 	return results
 }
@@ -204,16 +198,18 @@ func failAll(pods []*manifest.Pod, err error) []Result {
 // observe gathers what plan.Decide looks at: the pods on the node (those
 // named key listed now, the others from snapshot), which of them this
 // process supervises and, for pod key, whether the ones there can be
-// adopted and whether the wanted one waits for an image's back-off.
-func (h *Host) observe(ctx context.Context, w Want, o UpOptions, key string, snapshot []*PodInfo) (plan.Input, error) {
+// adopted (those that can, rebuilt, by UID, for act) and whether the
+// wanted one waits for an image's back-off.
+func (h *Host) observe(ctx context.Context, w Want, o UpOptions, key string, snapshot []*PodInfo) (plan.Input, map[string]*podRun, error) {
 	in := plan.Input{Broken: w.Broken, Supervise: o.Foreground, Prune: w.Prune, PullFirst: o.PullBackOff}
+	adoptable := map[string]*podRun{}
 	node, err := h.nodeFor(ctx, key, snapshot)
 	if err != nil {
-		return in, err
+		return in, nil, err
 	}
 	for _, p := range w.Pods {
 		d := plan.Desired{Pod: p}
-		if o.PullBackOff && p.Namespace+"/"+p.Name == key {
+		if o.PullBackOff && p.Key() == key {
 			if perr := h.images.Waiting(ctx, p); perr != nil {
 				d.ImageWait = perr
 			}
@@ -221,13 +217,16 @@ func (h *Host) observe(ctx context.Context, w Want, o UpOptions, key string, sna
 		in.Desired = append(in.Desired, d)
 	}
 	for _, p := range node {
-		e, err := h.existing(ctx, p, w, o, key)
+		e, r, err := h.existing(ctx, p, w, o, key)
 		if err != nil {
-			return in, err
+			return in, nil, err
+		}
+		if r != nil {
+			adoptable[p.UID] = r
 		}
 		in.Node = append(in.Node, e)
 	}
-	return in, nil
+	return in, adoptable, nil
 }
 
 // nodeFor is the pods of snapshot, with those named key listed again now.
@@ -235,7 +234,7 @@ func (h *Host) nodeFor(ctx context.Context, key string, snapshot []*PodInfo) ([]
 	var uids []string
 	var node []*PodInfo
 	for _, p := range snapshot {
-		if p.Namespace+"/"+p.Name == key {
+		if p.Key() == key {
 			uids = append(uids, p.UID)
 		} else {
 			node = append(node, p)
@@ -246,30 +245,31 @@ func (h *Host) nodeFor(ctx context.Context, key string, snapshot []*PodInfo) ([]
 }
 
 // existing is what plan.Decide knows of a pod on the node; for a pod named
-// key that this process would supervise, whether it can be adopted.
-func (h *Host) existing(ctx context.Context, p *PodInfo, w Want, o UpOptions, key string) (plan.Existing, error) {
-	e := plan.Existing{UID: p.UID, Namespace: p.Namespace, Name: p.Name, Source: p.Source, Pod: p.Pod,
+// key that this process would supervise, whether it can be adopted (r, its
+// rebuilt pipeline context, when it can).
+func (h *Host) existing(ctx context.Context, p *PodInfo, w Want, o UpOptions, key string) (e plan.Existing, r *podRun, err error) {
+	e = plan.Existing{UID: p.UID, Namespace: p.Namespace, Name: p.Name, Source: p.Source, Pod: p.Pod,
 		Complete: p.State != nil && p.State.Complete, Supervised: h.Supervised(p.UID),
 		Owned: w.Owns != nil && w.Owns(p.Source)}
 	e.Yield = w.Yield != nil && w.Yield(p.Source) && !yields(w, e.Key())
 	if !o.Foreground || e.Key() != key || !e.Complete || e.Supervised || (!e.Owned && !wants(w, key)) {
-		return e, nil
+		return e, nil, nil
 	}
-	if _, err := h.rebuild(ctx, p.UID); errors.Is(err, ErrNotAdoptable) {
+	r, err = h.rebuild(ctx, p.UID)
+	if errors.Is(err, ErrNotAdoptable) {
 		e.NotAdoptable = err.Error()
-	} else if err != nil {
-		return e, err
+		return e, nil, nil
 	}
-	return e, nil
+	return e, r, err
 }
 
 // wants reports whether w wants a pod named key.
 func wants(w Want, key string) bool {
-	return slices.ContainsFunc(w.Pods, func(p *manifest.Pod) bool { return p.Namespace+"/"+p.Name == key })
+	return slices.ContainsFunc(w.Pods, func(p *manifest.Pod) bool { return p.Key() == key })
 }
 
-// act carries out one action.
-func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions) Result {
+// act carries out one action; r is the pod to adopt, rebuilt by observe.
+func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) Result {
 	res := Result{Pod: a.Key, UID: a.UID, Phase: a.Phase}
 	switch a.Op {
 	case plan.Reject:
@@ -286,7 +286,12 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions) Result {
 			}
 		}
 		if a.Op == plan.Adopt {
-			if res.Err = h.Adopt(ctx, a.UID, a.Pod); res.Err == nil && a.Pod != nil {
+			if r != nil {
+				res.Err = h.adopt(ctx, r, a.Pod)
+			} else { // not rebuilt by observe: rebuild it now
+				res.Err = h.Adopt(ctx, a.UID, a.Pod)
+			}
+			if res.Err == nil && a.Pod != nil {
 				h.report(Event{Pod: a.Key, Msg: "unchanged; supervising it"})
 			}
 		}
@@ -328,7 +333,7 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions) Result {
 
 // create runs a pod's pipeline; its steps are undone if one fails.
 func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1.PodPhase, error) {
-	key := p.Namespace + "/" + p.Name
+	key := p.Key()
 	if o.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)

@@ -235,26 +235,34 @@ func (h *Host) stop(ctx context.Context, c engine.Container, spec *corev1.Contai
 	if err != nil {
 		return err
 	}
-	kctx, cancel := stepContext(ctx)
-	defer cancel()
-	if err := h.engine.Kill(kctx, c.ID, sig); err != nil {
+	if err := h.signal(ctx, c.ID, sig); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, max(grace, minGrace))
-	_, err = h.engine.Wait(wctx, c.ID)
-	cancel()
-	if err == nil || errors.Is(err, engine.ErrNotFound) {
+	if h.waitExit(ctx, c.ID, max(grace, minGrace)) == nil {
 		return nil
 	}
-	sctx, scancel := stepContext(ctx)
-	defer scancel()
-	if err := h.engine.Kill(sctx, c.ID, unix.SIGKILL); err != nil {
+	if err := h.signal(ctx, c.ID, unix.SIGKILL); err != nil {
 		return err
 	}
-	wkctx, wkcancel := context.WithTimeout(ctx, killWait)
-	defer wkcancel()
-	if _, err := h.engine.Wait(wkctx, c.ID); err != nil && !errors.Is(err, engine.ErrNotFound) {
+	if err := h.waitExit(ctx, c.ID, killWait); err != nil {
 		return fmt.Errorf("container %s did not exit after SIGKILL: %w", c.ID, err)
+	}
+	return nil
+}
+
+// signal sends sig to container id's task, within a teardown step's deadline.
+func (h *Host) signal(ctx context.Context, id string, sig syscall.Signal) error {
+	sctx, cancel := stepContext(ctx)
+	defer cancel()
+	return h.engine.Kill(sctx, id, sig)
+}
+
+// waitExit waits at most d for container id's task to exit; gone is exited.
+func (h *Host) waitExit(ctx context.Context, id string, d time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if _, err := h.engine.Wait(wctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return err
 	}
 	return nil
 }

@@ -376,7 +376,7 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	if err := r.h.disk.WriteFile(termLog, nil, 0o666); err != nil {
 		return "", err
 	}
-	limits, oomScoreAdj := resources.Container(r.pod.Pod, c, r.h.node)
+	limits, oomScoreAdj := resources.Container(r.pod.Pod, c, r.h.node())
 	s, err := spec.Container(ctx, spec.ContainerInput{
 		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Env: env, Mounts: mounts, TerminationLog: termLog,
 		Security:  spec.DetectHost(r.h.cfg.Root), // seccomp, AppArmor, <root>/seccomp profiles (spec/security.go)
@@ -624,7 +624,7 @@ func (r *podRun) waitCompletion(ctx context.Context) error {
 // when it ran to completion (with its app containers' failures), else
 // Running. A Failed pod's error is a *PodFailedError.
 func (r *podRun) outcome() (corev1.PodPhase, error) {
-	key := r.pod.Namespace + "/" + r.pod.Name
+	key := r.pod.Key()
 	if e := r.state.Ended; e != nil {
 		return corev1.PodFailed, &PodFailedError{Pod: key, Reason: e.Reason + ": " + e.Message}
 	}
