@@ -414,13 +414,7 @@ func TestAdopt(t *testing.T) {
 	if err := h.Adopt(ctx, p.pod.UID, p.pod); err != nil {
 		t.Fatal(err)
 	}
-	for _, op := range p.m.Log()[start:] {
-		for _, verb := range []string{".create", ".remove", ".add", ".del", ".write", "engine.Create", "engine.Start", "engine.Kill", "engine.Delete"} {
-			if strings.Contains(op, verb) {
-				t.Errorf("adoption changed something: %s", op)
-			}
-		}
-	}
+	checkNoChange(t, "adoption", p.m.Log()[start:])
 	if !h.Supervised(p.pod.UID) {
 		t.Fatal("not supervised after Adopt")
 	}
@@ -684,5 +678,52 @@ func TestDownIsNeverCancelledHalfWay(t *testing.T) {
 			}
 			p.checkNothingLeft()
 		})
+	}
+}
+
+// TestAdoptCancelledTouchesNothing: a cancellation at each thing adoption
+// reads makes Adopt fail, leaving the pod as it was and unsupervised.
+func TestAdoptCancelledTouchesNothing(t *testing.T) {
+	for _, at := range []string{"disk.locate", "engine.Image", "engine.Task " + SandboxID(pipelineUID)} {
+		t.Run(at, func(t *testing.T) {
+			p := newPipeline(t)
+			if res := p.up(p.ctx(), UpOptions{}); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			before := p.containers()
+			h := p.newHost()
+			ctx, cancel := context.WithCancel(p.ctx())
+			hit := func(op string) {
+				if strings.HasPrefix(op, at) {
+					cancel()
+				}
+			}
+			p.m.before = func(op string) error { hit(op); return nil }
+			prev := p.eng.OnCall
+			p.eng.OnCall = func(call string) { hit("engine." + call); prev(call) }
+			start := len(p.m.Log())
+			if err := h.Adopt(ctx, p.pod.UID, p.pod); err == nil {
+				t.Fatalf("Adopt succeeded although cancelled at %s", at)
+			}
+			if h.Supervised(p.pod.UID) {
+				t.Error("supervised after a cancelled adoption")
+			}
+			if got := p.containers(); !slices.Equal(got, before) {
+				t.Errorf("containers %v, want %v", got, before)
+			}
+			checkNoChange(t, "the cancelled adoption", p.m.Log()[start:])
+		})
+	}
+}
+
+// checkNoChange fails t for every op of log that changes the machine.
+func checkNoChange(t *testing.T, who string, log []string) {
+	t.Helper()
+	for _, op := range log {
+		for _, verb := range []string{".create", ".remove", ".add", ".del", ".write", "engine.Create", "engine.Start", "engine.Kill", "engine.Delete"} {
+			if strings.Contains(op, verb) {
+				t.Errorf("%s changed something: %s", who, op)
+			}
+		}
 	}
 }
