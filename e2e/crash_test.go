@@ -52,8 +52,10 @@ spec:
 
 // crLeft lists what of pod uid (sandbox id sandboxID) is on the host:
 // containers, tasks, network namespace, IP reservation, iptables rules, CNI
-// cache entries, mounts, the pod cgroup, the pod's record.
-func crLeft(t *testing.T, name, uid, sandboxID string) []string {
+// cache entries, mounts, the pod cgroup, the pod's record. Rules that name
+// no container id (the firewall plugin's name the pod's IP) are found by
+// podNet, the pod network's address prefix ("" for none).
+func crLeft(t *testing.T, name, uid, sandboxID, podNet string) []string {
 	t.Helper()
 	var left []string
 	for _, c := range plContainers(t, name) {
@@ -63,6 +65,17 @@ func crLeft(t *testing.T, name, uid, sandboxID string) []string {
 		left = append(left, "netns podrun-"+uid)
 	}
 	left = append(left, plNetworkTraces(t, sandboxID)...)
+	if podNet != "" {
+		rules, err := e2eIptablesCNI()
+		if err != nil {
+			t.Fatalf("iptables-save: %v", err)
+		}
+		for r := range rules {
+			if strings.Contains(r, " "+podNet) {
+				left = append(left, "iptables: "+r)
+			}
+		}
+	}
 	podDir := filepath.Join(H.Root, "pods", uid)
 	if _, err := os.Lstat(podDir); err == nil {
 		left = append(left, "pod directory "+podDir)
@@ -82,24 +95,83 @@ func crLeft(t *testing.T, name, uid, sandboxID string) []string {
 	return left
 }
 
+// crFirewallNet is a network whose last plugin is the firewall (iptables
+// backend): its per-pod rules name the pod's IP, and its DEL finds them only
+// through prevResult. Its own bridge and subnet keep its rules apart.
+const (
+	crFirewallPrefix = "10.87.0."
+	crFirewallConf   = `{
+  "cniVersion": "1.0.0",
+  "name": "podrun-e2e-fw",
+  "plugins": [
+    {"type": "bridge", "bridge": "podrunfw0", "isGateway": true, "ipMasq": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.87.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true},
+    {"type": "firewall", "backend": "iptables"}
+  ]
+}
+`
+)
+
+// crUseFirewallNet points podrun at crFirewallConf for the rest of the test.
+func crUseFirewallNet(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "10-fw.conflist"), []byte(crFirewallConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := H.CNIConfDir
+	H.CNIConfDir = dir
+	// host-local's directory of the network (its lock and last reserved
+	// address) goes with the test that made it.
+	ipam := filepath.Join(e2eIPAMDir, "podrun-e2e-fw")
+	_, statErr := os.Stat(ipam)
+	t.Cleanup(func() {
+		H.CNIConfDir = old
+		if statErr != nil {
+			_ = os.RemoveAll(ipam)
+		}
+	})
+}
+
+// crIDs runs the pod once, up then down, and returns its UID (its content's
+// hash) and its sandbox id, which every run of the same file has.
+func crIDs(t *testing.T, file, name string) (uid, sandboxID string) {
+	t.Helper()
+	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", file); code != 0 {
+		t.Fatalf("up: exit %d\n%s", code, stderr)
+	}
+	uid = string(svStatus(t, name).UID)
+	sandboxID = plSandboxID(t, plContainers(t, name))
+	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
+		t.Fatalf("down: exit %d\n%s", code, stderr)
+	}
+	return uid, sandboxID
+}
+
 // TestKill9UpAndDownThenDown: 50 trials; in each, `podrun up` (even trials)
 // or `podrun down` of a running pod (odd trials) is killed with SIGKILL
 // after a random 0–1.2 s, then `podrun down` is run: it exits 0 and nothing
 // of the pod is left on the host.
 func TestKill9UpAndDownThenDown(t *testing.T) {
 	H.require(t)
+	crKill9Trials(t, 20261126, "")
+}
+
+// TestKill9UpAndDownThenDownFirewall: the same 50 trials on a network with
+// the firewall plugin.
+func TestKill9UpAndDownThenDownFirewall(t *testing.T) {
+	H.require(t)
+	crUseFirewallNet(t)
+	crKill9Trials(t, 20261127, crFirewallPrefix)
+}
+
+func crKill9Trials(t *testing.T, seed int64, podNet string) {
+	t.Helper()
 	file := H.WriteManifest(t, "cr-kill.yaml", crPod(18093))
 	plDownOnCleanup(t, file)
-	// The pod's UID (its content's hash) and sandbox id, from one full run.
-	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", file); code != 0 {
-		t.Fatalf("up: exit %d\n%s", code, stderr)
-	}
-	uid := string(svStatus(t, "cr-kill").UID)
-	sandboxID := plSandboxID(t, plContainers(t, "cr-kill"))
-	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
-		t.Fatalf("down: exit %d\n%s", code, stderr)
-	}
-	rng := rand.New(rand.NewSource(20261126))
+	uid, sandboxID := crIDs(t, file, "cr-kill")
+	rng := rand.New(rand.NewSource(seed))
 	killedDuring := map[string]int{}
 	for trial := range 50 {
 		after := time.Duration(rng.Int63n(int64(1200 * time.Millisecond)))
@@ -123,10 +195,52 @@ func TestKill9UpAndDownThenDown(t *testing.T) {
 		if _, derr, code := H.Podrun(t, "", "down", file); code != 0 {
 			t.Fatalf("trial %d (%s killed after %v, last said %q): down exited %d\n%s", trial, what, after, step, code, derr)
 		}
-		if left := crLeft(t, "cr-kill", uid, sandboxID); len(left) != 0 {
+		if left := crLeft(t, "cr-kill", uid, sandboxID, podNet); len(left) != 0 {
 			t.Fatalf("trial %d (%s killed after %v, last said %q): left after down: %v", trial, what, after, step, left)
 		}
 		t.Logf("trial %d: %s killed after %v, last said %q: clean", trial, what, after.Round(time.Millisecond), step)
 	}
 	t.Logf("50 trials clean (%v)", killedDuring)
+}
+
+// TestDownAfterAddCutOffFirewall: an ADD cut off after the firewall plugin
+// made its rules but before libcni cached the result (the cache entry is
+// removed to stand for it): `down` still removes the firewall's rules, which
+// it finds only through the addresses the pod's interface has.
+func TestDownAfterAddCutOffFirewall(t *testing.T) {
+	H.require(t)
+	crUseFirewallNet(t)
+	file := H.WriteManifest(t, "cr-kill.yaml", crPod(18094))
+	plDownOnCleanup(t, file)
+	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", file); code != 0 {
+		t.Fatalf("up: exit %d\n%s", code, stderr)
+	}
+	uid := string(svStatus(t, "cr-kill").UID)
+	sandboxID := plSandboxID(t, plContainers(t, "cr-kill"))
+	rules, err := e2eIptablesCNI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := 0
+	for r := range rules {
+		if strings.HasPrefix(r, "filter\t-A CNI-FORWARD") && strings.Contains(r, crFirewallPrefix) {
+			fw++
+		}
+	}
+	if fw != 2 {
+		t.Fatalf("the firewall plugin made %d rules naming the pod's IP, want 2:\n%v", fw, rules)
+	}
+	cache, _ := filepath.Glob(filepath.Join(H.Root, "cni", "cache", "results", "*"+sandboxID+"-eth0"))
+	if len(cache) != 1 {
+		t.Fatalf("CNI cache entries of the pod's eth0: %v, want one", cache)
+	}
+	if err := os.Remove(cache[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
+		t.Fatalf("down: exit %d\n%s", code, stderr)
+	}
+	if left := crLeft(t, "cr-kill", uid, sandboxID, crFirewallPrefix); len(left) != 0 {
+		t.Fatalf("left after down: %v", left)
+	}
 }

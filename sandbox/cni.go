@@ -11,6 +11,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
 	"github.com/google/renameio/v2"
 )
 
@@ -198,8 +199,18 @@ func (n *Network) Del(ctx context.Context, conf []byte, a Attachment) error {
 	if _, statErr := os.Stat(a.NetNS); statErr != nil {
 		a.NetNS = "" // plugins release IPs and rules without a namespace
 	}
+	rt := a.runtimeConf()
+	if cached, err := n.cni.GetNetworkListCachedResult(list, rt); err == nil && cached == nil && a.NetNS != "" {
+		// An ADD that was cut off (its result never cached) may still have
+		// run plugins that find what they made only through prevResult (the
+		// firewall plugin's rules name the pod's IP): hand them the
+		// addresses the pod's interface has.
+		if list, err = withPrevResult(list, a.NetNS, rt.IfName); err != nil {
+			return err
+		}
+	}
 	var errs []error
-	if err := n.cni.DelNetworkList(ctx, list, a.runtimeConf()); err != nil {
+	if err := n.cni.DelNetworkList(ctx, list, rt); err != nil {
 		errs = append(errs, fmt.Errorf("CNI DEL %s: %w", list.Name, err))
 	}
 	lo, _ := libcni.ConfListFromBytes([]byte(loopbackConf))
@@ -207,4 +218,36 @@ func (n *Network) Del(ctx context.Context, conf []byte, a Attachment) error {
 		errs = append(errs, fmt.Errorf("CNI DEL loopback: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// withPrevResult returns list with a prevResult in each plugin's
+// configuration made of the addresses interface ifName has in the network
+// namespace at netns; list itself when it has none, or when the list's
+// version predates results on DEL (0.4.0).
+func withPrevResult(list *libcni.NetworkConfigList, netns, ifName string) (*libcni.NetworkConfigList, error) {
+	if ok, err := version.GreaterThanOrEqualTo(list.CNIVersion, "0.4.0"); err != nil || !ok {
+		return list, err
+	}
+	addrs, err := InterfaceAddrs(netns, ifName)
+	if err != nil || len(addrs) == 0 {
+		return list, nil // no addresses to hand over: DEL goes on without them
+	}
+	zero := 0
+	res := &current.Result{CNIVersion: current.ImplementedSpecVersion,
+		Interfaces: []*current.Interface{{Name: ifName, Sandbox: netns}}}
+	for _, a := range addrs {
+		res.IPs = append(res.IPs, &current.IPConfig{Address: *a, Interface: &zero})
+	}
+	prev, err := res.GetAsVersion(list.CNIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("CNI DEL %s: a result for version %s: %w", list.Name, list.CNIVersion, err)
+	}
+	out := *list
+	out.Plugins = make([]*libcni.PluginConfig, len(list.Plugins))
+	for i, p := range list.Plugins {
+		if out.Plugins[i], err = libcni.InjectConf(p, map[string]interface{}{"prevResult": prev}); err != nil {
+			return nil, fmt.Errorf("CNI DEL %s: %w", list.Name, err)
+		}
+	}
+	return &out, nil
 }

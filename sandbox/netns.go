@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -92,3 +93,64 @@ func (Namespaces) Create(name string) (string, error) { return CreateNetNS(name)
 
 // Remove unmounts and removes the named namespace; gone is success.
 func (Namespaces) Remove(name string) error { return RemoveNetNS(name) }
+
+// InterfaceAddrs returns the global unicast addresses of interface ifName in
+// the network namespace at path (none when it has no such interface). The
+// calling goroutine's thread never stays in that namespace.
+func InterfaceAddrs(path, ifName string) ([]*net.IPNet, error) {
+	type result struct {
+		addrs []*net.IPNet
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			done <- result{err: fmt.Errorf("getting current network namespace: %w", err)}
+			return // thread discarded: LockOSThread without Unlock
+		}
+		defer orig.Close()
+		ns, err := netns.GetFromPath(path)
+		if err != nil {
+			done <- result{err: fmt.Errorf("opening network namespace %s: %w", path, err)}
+			runtime.UnlockOSThread()
+			return
+		}
+		defer ns.Close()
+		if err := netns.Set(ns); err != nil {
+			done <- result{err: fmt.Errorf("entering network namespace %s: %w", path, err)}
+			return // thread discarded: it may be half-switched
+		}
+		var r result
+		r.addrs, r.err = globalAddrs(ifName)
+		if err := netns.Set(orig); err != nil {
+			done <- result{err: fmt.Errorf("returning to the host network namespace: %w", err)}
+			return // thread discarded
+		}
+		runtime.UnlockOSThread()
+		done <- r
+	}()
+	r := <-done
+	return r.addrs, r.err
+}
+
+// globalAddrs returns the global unicast addresses of ifName in the calling
+// thread's network namespace.
+func globalAddrs(ifName string) ([]*net.IPNet, error) {
+	iface, err := net.InterfaceByName(ifName)
+	if err != nil {
+		return nil, nil // no such interface: no addresses
+	}
+	addrs, err := iface.Addrs()
+	if err != nil {
+		return nil, fmt.Errorf("addresses of %s: %w", ifName, err)
+	}
+	var out []*net.IPNet
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.IsGlobalUnicast() {
+			out = append(out, ipn)
+		}
+	}
+	return out, nil
+}
