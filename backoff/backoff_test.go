@@ -6,13 +6,18 @@ import (
 	"time"
 )
 
-func TestBackoffSchedule(t *testing.T) {
-	var b Backoff
+func seconds(b *Backoff, n int, ranFor time.Duration) []int {
 	var got []int
-	for i := 0; i < 7; i++ {
-		got = append(got, int(b.Delay(time.Second).Seconds()))
+	for range n {
+		got = append(got, int(b.Delay(ranFor).Seconds()))
 	}
-	if want := []int{10, 20, 40, 80, 160, 300, 300}; !reflect.DeepEqual(got, want) {
+	return got
+}
+
+// TestPullSchedule: a pull waits 10 s before its first retry, doubling to 300 s.
+func TestPullSchedule(t *testing.T) {
+	var b Backoff
+	if got, want := seconds(&b, 7, time.Second), []int{10, 20, 40, 80, 160, 300, 300}; !reflect.DeepEqual(got, want) {
 		t.Errorf("delays = %v, want %v", got, want)
 	}
 	// An attempt that ran for 10 minutes resets the schedule; 9 minutes does not.
@@ -27,14 +32,41 @@ func TestBackoffSchedule(t *testing.T) {
 	}
 }
 
-// TestResume: a supervisor that takes over a container restarted n times
-// goes on with the delay after the n-th.
+// TestRestartSchedule: a container restarts at once after its first exit,
+// then after 10 s, 20 s, ... 300 s; one that ran 10 minutes restarts at
+// once again.
+func TestRestartSchedule(t *testing.T) {
+	b := Backoff{FirstAtOnce: true}
+	if got, want := seconds(&b, 8, time.Second), []int{0, 10, 20, 40, 80, 160, 300, 300}; !reflect.DeepEqual(got, want) {
+		t.Errorf("delays = %v, want %v", got, want)
+	}
+	if d := b.Delay(9*time.Minute + 59*time.Second); d != 300*time.Second {
+		t.Errorf("after 9m59s running: %s, want 5m0s", d)
+	}
+	if got, want := seconds(&b, 1, 10*time.Minute), []int{0}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after 10 min running: %v, want %v", got, want)
+	}
+	if got, want := seconds(&b, 3, time.Second), []int{10, 20, 40}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after the reset: %v, want %v", got, want)
+	}
+}
+
+// TestResume: a supervisor that takes over after n tries goes on with the
+// delay after the n-th.
 func TestResume(t *testing.T) {
-	for n, want := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 300 * time.Second, 300 * time.Second} {
-		var b Backoff
-		b.Resume(n)
-		if got := b.Delay(0); got != want {
-			t.Errorf("after %d restarts: %v, want %v", n, got, want)
+	for _, tc := range []struct {
+		atOnce bool
+		want   []int // seconds, after 0, 1, 2, ... tries
+	}{
+		{false, []int{10, 20, 40, 80, 160, 300, 300}},
+		{true, []int{0, 10, 20, 40, 80, 160, 300, 300}},
+	} {
+		for n, want := range tc.want {
+			b := Backoff{FirstAtOnce: tc.atOnce}
+			b.Resume(n)
+			if got := b.Delay(0); got != time.Duration(want)*time.Second {
+				t.Errorf("FirstAtOnce %v, after %d tries: %v, want %ds", tc.atOnce, n, got, want)
+			}
 		}
 	}
 }

@@ -130,6 +130,29 @@ func (Manager) Remove(path string) error {
 	return nil
 }
 
+// OOMKills returns how many processes of the cgroup at path the kernel's
+// OOM killer has killed (v1 memory.oom_control's oom_kill, v2
+// memory.events' oom_kill); 0 when the cgroup or the counter is not there.
+func (Manager) OOMKills(path string) (uint64, error) {
+	file := filepath.Join(cgroupMount, "memory", path, "memory.oom_control")
+	if cgroups.Mode() == cgroups.Unified {
+		file = filepath.Join(cgroupMount, path, "memory.events")
+	}
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, nil
+}
+
 // v1Hierarchy is every mounted v1 hierarchy, plus on a hybrid host the
 // unified one, where runc also creates the container's cgroups (and so the
 // pod's as their parent).

@@ -400,7 +400,7 @@ spec:
 	if got := cvExec(t, "cv-daemon", "echo $LEVEL"); got != "one\n" {
 		t.Errorf("LEVEL in the running container = %q, want one (env does not change under a running container)", got)
 	}
-	cvExec(t, "cv-daemon", "kill 1") // the trap exits 0; restartPolicy Always restarts it after the back-off
+	cvExec(t, "cv-daemon", "kill 1") // the trap exits 0; restartPolicy Always restarts it (at once: its first restart)
 	svEventually(t, 30*time.Second, "the restarted container", func() (bool, string) {
 		p := dmPods(t)["cv-daemon"]
 		return dmRestarts(p) == 1 && dmRunning(p), fmt.Sprintf("restarts %d running %v", dmRestarts(p), dmRunning(p))

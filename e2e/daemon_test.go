@@ -1510,8 +1510,8 @@ func dmDownNote(t *testing.T) {
 }
 
 // dmDownStaleSupervisor: after `podrun down` of a daemon pod, the daemon's
-// supervisor of that pod sees its container exit and schedules a restart
-// (back-off 10 s). When that comes before the daemon's next re-scan, it must
+// supervisor of that pod sees its container exit and restarts it (at once:
+// its first restart). When that comes before the daemon's next re-scan, it must
 // not start a container in a pod that is gone; the re-scan then starts the
 // pod again, whole and clean.
 func dmDownStaleSupervisor(t *testing.T) {
@@ -1526,7 +1526,7 @@ func dmDownStaleSupervisor(t *testing.T) {
 	if _, stderr, code := H.Podrun(t, "", "down", "dm-x2"); code != 0 {
 		t.Fatalf("podrun down dm-x2: exit %d; stderr:\n%s", code, stderr)
 	}
-	// Past the 10 s back-off, before any re-scan.
+	// Past the restart (at once) and a 10 s back-off, before any re-scan.
 	var seen []string
 	deadline := time.Now().Add(13 * time.Second)
 	for time.Now().Before(deadline) {

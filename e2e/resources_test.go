@@ -280,6 +280,50 @@ func rsBurstableOOMScoreAdj(t *testing.T, req int64) int {
 	return adj
 }
 
+// TestResourcesOOMKilledUnwatched: `up --wait=running` returns while the
+// container still runs; it goes over its memory limit a few seconds later,
+// when no podrun process is left to see containerd's OOM event. `status`
+// still shows it terminated OOMKilled (read from its cgroup's counter, as
+// containerd's CRI, which always watches, would have said), and so does
+// `ps`. (The record a later podrun makes when it finishes the task is
+// unit-tested: run.TestOOMKillFromTheCgroup.)
+func TestResourcesOOMKilledUnwatched(t *testing.T) {
+	H.require(t)
+	_, stdout, stderr, code := plUp(t, "rs-oom-late", `apiVersion: v1
+kind: Pod
+metadata:
+  name: rs-oom-late
+spec:
+  restartPolicy: Never
+  containers:
+  - name: hog
+    image: `+H.Image+`
+    command: ["sh", "-c", "sleep 3; exec tail /dev/zero"]
+    resources:
+      limits:
+        memory: 20Mi
+`, "--wait=running")
+	if code != 0 {
+		t.Fatalf("podrun up --wait=running: exit %d; stdout %q stderr:\n%s", code, stdout, stderr)
+	}
+	term := func(pod corev1.Pod) *corev1.ContainerStateTerminated {
+		if len(pod.Status.ContainerStatuses) != 1 {
+			return nil
+		}
+		return pod.Status.ContainerStatuses[0].State.Terminated
+	}
+	svWaitStatus(t, "rs-oom-late", 60*time.Second, "the container terminated", func(pod corev1.Pod) (bool, string) {
+		return term(pod) != nil, fmt.Sprintf("%+v", pod.Status.ContainerStatuses)
+	})
+	pod := svStatus(t, "rs-oom-late")
+	if tm := term(pod); tm == nil || tm.Reason != "OOMKilled" || tm.ExitCode != 137 {
+		t.Errorf("state %+v, want terminated OOMKilled (137)", pod.Status.ContainerStatuses[0].State)
+	}
+	if row := plPsRow(t, "rs-oom-late", "-a"); len(row) < 4 || row[3] != "OOMKilled" {
+		t.Errorf("ps -a row %q, want STATUS OOMKilled", row)
+	}
+}
+
 // TestResourcesOOMKilledLastState: under restartPolicy Always with a
 // supervisor (`up -f`), the OOM-killed attempt shows as lastState
 // terminated OOMKilled (137) while the container waits in CrashLoopBackOff

@@ -640,7 +640,7 @@ spec:
 		t.Errorf("right after up: container app restartCount %d state %+v, want 0 and running", cs.RestartCount, cs.State)
 	}
 
-	// Killed at about 3 s, restarted after the 10 s back-off.
+	// Killed at about 3 s, restarted at once (its first restart).
 	svEventually(t, 45*time.Second, "RESTARTS >= 1 in podrun ps", func() (bool, string) {
 		row := svQuietPsRow(t, "sv-liveness")
 		if len(row) < 5 {
@@ -715,22 +715,23 @@ spec:
     image: `+H.Image+`
     command: ["sh", "-c", "echo sv-crash-x; exit 1"]
 `, "--wait=running")
-	start := time.Now()
 	svStatus(t, "sv-crash")
 
-	// During the first back-off (10 s after the first exit).
+	// The first exit restarts it at once; the second waits 10 s.
 	svEventually(t, 8*time.Second, "STATUS CrashLoopBackOff in podrun ps", func() (bool, string) {
 		row := svQuietPsRow(t, "sv-crash")
 		return len(row) > 3 && row[3] == "CrashLoopBackOff", fmt.Sprintf("row %q", row)
 	})
+	start := time.Now()
 	row := plPsRow(t, "sv-crash")
-	if row == nil || row[3] != "CrashLoopBackOff" || row[2] != "0/1" {
-		t.Errorf("podrun ps row = %q, want READY 0/1 STATUS CrashLoopBackOff", row)
+	if row == nil || row[3] != "CrashLoopBackOff" || row[2] != "0/1" || row[4] != "1" {
+		t.Errorf("podrun ps row = %q, want READY 0/1 STATUS CrashLoopBackOff RESTARTS 1", row)
 	}
 	pod := svStatus(t, "sv-crash")
 	cs := svMustCS(t, pod, "app")
-	if w := cs.State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" {
-		t.Errorf("container app state = %+v, want waiting with reason CrashLoopBackOff", cs.State)
+	wantMsg := fmt.Sprintf("back-off 10s restarting failed container=app pod=sv-crash_default(%s)", pod.UID)
+	if w := cs.State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" || w.Message != wantMsg {
+		t.Errorf("container app state = %+v, want waiting with reason CrashLoopBackOff and message %q", cs.State, wantMsg)
 	}
 	if term := cs.LastTerminationState.Terminated; term == nil || term.ExitCode != 1 || term.Reason != "Error" {
 		t.Errorf("container app lastState = %+v, want terminated with exitCode 1 and reason Error", cs.LastTerminationState)
@@ -738,53 +739,55 @@ spec:
 	if cs.Ready || pod.Status.Phase != corev1.PodRunning {
 		t.Errorf("ready %v, phase %q: want not ready, Running (restartPolicy Always restarts it)", cs.Ready, pod.Status.Phase)
 	}
-	if time.Since(start) > 9*time.Second {
+	if time.Since(start) > 8*time.Second {
 		t.Fatalf("the checks of the first back-off took %v: too slow to be in it", time.Since(start))
 	}
 
-	// The third attempt starts about 10 s + 20 s after the first.
+	// The fourth attempt starts at once + 10 s + 20 s after the first. Only
+	// the previous attempt's log is kept, so each start is read as it comes.
 	dir := svLogDir(pod, "app")
-	svEventually(t, 50*time.Second, "the third attempt's log "+filepath.Join(dir, "2.log"), func() (bool, string) {
-		_, ok := svFirstLogTime(filepath.Join(dir, "2.log"))
-		ents, _ := os.ReadDir(dir)
-		var names []string
-		for _, e := range ents {
-			names = append(names, e.Name())
+	starts := make([]time.Time, 4)
+	svEventually(t, 50*time.Second, "the fourth attempt's log "+filepath.Join(dir, "3.log"), func() (bool, string) {
+		for i := range starts {
+			if ts, ok := svFirstLogTime(filepath.Join(dir, fmt.Sprintf("%d.log", i))); ok && starts[i].IsZero() {
+				starts[i] = ts
+				if got := plLog(t, pod, "app", i); len(got) != 1 || got[0] != "sv-crash-x" {
+					t.Errorf("attempt %d's log = %q, want one line sv-crash-x", i, got)
+				}
+			}
 		}
-		return ok, fmt.Sprintf("files %v", names)
+		return !starts[3].IsZero(), fmt.Sprintf("starts %v", starts)
 	})
-	var starts []time.Time
-	for i := 0; i < 3; i++ {
-		ts, ok := svFirstLogTime(filepath.Join(dir, fmt.Sprintf("%d.log", i)))
-		if !ok {
-			t.Fatalf("attempt %d's log %s has no timed first line", i, filepath.Join(dir, fmt.Sprintf("%d.log", i)))
+	t.Logf("attempts started at %v", starts)
+	gaps := []struct {
+		from     int
+		min, max time.Duration
+		what     string
+	}{{0, 0, 3 * time.Second, "at once"}, {1, 9 * time.Second, 16 * time.Second, "about 10 s"}, {2, 18 * time.Second, 30 * time.Second, "about 20 s"}}
+	for _, g := range gaps {
+		a, b := starts[g.from], starts[g.from+1]
+		if a.IsZero() || b.IsZero() {
+			t.Errorf("restart %d: the logs of attempts %d and %d are not both kept", g.from+1, g.from, g.from+1)
+			continue
 		}
-		if got := plLog(t, pod, "app", i); len(got) != 1 || got[0] != "sv-crash-x" {
-			t.Errorf("attempt %d's log = %q, want one line sv-crash-x", i, got)
+		if d := b.Sub(a); d < g.min || d > g.max {
+			t.Errorf("restart %d came %v after attempt %d started, want %s (%v-%v)", g.from+1, d, g.from, g.what, g.min, g.max)
 		}
-		starts = append(starts, ts)
-	}
-	gap1, gap2 := starts[1].Sub(starts[0]), starts[2].Sub(starts[1])
-	t.Logf("attempts started at %v; gaps %v and %v", starts, gap1, gap2)
-	if gap1 < 9*time.Second || gap1 > 16*time.Second {
-		t.Errorf("first restart %v after the first start, want about 10 s (9-16 s)", gap1)
-	}
-	if gap2 < 18*time.Second || gap2 > 30*time.Second || float64(gap2) < 1.5*float64(gap1) {
-		t.Errorf("second restart %v after the first restart, want about 20 s (18-30 s, >= 1.5 x %v)", gap2, gap1)
 	}
 
-	svWaitStatus(t, "sv-crash", 5*time.Second, "CrashLoopBackOff with 2 restarts", func(p corev1.Pod) (bool, string) {
+	svWaitStatus(t, "sv-crash", 5*time.Second, "CrashLoopBackOff with 3 restarts", func(p corev1.Pod) (bool, string) {
 		c := svCS(p, "app")
-		return c != nil && c.RestartCount == 2 && c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff",
+		return c != nil && c.RestartCount == 3 && c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff",
 			fmt.Sprintf("%+v", c)
 	})
 	row = plPsRow(t, "sv-crash")
-	if row == nil || row[3] != "CrashLoopBackOff" || row[4] != "2" {
-		t.Errorf("podrun ps row = %q, want STATUS CrashLoopBackOff RESTARTS 2", row)
+	if row == nil || row[3] != "CrashLoopBackOff" || row[4] != "3" {
+		t.Errorf("podrun ps row = %q, want STATUS CrashLoopBackOff RESTARTS 3", row)
 	}
 	pod = svStatus(t, "sv-crash")
-	if cs := svMustCS(t, pod, "app"); cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 {
-		t.Errorf("after 2 restarts: lastState = %+v, want terminated with exitCode 1", cs.LastTerminationState)
+	if cs := svMustCS(t, pod, "app"); cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 ||
+		cs.State.Waiting == nil || !strings.HasPrefix(cs.State.Waiting.Message, "back-off 40s restarting failed container=app ") {
+		t.Errorf("after 3 restarts: state %+v, lastState = %+v, want back-off 40s over a termination with exitCode 1", cs.State, cs.LastTerminationState)
 	}
 	if code, _ := up.terminate(t, 30*time.Second); code != 0 {
 		t.Errorf("up -f after SIGTERM: exit %d, want 0; stderr:\n%s", code, up.stderr())
@@ -1015,7 +1018,7 @@ spec:
 		t.Errorf("podrun ps row = %q, want READY 1/1 STATUS Running", row)
 	}
 
-	// Killed, it is restarted (after the 10 s back-off).
+	// Killed, it is restarted (at once: its first restart).
 	svExec(t, "sv-sidecar", "sidecar", "kill", "1")
 	svWaitStatus(t, "sv-sidecar", 30*time.Second, "the sidecar restarted", func(p corev1.Pod) (bool, string) {
 		c := svCS(p, "sidecar")
@@ -1258,7 +1261,7 @@ spec:
 	if term := cs.LastTerminationState.Terminated; term == nil || term.ExitCode != 3 {
 		t.Errorf("init container setup lastState = %+v, want terminated with exitCode 3", cs.LastTerminationState)
 	}
-	// The second attempt, after the first back-off (10 s).
+	// The crash loop: restarted at once, then after 10 s.
 	svEventually(t, 30*time.Second, "restart 1 of the init container", func() (bool, string) {
 		p := svStatus(t, "sv-initcrash")
 		for _, s := range p.Status.InitContainerStatuses {

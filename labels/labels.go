@@ -41,10 +41,12 @@ const (
 	// Waiting is the reason an exited attempt waits to be restarted
 	// (CrashLoopBackOff, or CreateContainerConfigError when the next attempt
 	// could not be made), WaitingMessage the latter's message, and
-	// BackoffUntil when the restart is due.
+	// BackoffUntil when the restart is due, Backoff the back-off's window
+	// (10s, 20s, ... 5m0s).
 	Waiting        = prefix + "container.waiting"
 	WaitingMessage = prefix + "container.waiting-message"
 	BackoffUntil   = prefix + "container.backoff-until"
+	Backoff        = prefix + "container.backoff"
 	// LastProbe is the last failed probe's kind and output, for errors and status.
 	LastProbe = prefix + "container.last-probe"
 	// Reason is why a container's task ended when its exit code does not

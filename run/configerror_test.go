@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,15 +32,13 @@ func TestCreateContainerConfigErrorAtRestart(t *testing.T) {
 	id0 := hs.waitRunning("app", 0)
 
 	hs.r.setObjects(&manifest.Pod{}) // the ConfigMap is gone
-	hs.eng.Exit(id0, 1)
-	hs.clk.waitAsked(t, 1)
-	hs.clk.Advance(10 * time.Second)
+	hs.eng.Exit(id0, 1)              // the first restart is tried at once
 	id1 := hs.id("app", 1)
 	const msg = `env "V": configmap "cfg" not found`
-	for n, delay := range []time.Duration{20 * time.Second, 40 * time.Second} {
+	for n, delay := range []time.Duration{10 * time.Second, 20 * time.Second} {
 		// Each try fails and waits for the next, with a growing back-off.
-		if asked := hs.clk.waitAsked(t, n+2); asked[n+1] != delay {
-			t.Fatalf("back-off after failed try %d: %s, want %s (all: %v)", n+1, asked[n+1], delay, asked)
+		if asked := hs.clk.waitAsked(t, n+1); asked[n] != delay {
+			t.Fatalf("back-off after failed try %d: %s, want %s (all: %v)", n+1, asked[n], delay, asked)
 		}
 		st := hs.loop("app").State()
 		if _, ok := st.StartErr.(*spec.ConfigError); !ok || st.Restarts != 1 {
@@ -75,7 +72,7 @@ func TestCreateContainerConfigErrorAtRestart(t *testing.T) {
 
 	// The ConfigMap is back: the next try starts attempt 1, the first restart.
 	hs.r.setObjects(withCfg)
-	hs.clk.Advance(40 * time.Second)
+	hs.clk.Advance(20 * time.Second)
 	hs.waitRunning("app", 1)
 	if got := hs.labels(id1)[labels.RestartCount]; got != "1" {
 		t.Errorf("restart-count label of %s: %q, want 1", id1, got)
@@ -87,8 +84,8 @@ func TestCreateContainerConfigErrorAtRestart(t *testing.T) {
 
 	// A later crash shows CrashLoopBackOff, not the stale config message.
 	hs.eng.Exit(id1, 1)
-	hs.clk.waitAsked(t, 4) // the labels are set before the back-off starts
-	if cs, _ := hs.status(); cs.State.Waiting == nil || !strings.HasPrefix(cs.State.Waiting.Message, "back-off restarting failed container app") {
+	hs.clk.waitAsked(t, 3) // the labels are set before the back-off starts
+	if cs, _ := hs.status(); cs.State.Waiting == nil || cs.State.Waiting.Message != "back-off 40s restarting failed container=app pod=web_default("+testUID+")" {
 		t.Errorf("after a crash: state %+v, want the CrashLoopBackOff message", cs.State)
 	}
 }

@@ -79,6 +79,10 @@ func (h *Host) list(ctx context.Context, match map[string]string, uids []string)
 		if uid == "" {
 			continue // not podrun's
 		}
+		if c.Task.State == engine.TaskStopped && c.Labels[labels.Reason] == "" && h.oomKilled(uid, c.ID) {
+			// Ended while no podrun watched: its cgroup still tells an OOM kill.
+			c.Labels[labels.Reason] = status.ReasonOOMKilled
+		}
 		p := get(uid)
 		p.Containers = append(p.Containers, c)
 		p.Namespace, p.Name, p.Source = c.Labels[labels.PodNamespace], c.Labels[labels.PodName], c.Labels[labels.Source]

@@ -42,6 +42,9 @@ type Cgroups interface {
 	Create(path string, r *specs.LinuxResources) error
 	// Remove removes an empty cgroup; gone is success.
 	Remove(path string) error
+	// OOMKills is how many processes of a cgroup the OOM killer has killed
+	// (0 when it is gone).
+	OOMKills(path string) (uint64, error)
 }
 
 // Disk lays pods out on the host (volumes.Disk): the pod directory with its

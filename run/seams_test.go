@@ -30,6 +30,7 @@ type fakeMachine struct {
 	log      []string
 	netns    map[string]bool
 	cgroups  map[string]bool
+	oomKills map[string]uint64     // the OOM-kill counter of a cgroup
 	attached map[string]bool       // by sandbox container id
 	dirs     map[string]bool       // pod directories, by UID
 	fail     map[string]int        // op prefix -> how many matching ops succeed before one fails
@@ -37,7 +38,7 @@ type fakeMachine struct {
 }
 
 func newFakeMachine() *fakeMachine {
-	return &fakeMachine{netns: map[string]bool{}, cgroups: map[string]bool{}, attached: map[string]bool{}, dirs: map[string]bool{}, fail: map[string]int{}}
+	return &fakeMachine{netns: map[string]bool{}, cgroups: map[string]bool{}, oomKills: map[string]uint64{}, attached: map[string]bool{}, dirs: map[string]bool{}, fail: map[string]int{}}
 }
 
 // errInjected is the failure tests inject.
@@ -157,6 +158,13 @@ func (f fakeCgroups) Remove(path string) error {
 	defer f.m.mu.Unlock()
 	delete(f.m.cgroups, path)
 	return nil
+}
+
+// OOMKills reads what a test set; a read is no change, so it is not logged.
+func (f fakeCgroups) OOMKills(path string) (uint64, error) {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	return f.m.oomKills[path], nil
 }
 
 // fakeNetwork attaches by recording; like a CNI plugin it fails when the

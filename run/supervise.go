@@ -207,7 +207,7 @@ func (r *podRun) SetLabels(ctx context.Context, id string, l map[string]string) 
 
 // Finish records how attempt id ended and deletes its task.
 func (r *podRun) Finish(ctx context.Context, id string, e engine.Exit) error {
-	return r.h.finish(ctx, id, e)
+	return r.h.finish(ctx, r.pod.UID, id, e)
 }
 
 // Kill stops attempt id of c the kubelet's way (stop): its preStop hook,

@@ -19,17 +19,20 @@ import (
 	"github.com/podrun/podrun/supervisor"
 )
 
-// TestSupervisorBackoffSchedule: an app container under restartPolicy Always that
-// exits right after every start is restarted after 10 s, 20 s, 40 s, 80 s,
-// 160 s, 300 s, 300 s; each exited attempt is labelled CrashLoopBackOff
-// with the time its restart is due, and only the previous attempt is kept.
-// An attempt that ran 10 minutes resets the delay to 10 s.
+// TestSupervisorBackoffSchedule: an app container under restartPolicy
+// Always that exits right after every start is restarted at once after its
+// first exit, then after 10 s, 20 s, 40 s, 80 s, 160 s, 300 s, 300 s (the
+// kubelet's doBackOff); each attempt that waits is labelled CrashLoopBackOff
+// with the time its restart is due and the back-off's window, and only the
+// previous attempt is kept. An attempt that ran 10 minutes starts the
+// schedule over: at once, then 10 s.
 func TestSupervisorBackoffSchedule(t *testing.T) {
 	hs := newHarness(t, appSpec(corev1.RestartPolicyAlways, corev1.Container{Name: "app"}))
 	hs.startApp("app")
 
-	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second,
+	want := []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second,
 		160 * time.Second, 300 * time.Second, 300 * time.Second}
+	waits := 0 // the clock is asked only for a back-off that waits
 	for k, delay := range want {
 		id := hs.waitRunning("app", k)
 		if got := hs.labels(id)[labels.RestartCount]; got != strconv.Itoa(k) {
@@ -39,9 +42,17 @@ func TestSupervisorBackoffSchedule(t *testing.T) {
 			t.Errorf("attempt %d: loop restarts %d", k, st.Restarts)
 		}
 		hs.eng.Exit(id, 1)
-		asked := hs.clk.waitAsked(t, k+1)
-		if asked[k] != delay {
-			t.Fatalf("restart %d: back-off %s, want %s (all: %v)", k+1, asked[k], delay, asked)
+		if delay == 0 {
+			hs.waitRunning("app", k+1)
+			if l := hs.labels(id); l[labels.Waiting] != "" || l[labels.ExitCode] != "1" {
+				t.Errorf("attempt %d, restarted at once: waiting %q, exit code %q", k, l[labels.Waiting], l[labels.ExitCode])
+			}
+			continue
+		}
+		waits++
+		asked := hs.clk.waitAsked(t, waits)
+		if asked[waits-1] != delay {
+			t.Fatalf("restart %d: back-off %s, want %s (all: %v)", k+1, asked[waits-1], delay, asked)
 		}
 		st := hs.loop("app").State()
 		if st.Running || st.Done || st.Restarts != k {
@@ -49,8 +60,8 @@ func TestSupervisorBackoffSchedule(t *testing.T) {
 		}
 		l := hs.labels(id)
 		until := hs.clk.Now().Add(delay).UTC().Format(time.RFC3339Nano)
-		if l[labels.Waiting] != "CrashLoopBackOff" || l[labels.BackoffUntil] != until {
-			t.Errorf("attempt %d: waiting %q until %q, want CrashLoopBackOff until %q", k, l[labels.Waiting], l[labels.BackoffUntil], until)
+		if l[labels.Waiting] != "CrashLoopBackOff" || l[labels.BackoffUntil] != until || l[labels.Backoff] != delay.String() {
+			t.Errorf("attempt %d: waiting %q until %q (%s), want CrashLoopBackOff until %q (%s)", k, l[labels.Waiting], l[labels.BackoffUntil], l[labels.Backoff], until, delay)
 		}
 		if l[labels.ExitCode] != "1" || l[labels.FinishedAt] != hs.clk.Now().UTC().Format(time.RFC3339Nano) {
 			t.Errorf("attempt %d: exit-code %q finished-at %q", k, l[labels.ExitCode], l[labels.FinishedAt])
@@ -59,10 +70,7 @@ func TestSupervisorBackoffSchedule(t *testing.T) {
 			t.Errorf("attempt %d: task not deleted after exit: %+v", k, tk)
 		}
 		// Attempts older than the previous one are gone.
-		wantIDs := []string{id}
-		if k > 0 {
-			wantIDs = []string{hs.id("app", k-1), id}
-		}
+		wantIDs := []string{hs.id("app", k-1), id}
 		if got := hs.attempts("app"); !slices.Equal(got, wantIDs) {
 			t.Errorf("attempt %d: attempts kept %v, want %v", k, got, wantIDs)
 		}
@@ -71,30 +79,26 @@ func TestSupervisorBackoffSchedule(t *testing.T) {
 		}
 		hs.clk.Advance(delay)
 	}
-	wantMsg := `container "app" exited with code 1; back-off 2m40s before restart 5`
-	if !slices.Contains(hs.messages(), wantMsg) {
-		t.Errorf("no event %q in %q", wantMsg, hs.messages())
+	for _, msg := range []string{`container "app" exited with code 1; restart 1`, `container "app" exited with code 1; back-off 2m40s before restart 6`} {
+		if !slices.Contains(hs.messages(), msg) {
+			t.Errorf("no event %q in %q", msg, hs.messages())
+		}
 	}
 
-	// Attempt 7 runs for 10 minutes: the schedule starts over at 10 s.
+	// Attempt 8 runs for 10 minutes: the schedule starts over, at once then 10 s.
 	id := hs.waitRunning("app", len(want))
 	hs.clk.Advance(backoff.Reset)
 	hs.eng.Exit(id, 1)
-	asked := hs.clk.waitAsked(t, len(want)+1)
-	if got := asked[len(want)]; got != 10*time.Second {
-		t.Fatalf("after a 10-minute run: back-off %s, want 10s", got)
-	}
-	hs.clk.Advance(10 * time.Second)
 	id = hs.waitRunning("app", len(want)+1)
-	if got := hs.labels(id)[labels.RestartCount]; got != "8" {
-		t.Errorf("restart-count label %q, want 8", got)
+	if got := hs.labels(id)[labels.RestartCount]; got != "9" {
+		t.Errorf("restart-count label %q, want 9", got)
 	}
 	hs.eng.Exit(id, 1)
-	asked = hs.clk.waitAsked(t, len(want)+2)
-	if got := asked[len(want)+1]; got != 20*time.Second {
-		t.Errorf("second back-off after the reset %s, want 20s", got)
+	asked := hs.clk.waitAsked(t, waits+1)
+	if got := asked[waits]; got != 10*time.Second {
+		t.Errorf("second back-off after the reset %s, want 10s", got)
 	}
-	if len(asked) != len(want)+2 {
+	if len(asked) != waits+1 {
 		t.Errorf("After asked %v: unexpected extra waits", asked)
 	}
 	// Every attempt was created exactly once.
@@ -158,11 +162,10 @@ func TestRestartPolicyOnFailure(t *testing.T) {
 		hs := newHarness(t, appSpec(corev1.RestartPolicyOnFailure, corev1.Container{Name: "app"}))
 		hs.startApp("app")
 		hs.eng.Exit(hs.waitRunning("app", 0), 1)
-		if asked := hs.clk.waitAsked(t, 1); asked[0] != 10*time.Second {
-			t.Fatalf("back-off %v, want 10s", asked)
+		id := hs.waitRunning("app", 1) // the first restart is at once
+		if asked := hs.clk.Asked(); len(asked) != 0 {
+			t.Errorf("back-off waits %v, want none before the first restart", asked)
 		}
-		hs.clk.Advance(10 * time.Second)
-		id := hs.waitRunning("app", 1)
 		if st := hs.loop("app").State(); st.Restarts != 1 || st.Done {
 			t.Errorf("state %+v, want running restart 1", st)
 		}
@@ -194,10 +197,10 @@ func TestLivenessFailureKillsAndRestarts(t *testing.T) {
 	if hs.called("Kill " + id0 + " SIGTERM") {
 		t.Fatal("killed after one failure; failureThreshold is 2")
 	}
-	hs.clk.Advance(time.Second) // the second failure
-	asked := hs.clk.waitAsked(t, 2)
-	if asked[1] != 10*time.Second {
-		t.Fatalf("waits %v, want the probe period then a 10s back-off", asked)
+	hs.clk.Advance(time.Second)     // the second failure
+	id1 := hs.waitRunning("app", 1) // the first restart is at once
+	if asked := hs.clk.Asked(); slices.Contains(asked, 10*time.Second) {
+		t.Fatalf("waits %v, want no back-off before the first restart", asked)
 	}
 	if !hs.called("Kill " + id0 + " SIGTERM") {
 		t.Fatalf("no SIGTERM for %s; calls %v", id0, hs.eng.Calls())
@@ -215,8 +218,6 @@ func TestLivenessFailureKillsAndRestarts(t *testing.T) {
 	if st := hs.loop("app").State(); !strings.HasPrefix(st.LastFail, "liveness probe failed") {
 		t.Errorf("lastFail %q", st.LastFail)
 	}
-	hs.clk.Advance(10 * time.Second)
-	id1 := hs.waitRunning("app", 1)
 	if got := hs.labels(id1)[labels.RestartCount]; got != "1" {
 		t.Errorf("restart-count %q, want 1", got)
 	}
@@ -224,9 +225,9 @@ func TestLivenessFailureKillsAndRestarts(t *testing.T) {
 		t.Errorf("restarts %d, want 1", st.Restarts)
 	}
 	// The new attempt gets a new liveness worker (it passes now).
-	hs.clk.waitAsked(t, 3)
+	n := len(hs.clk.waitAsked(t, 2))
 	hs.clk.Advance(time.Second)
-	hs.clk.waitAsked(t, 4)
+	hs.clk.waitAsked(t, n+1)
 	if hs.called("Kill " + id1 + " SIGTERM") {
 		t.Error("the passing new attempt was killed")
 	}
@@ -283,7 +284,7 @@ func TestLivenessKillRestartsUnderOnFailure(t *testing.T) {
 	})
 	hs.startApp("app")
 	hs.eventually("the exit of the killed attempt handled", func() bool {
-		return hs.loop("app").State().Done || slices.Contains(hs.clk.Asked(), 10*time.Second)
+		return hs.loop("app").State().Done || hs.loop("app").State().Restarts == 1
 	})
 	if !hs.called("Kill " + id0 + " SIGTERM") {
 		t.Fatalf("no SIGTERM; calls %v", hs.eng.Calls())
@@ -291,7 +292,6 @@ func TestLivenessKillRestartsUnderOnFailure(t *testing.T) {
 	if st := hs.loop("app").State(); st.Done {
 		t.Fatalf("liveness-killed container marked done (exit code %d), not restarted", st.ExitCode)
 	}
-	hs.clk.Advance(10 * time.Second)
 	hs.waitRunning("app", 1)
 }
 
@@ -527,21 +527,17 @@ func TestNativeSidecarRestartsUnderNever(t *testing.T) {
 	if got := hs.labels(p0)[labels.Kind]; got != labels.KindInit {
 		t.Errorf("sidecar kind label %q", got)
 	}
-	hs.eng.Exit(p0, 0) // even a successful exit restarts a sidecar
-	if asked := hs.clk.waitAsked(t, 1); asked[0] != 10*time.Second {
-		t.Fatalf("sidecar back-off %v, want 10s", asked)
-	}
-	if got := hs.labels(p0)[labels.Waiting]; got != "CrashLoopBackOff" {
-		t.Errorf("waiting label %q", got)
-	}
-	hs.clk.Advance(10 * time.Second)
-	p1 := hs.waitRunning("proxy", 1)
+	hs.eng.Exit(p0, 0)               // even a successful exit restarts a sidecar
+	p1 := hs.waitRunning("proxy", 1) // at once, the first time
 	if got := hs.labels(p1)[labels.RestartCount]; got != "1" {
 		t.Errorf("sidecar restart-count %q", got)
 	}
 	hs.eng.Exit(p1, 2)
-	if asked := hs.clk.waitAsked(t, 2); asked[1] != 20*time.Second {
-		t.Fatalf("second sidecar back-off %v, want 20s", asked)
+	if asked := hs.clk.waitAsked(t, 1); asked[0] != 10*time.Second {
+		t.Fatalf("second sidecar back-off %v, want 10s", asked)
+	}
+	if got := hs.labels(p1)[labels.Waiting]; got != "CrashLoopBackOff" {
+		t.Errorf("waiting label %q", got)
 	}
 
 	hs.eng.Exit(hs.waitRunning("app", 0), 1)
@@ -551,8 +547,8 @@ func TestNativeSidecarRestartsUnderNever(t *testing.T) {
 	if hs.called("Create " + hs.id("app", 1)) {
 		t.Error("app container restarted under Never")
 	}
-	if asked := hs.clk.Asked(); len(asked) != 2 {
-		t.Errorf("waits %v, want only the sidecar's two back-offs", asked)
+	if asked := hs.clk.Asked(); len(asked) != 1 {
+		t.Errorf("waits %v, want only the sidecar's back-off", asked)
 	}
 }
 
@@ -600,15 +596,12 @@ func TestSupervisorSurvivesBrokenExitStream(t *testing.T) {
 	id := hs.waitRunning("app", 0)
 	hs.eng.BreakExits(errors.New("containerd restarted"))
 	hs.eng.Exit(id, 1)
-	if asked := hs.clk.waitAsked(t, 1); asked[0] != 10*time.Second {
-		t.Fatalf("waits %v", asked)
-	}
+	id1 := hs.waitRunning("app", 1)
 	if got := hs.labels(id)[labels.ExitCode]; got != "1" {
 		t.Errorf("exit-code label %q", got)
 	}
-	hs.clk.Advance(10 * time.Second)
-	hs.eng.Exit(hs.waitRunning("app", 1), 1) // through the new stream
-	if asked := hs.clk.waitAsked(t, 2); asked[1] != 20*time.Second {
+	hs.eng.Exit(id1, 1) // through the new stream
+	if asked := hs.clk.waitAsked(t, 1); asked[0] != 10*time.Second {
 		t.Fatalf("waits %v", asked)
 	}
 }
@@ -630,14 +623,13 @@ func TestExitRightAfterStart(t *testing.T) {
 	}()
 	go func() { _ = hs.r.startApp(hs.container("app"))(hs.ctx) }()
 	hs.eventually("loop", func() bool { return loopOf(hs.r.w, "app") != nil })
-	if asked := hs.clk.waitAsked(t, 1); asked[0] != 10*time.Second {
-		t.Fatalf("waits %v", asked)
-	}
-	hs.clk.Advance(10 * time.Second)
 	hs.waitRunning("app", 1)
 	time.Sleep(20 * time.Millisecond)
-	if asked := hs.clk.Asked(); len(asked) != 1 {
+	if asked := hs.clk.Asked(); len(asked) != 0 {
 		t.Errorf("waits %v: the exit was handled more than once", asked)
+	}
+	if hs.called("Create " + hs.id("app", 2)) {
+		t.Error("attempt 2 created: the exit was handled more than once")
 	}
 	if st := hs.loop("app").State(); st.Restarts != 1 || !st.Running {
 		t.Errorf("state %+v", st)
@@ -661,7 +653,7 @@ func TestLivenessKillUsesStopSignal(t *testing.T) {
 }
 
 // TestPostStartFailureRestartsUnderAlways: the killed container is
-// restarted per policy, with back-off.
+// restarted per policy (the first time at once).
 func TestPostStartFailureRestartsUnderAlways(t *testing.T) {
 	hs := newHarness(t, appSpec(corev1.RestartPolicyAlways, corev1.Container{Name: "app",
 		Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"hook"}}}}}))
@@ -673,14 +665,11 @@ func TestPostStartFailureRestartsUnderAlways(t *testing.T) {
 		return 0
 	})
 	go func() { _ = hs.r.startApp(hs.container("app"))(hs.ctx) }()
-	if asked := hs.clk.waitAsked(t, 1); asked[0] != 10*time.Second {
-		t.Fatalf("waits %v, want a 10s back-off", asked)
-	}
+	hs.eventually("loop", func() bool { return loopOf(hs.r.w, "app") != nil })
+	hs.waitRunning("app", 1) // the first restart is at once
 	if !hs.called("Kill " + id0 + " SIGTERM") {
 		t.Errorf("attempt 0 not killed; calls %v", hs.eng.Calls())
 	}
-	hs.clk.Advance(10 * time.Second)
-	hs.waitRunning("app", 1)
 	if st := hs.loop("app").State(); !st.RanOnce || st.Restarts != 1 {
 		t.Errorf("state %+v", st)
 	}
@@ -729,7 +718,7 @@ func TestSidecarWaitsForStartupProbe(t *testing.T) {
 
 // TestInitContainerRestartsInTheSupervisor: an init container runs in the
 // same restart loop as app containers: under Always and OnFailure a failed
-// attempt waits in CrashLoopBackOff (labelled, so `ps` shows
+// attempt is restarted at once the first time, then waits in CrashLoopBackOff (labelled, so `ps` shows
 // Init:CrashLoopBackOff), attempts older than the previous one are pruned,
 // and the step succeeds once an attempt exits 0; under Never the first
 // failure fails the step with the exit code.
@@ -742,10 +731,11 @@ func TestInitContainerRestartsInTheSupervisor(t *testing.T) {
 			errc := make(chan error, 1)
 			go func() { errc <- hs.r.runInit(&hs.r.pod.Spec.InitContainers[0])(hs.ctx) }()
 			hs.eventually("the init loop", func() bool { return loopOf(hs.r.w, "setup") != nil })
-			for n := range 3 {
+			hs.eng.Exit(hs.waitRunning("setup", 0), 1) // restarted at once the first time
+			for n := 1; n < 3; n++ {
 				id := hs.waitRunning("setup", n)
 				hs.eng.Exit(id, 1)
-				hs.clk.waitAsked(t, n+1)
+				hs.clk.waitAsked(t, n)
 				hs.eventually("CrashLoopBackOff on "+id, func() bool { return hs.labels(id)[labels.Waiting] == "CrashLoopBackOff" })
 				if hs.labels(id)[labels.BackoffUntil] == "" {
 					t.Errorf("%s: no back-off-until label", id)
@@ -792,4 +782,57 @@ func TestInitContainerRestartsInTheSupervisor(t *testing.T) {
 			t.Errorf("back-off waits %v, want none", asked)
 		}
 	})
+}
+
+// TestOOMKillFromTheCgroup: an OOM kill whose event nobody saw (the process
+// that watched was gone) is read from the container's cgroup counter: the
+// attempt's exit is recorded OOMKilled, and a listing shows a stopped task
+// nobody finished as OOMKilled, as the kubelet (through containerd's CRI,
+// which always watches) would.
+func TestOOMKillFromTheCgroup(t *testing.T) {
+	hs := newHarness(t, appSpec(corev1.RestartPolicyNever, corev1.Container{Name: "app"}))
+	hs.startApp("app")
+	id := hs.waitRunning("app", 0)
+	hs.machine.mu.Lock()
+	hs.machine.oomKills[hs.h.containerCgroup(testUID, id)] = 1
+	hs.machine.mu.Unlock()
+	hs.eng.Exit(id, fake.CodeKilled) // no OOM event
+	hs.waitDone("app")
+	if got := hs.labels(id)[labels.Reason]; got != "OOMKilled" {
+		t.Errorf("reason label %q, want OOMKilled", got)
+	}
+
+	// A container that ended while nobody watched: its task is stopped, not finished.
+	ctx := context.Background()
+	other := ContainerID(testUID, "other", 0)
+	if err := hs.eng.Create(ctx, engine.ContainerSpec{ID: other, Labels: map[string]string{labels.PodUID: testUID,
+		labels.PodNamespace: "default", labels.PodName: "web", labels.Container: "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hs.eng.Start(ctx, other, ""); err != nil {
+		t.Fatal(err)
+	}
+	hs.eng.Exit(other, fake.CodeKilled)
+	reason := func() string {
+		pods, err := hs.h.list(ctx, nil, nil)
+		if err != nil || len(pods) != 1 {
+			t.Fatalf("list: %v, %d pods", err, len(pods))
+		}
+		for _, c := range pods[0].Containers {
+			if c.ID == other {
+				return c.Labels[labels.Reason]
+			}
+		}
+		t.Fatalf("%s not listed", other)
+		return ""
+	}
+	if got := reason(); got != "" {
+		t.Errorf("reason %q with no OOM kill counted, want none", got)
+	}
+	hs.machine.mu.Lock()
+	hs.machine.oomKills[hs.h.containerCgroup(testUID, other)] = 2
+	hs.machine.mu.Unlock()
+	if got := reason(); got != "OOMKilled" {
+		t.Errorf("reason %q with the cgroup's OOM kills counted, want OOMKilled", got)
+	}
 }

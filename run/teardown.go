@@ -148,7 +148,7 @@ func (h *Host) recordExits(ctx context.Context, ctrs []engine.Container) error {
 		if err != nil || t.State != engine.TaskStopped {
 			continue
 		}
-		errs = append(errs, h.finish(ctx, c.ID, engine.Exit{Code: t.ExitCode, ExitedAt: t.ExitedAt}))
+		errs = append(errs, h.finish(ctx, c.Labels[labels.PodUID], c.ID, engine.Exit{Code: t.ExitCode, ExitedAt: t.ExitedAt}))
 	}
 	return errors.Join(errs...)
 }

@@ -445,14 +445,16 @@ func readTail(logPath string) string {
 	return strings.Join(lines, "\n")
 }
 
-// finish records how attempt id ended on its labels and deletes its task,
-// so that the shim can go once nothing runs.
-func (h *Host) finish(ctx context.Context, id string, exit engine.Exit) error {
+// finish records how attempt id of pod uid ended on its labels and deletes
+// its task, so that the shim can go once nothing runs. An OOM kill nobody
+// saw the event of is read from the container's cgroup first.
+func (h *Host) finish(ctx context.Context, uid, id string, exit engine.Exit) error {
 	l := map[string]string{
 		labels.ExitCode:   strconv.Itoa(int(exit.Code)),
 		labels.FinishedAt: exit.ExitedAt.UTC().Format(time.RFC3339Nano),
 	}
-	if exit.OOMKilled { // the exit router has labelled it too; this is for certain
+	// The exit router has labelled an OOM kill it saw too; this is for certain.
+	if exit.OOMKilled || h.oomKilled(uid, id) {
 		l[labels.Reason] = status.ReasonOOMKilled
 	}
 	if err := h.engine.SetLabels(ctx, id, l); err != nil {
@@ -492,8 +494,8 @@ func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 		l := r.w.Start(c, supervisor.RoleInit, 0, nil)
 		err := r.w.WaitFor(ctx, func() (bool, error) {
 			st := l.State()
-			if st.StartErr != nil {
-				return false, st.StartErr
+			if err := st.Failed(); err != nil {
+				return false, err
 			}
 			return st.Done, nil
 		})
@@ -519,8 +521,8 @@ func (r *podRun) startApp(c *corev1.Container) func(context.Context) error {
 		l := r.w.Start(c, supervisor.RoleApp, 0, nil)
 		return r.w.WaitFor(ctx, func() (bool, error) {
 			st := l.State()
-			if st.StartErr != nil {
-				return false, st.StartErr
+			if err := st.Failed(); err != nil {
+				return false, err
 			}
 			return st.RanOnce || st.Done, nil
 		})
@@ -534,8 +536,8 @@ func (r *podRun) startSidecar(c *corev1.Container) func(context.Context) error {
 		l := r.w.Start(c, supervisor.RoleSidecar, 0, nil)
 		err := r.w.WaitFor(ctx, func() (bool, error) {
 			st := l.State()
-			if st.StartErr != nil {
-				return false, st.StartErr
+			if err := st.Failed(); err != nil {
+				return false, err
 			}
 			return st.Started, nil
 		})

@@ -92,8 +92,8 @@ func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting s
 		st.LastTerminationState = st.State
 		msg := cur.Labels[labels.WaitingMessage]
 		if msg == "" {
-			until, _ := labelTime(*cur, labels.BackoffUntil)
-			msg = fmt.Sprintf("back-off restarting failed container %s until %s", c.Name, until.Format(time.RFC3339))
+			msg = fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", cur.Labels[labels.Backoff],
+				c.Name, cur.Labels[labels.PodName], cur.Labels[labels.PodNamespace], cur.Labels[labels.PodUID])
 		}
 		st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: cur.Labels[labels.Waiting], Message: msg}}
 		return st

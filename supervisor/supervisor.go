@@ -183,6 +183,7 @@ type State struct {
 	LastCode  uint32 // the last exited attempt's code
 	OOMKilled bool   // the last attempt was OOM-killed (an OOM event came before its exit)
 	StartErr  error  // the last attempt's failure to start
+	FirstErr  error  // the first attempt's failure to start, kept after the restart that follows at once
 	LastFail  string // the last probe or hook failure
 }
 
@@ -237,7 +238,8 @@ func (r Role) Kind() string {
 // Start begins supervising container c from attempt restart; when
 // adopted is set, that existing attempt is taken over, not started.
 func (w *Worker) Start(c *corev1.Container, role Role, restart int, adopted *engine.Container) *Loop {
-	l := &Loop{w: w, c: c, role: role, st: State{Restarts: restart}, adopted: adopted}
+	l := &Loop{w: w, c: c, role: role, st: State{Restarts: restart}, adopted: adopted,
+		backoff: backoff.Backoff{FirstAtOnce: true}}
 	l.ctx, l.cancel = context.WithCancel(w.ctx)
 	l.finished = make(chan struct{})
 	w.mu.Lock()
@@ -253,6 +255,15 @@ func (w *Worker) Loops() []*Loop {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]*Loop(nil), w.loops...)
+}
+
+// Failed is a failure to start that a step waiting for the container
+// fails with: the first attempt's, or the last attempt's.
+func (s State) Failed() error {
+	if s.FirstErr != nil {
+		return s.FirstErr
+	}
+	return s.StartErr
 }
 
 // Describe is a short account of the container's state.
@@ -327,23 +338,31 @@ func (l *Loop) run() {
 		}
 		if err != nil {
 			code = 128 // a container that could not start counts as failed
-			l.update(func(s *State) { s.StartErr, s.Running, s.Started, s.Ready = err, false, false, false })
+			l.update(func(s *State) {
+				s.StartErr, s.Running, s.Started, s.Ready = err, false, false, false
+				if s.Restarts == 0 && s.FirstErr == nil {
+					s.FirstErr = err
+				}
+			})
 			p.Report(fmt.Sprintf("container %q failed to start: %v", l.c.Name, err))
 		}
 		if !l.shouldRestart(code) || !p.SandboxAlive(ctx) {
 			l.update(func(s *State) { s.Done, s.ExitCode = true, code })
 			return
 		}
-		delay := l.backoff.Delay(ranFor)
+		window := l.backoff.Delay(ranFor) // the kubelet's: none after the first exit
+		delay := window
 		if resume >= 0 {
 			delay = resume
 		}
 		st := l.State()
 		until := l.w.clock.Now().Add(delay)
 		waiting := map[string]string{labels.Waiting: "CrashLoopBackOff", labels.BackoffUntil: until.UTC().Format(time.RFC3339Nano),
+			labels.Backoff:        window.String(),
 			labels.WaitingMessage: ""} // an earlier CreateContainerConfigError's is stale
 		var cfg *spec.ConfigError
-		if errors.As(err, &cfg) {
+		switch {
+		case errors.As(err, &cfg):
 			// No container was made, so none counts as a restart (the
 			// kubelet's restartCount counts containers) and the previous
 			// attempt carries the reason, as the kubelet shows it over the
@@ -353,14 +372,18 @@ func (l *Loop) run() {
 				_ = p.SetLabels(ctx, p.ID(l.c.Name, st.Restarts-1), waiting)
 			}
 			p.Report(fmt.Sprintf("container %q: back-off %s before trying to create it again", l.c.Name, delay))
-		} else {
+		case delay == 0:
+			p.Report(fmt.Sprintf("container %q exited with code %d; restart %d", l.c.Name, code, st.Restarts+1))
+		default:
 			_ = p.SetLabels(ctx, st.ID, waiting)
 			p.Report(fmt.Sprintf("container %q exited with code %d; back-off %s before restart %d", l.c.Name, code, delay, st.Restarts+1))
 		}
-		select {
-		case <-l.w.clock.After(delay):
-		case <-ctx.Done():
-			return
+		if delay > 0 {
+			select {
+			case <-l.w.clock.After(delay):
+			case <-ctx.Done():
+				return
+			}
 		}
 		// A restart changes the pod: under its lock, held until the next
 		// attempt has started (attempt releases it).
