@@ -5,6 +5,7 @@ package logs
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,24 +47,28 @@ type Writer struct {
 // NewWriter returns a Writer on w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w, now: time.Now} }
 
-// Copy reads stream (named "stdout" or "stderr") until EOF and writes its lines.
+// Copy reads stream (named "stdout" or "stderr") until EOF and writes its
+// lines: a line ended by a newline as a full record (F), one longer than
+// MaxLine in partial records (P) and a full one, and what is left without a
+// newline at EOF as a partial record, as it was written (so a termination
+// message read from the log of `printf DONE` is "DONE").
 func (w *Writer) Copy(stream string, r io.Reader) error {
 	br := bufio.NewReaderSize(r, MaxLine)
 	for {
-		line, isPrefix, err := br.ReadLine()
-		if len(line) > 0 || (err == nil && !isPrefix) {
-			tag := "F"
-			if isPrefix {
-				tag = "P"
-			}
+		line, err := br.ReadSlice('\n')
+		tag := "P"
+		if err == nil {
+			tag, line = "F", bytes.TrimSuffix(bytes.TrimSuffix(line, []byte{'\n'}), []byte{'\r'})
+		}
+		if len(line) > 0 || err == nil || errors.Is(err, bufio.ErrBufferFull) {
 			if werr := w.record(stream, tag, line); werr != nil {
 				return werr
 			}
 		}
-		if errors.Is(err, io.EOF) {
+		switch {
+		case errors.Is(err, io.EOF):
 			return nil
-		}
-		if err != nil {
+		case err != nil && !errors.Is(err, bufio.ErrBufferFull):
 			return err
 		}
 	}

@@ -13,7 +13,7 @@ func TestCopyWritesCRIRecords(t *testing.T) {
 	var out bytes.Buffer
 	w := &Writer{w: &out, now: fixed}
 	long := strings.Repeat("x", MaxLine+10)
-	in := "hello\n\nworld\n" + long + "\nno-newline"
+	in := "hello\n\nworld\r\n" + long + "\nno-newline"
 	if err := w.Copy("stderr", strings.NewReader(in)); err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestCopyWritesCRIRecords(t *testing.T) {
 		ts + " stderr F world",
 		ts + " stderr P " + long[:MaxLine],
 		ts + " stderr F " + long[MaxLine:],
-		ts + " stderr F no-newline",
+		ts + " stderr P no-newline",
 	}
 	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if len(got) != len(want) {
@@ -49,5 +49,27 @@ func TestPathLayout(t *testing.T) {
 	got := Path("/var/log/pods", "default", "web", "u-1", "nginx", 2)
 	if got != "/var/log/pods/default_web_u-1/nginx/2.log" {
 		t.Fatal(got)
+	}
+}
+
+func TestTailKeepsALastOpenLine(t *testing.T) {
+	log := "t stdout F one\nt stdout F two\nt stdout P DO\nt stdout P NE\n"
+	if got := Tail(strings.NewReader(log), 2); strings.Join(got, "|") != "two|DONE" {
+		t.Errorf("Tail = %q", got)
+	}
+	for _, tc := range []struct {
+		log    string
+		n, max int
+		want   string
+	}{
+		{"t stdout P DONE\n", 80, 2048, "DONE"},
+		{"t stdout F a\nt stderr F b\n", 80, 2048, "a\nb\n"},
+		{log, 2, 2048, "two\nDONE"},
+		{log, 80, 6, "o\nDONE"},
+		{"", 80, 2048, ""},
+	} {
+		if got := TailText(strings.NewReader(tc.log), tc.n, tc.max); got != tc.want {
+			t.Errorf("TailText(%q, %d, %d) = %q, want %q", tc.log, tc.n, tc.max, got, tc.want)
+		}
 	}
 }

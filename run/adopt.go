@@ -69,7 +69,7 @@ func (r *podRun) finished(ctrs []engine.Container) bool {
 		if cur == nil || cur.Task.State == engine.TaskRunning {
 			return false
 		}
-		st := status.ContainerStatus(c, []engine.Container{*cur}, "")
+		st := status.ContainerStatus(c, []engine.Container{*cur}, "", nil)
 		if t := st.State.Terminated; t == nil || (t.ExitCode != 0 && r.pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure) {
 			return false
 		}

@@ -27,7 +27,8 @@ type PodInfo struct {
 	Source     string
 	State      *State // nil when the state dir is gone
 	Containers []engine.Container
-	Pod        *corev1.Pod // the applied manifest with its computed status; nil without state
+	Pod        *corev1.Pod       // the applied manifest with its computed status; nil without state
+	messages   map[string]string // termination messages, by container id
 }
 
 // Key is the pod's namespace/name.
@@ -103,6 +104,9 @@ func (h *Host) list(ctx context.Context, match map[string]string, uids []string)
 		p := get(uid)
 		p.State = st
 		p.Namespace, p.Name, p.Source = st.Pod.Namespace, st.Pod.Name, st.Source
+		if st.Pod != nil {
+			p.messages = h.messages(st.Pod, uid, p.Containers)
+		}
 	}
 	hostIP := "" // the node's address, looked up once per listing
 	if ips := sandbox.HostIPs(); len(ips) > 0 {
@@ -129,7 +133,7 @@ func (p *PodInfo) withStatus(hostIP string) *corev1.Pod {
 		return nil
 	}
 	o := status.Observed{Containers: map[string][]engine.Container{}, PodIPs: p.State.PodIPs, HostIP: hostIP,
-		Ended: p.State.Ended, ImageWait: p.State.ImagePull}
+		Ended: p.State.Ended, ImageWait: p.State.ImagePull, Messages: p.messages}
 	for i, c := range p.Containers {
 		if o.Created.IsZero() || c.CreatedAt.Before(o.Created) {
 			o.Created = c.CreatedAt

@@ -60,6 +60,8 @@ type Disk interface {
 	Undo(p *volumes.Prepared) error
 	// WriteFile replaces a file atomically.
 	WriteFile(path string, data []byte, perm os.FileMode) error
+	// RemoveFile removes a file; gone is success.
+	RemoveFile(path string) error
 }
 
 // Locks serializes the processes that change pods (lock.Pods): one owner

@@ -263,6 +263,16 @@ func (f fakeDisk) WriteFile(path string, data []byte, perm os.FileMode) error {
 	return os.WriteFile(path, data, perm)
 }
 
+func (f fakeDisk) RemoveFile(path string) error {
+	if err := f.m.op("disk.rm " + filepath.Base(path)); err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 // deps are fakes of every seam on machine m, with engine e.
 func (m *fakeMachine) deps(e *fake.Engine) Deps {
 	e.OnCall = m.engineCall

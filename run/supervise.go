@@ -185,9 +185,13 @@ func (x execer) Exec(ctx context.Context, id string, args []string, out io.Write
 // garbage collector keeps only the last dead container.
 func (r *podRun) Prune(ctx context.Context, name string, current int) {
 	for n := current - 2; n >= 0; n-- {
-		if err := r.h.engine.Delete(ctx, ContainerID(r.pod.UID, name, n)); err != nil {
+		id := ContainerID(r.pod.UID, name, n)
+		if err := r.h.engine.Delete(ctx, id); err != nil {
 			return
 		}
+		// Its termination log and message go with it.
+		_ = r.h.disk.RemoveFile(r.layout.TerminationLog(name, id))
+		_ = r.h.disk.RemoveFile(messageRecord(r.layout, name, id))
 	}
 }
 
@@ -205,9 +209,16 @@ func (r *podRun) SetLabels(ctx context.Context, id string, l map[string]string) 
 	return r.h.engine.SetLabels(ctx, id, l)
 }
 
-// Finish records how attempt id ended and deletes its task.
-func (r *podRun) Finish(ctx context.Context, id string, e engine.Exit) error {
-	return r.h.finish(ctx, r.pod.UID, id, e)
+// Finish records how attempt n of c ended and deletes its task, then
+// records its termination message: once the task is deleted the shim has
+// closed its output and its log driver has written the last line.
+func (r *podRun) Finish(ctx context.Context, c *corev1.Container, n int, e engine.Exit) error {
+	id := r.ID(c.Name, n)
+	if err := r.h.finish(ctx, r.pod.UID, id, e); err != nil {
+		return err
+	}
+	msg := terminationMessage(r.layout, r.logPath(c.Name, n), c, id, e.Code)
+	return r.h.disk.WriteFile(messageRecord(r.layout, c.Name, id), []byte(msg), 0o600)
 }
 
 // Kill stops attempt id of c the kubelet's way (stop): its preStop hook,

@@ -3,6 +3,8 @@ package run
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/fake"
 	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/supervisor"
 )
 
@@ -834,5 +837,65 @@ func TestOOMKillFromTheCgroup(t *testing.T) {
 	hs.machine.mu.Unlock()
 	if got := reason(); got != "OOMKilled" {
 		t.Errorf("reason %q with the cgroup's OOM kills counted, want OOMKilled", got)
+	}
+}
+
+// TestTerminationMessages: when an attempt ends its termination message is
+// read as the kubelet's getTerminationMessage reads it and recorded, and
+// status shows it in state and then lastState: the end of the file (the
+// last 4096 bytes), or with FallbackToLogsOnError, a failure and an empty
+// file, the end of the log as written (a last line without newline stays
+// without); nothing from the log under the default policy or on success.
+func TestTerminationMessages(t *testing.T) {
+	big := strings.Repeat("x", 5000) + "END"
+	for _, tc := range []struct {
+		name     string
+		policy   corev1.TerminationMessagePolicy
+		file     string
+		log      string
+		code     uint32
+		want     string
+		wantSize int
+	}{
+		{name: "file", file: "bye\n", code: 0, want: "bye\n"},
+		{name: "file wins over the log", policy: corev1.TerminationMessageFallbackToLogsOnError, file: "from the file", log: "t stdout F from the log\n", code: 1, want: "from the file"},
+		{name: "fallback to the log", policy: corev1.TerminationMessageFallbackToLogsOnError, log: "t stdout F a\nt stdout P DONE\n", code: 1, want: "a\nDONE"},
+		{name: "no fallback on success", policy: corev1.TerminationMessageFallbackToLogsOnError, log: "t stdout F a\n", code: 0, want: ""},
+		{name: "no fallback under ReadFile", log: "t stdout F a\n", code: 1, want: ""},
+		{name: "the end of a big file", file: big, code: 0, want: big[len(big)-4096:]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hs := newHarness(t, appSpec(corev1.RestartPolicyAlways, corev1.Container{Name: "app",
+				TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: tc.policy}))
+			hs.startApp("app")
+			id := hs.waitRunning("app", 0)
+			if err := os.WriteFile(hs.r.layout.TerminationLog("app", id), []byte(tc.file), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(hs.r.logPath("app", 0)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(hs.r.logPath("app", 0), []byte(tc.log), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			hs.eng.Exit(id, tc.code)
+			hs.waitRunning("app", 1) // restarted at once: the message is in lastState
+			ctrs, err := hs.eng.List(context.Background(), map[string]string{labels.PodUID: testUID, labels.Container: "app"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := hs.h.messages(hs.r.pod.Pod, testUID, ctrs)
+			if got := msgs[id]; got != tc.want {
+				t.Errorf("message %.60q (%d bytes), want %.60q (%d bytes)", got, len(got), tc.want, len(tc.want))
+			}
+			b, err := os.ReadFile(messageRecord(hs.r.layout, "app", id))
+			if err != nil || string(b) != tc.want {
+				t.Errorf("record %.60q, %v; want %.60q", b, err, tc.want)
+			}
+			cs := status.ContainerStatus(hs.container("app"), ctrs, "", msgs)
+			if lt := cs.LastTerminationState.Terminated; lt == nil || lt.Message != tc.want {
+				t.Errorf("lastState %+v, want terminated with the message", cs.LastTerminationState)
+			}
+		})
 	}
 }

@@ -116,7 +116,7 @@ func TestImageNameAsTheCRI(t *testing.T) {
 		"127.0.0.1:5000/app:1":      "127.0.0.1:5000/app:1",
 		"user/app@sha256:" + strings.Repeat("a", 64): "docker.io/user/app@sha256:" + strings.Repeat("a", 64),
 	} {
-		st := ContainerStatus(&corev1.Container{Name: "c", Image: in}, nil, "ContainerCreating")
+		st := ContainerStatus(&corev1.Container{Name: "c", Image: in}, nil, "ContainerCreating", nil)
 		if st.Image != want {
 			t.Errorf("image %s reported as %s, want %s", in, st.Image, want)
 		}

@@ -18,18 +18,18 @@ func TestOOMKilledReason(t *testing.T) {
 		labels.RestartCount: "0", labels.ExitCode: "137", labels.FinishedAt: "2026-01-02T03:04:05Z",
 		labels.Reason: ReasonOOMKilled,
 	}}
-	st := ContainerStatus(c, []engine.Container{killed}, "ContainerCreating")
+	st := ContainerStatus(c, []engine.Container{killed}, "ContainerCreating", nil)
 	if term := st.State.Terminated; term == nil || term.Reason != "OOMKilled" || term.ExitCode != 137 {
 		t.Errorf("state = %+v, want terminated OOMKilled 137", st.State)
 	}
 	running := engine.Container{ID: "x-app-1", Labels: map[string]string{labels.RestartCount: "1"},
 		Task: engine.Task{State: engine.TaskRunning}}
-	st = ContainerStatus(c, []engine.Container{killed, running}, "ContainerCreating")
+	st = ContainerStatus(c, []engine.Container{killed, running}, "ContainerCreating", nil)
 	if last := st.LastTerminationState.Terminated; last == nil || last.Reason != "OOMKilled" {
 		t.Errorf("lastState = %+v, want terminated OOMKilled", st.LastTerminationState)
 	}
 	plain := engine.Container{ID: "x-app-0", Labels: map[string]string{labels.RestartCount: "0", labels.ExitCode: "137"}}
-	if st := ContainerStatus(c, []engine.Container{plain}, ""); st.State.Terminated.Reason != "Error" {
+	if st := ContainerStatus(c, []engine.Container{plain}, "", nil); st.State.Terminated.Reason != "Error" {
 		t.Errorf("killed without an OOM event: reason %q, want Error", st.State.Terminated.Reason)
 	}
 }

@@ -26,6 +26,9 @@ type Observed struct {
 	Created    time.Time  // when the pod was first set up (PodScheduled)
 	Ended      *Ended     // the pod was ended by its node (evicted), not by its containers
 	ImageWait  *ImageWait // the image failure the pod waits on
+	// Messages are the termination messages of attempts that ended, by
+	// container id.
+	Messages map[string]string
 }
 
 // Ended is a pod ended by the node, as the kubelet's eviction manager does:
@@ -74,8 +77,9 @@ func startedAt(c engine.Container) metav1.Time {
 }
 
 // ContainerStatus is one container's status from its attempts; waiting is
-// the reason used when there is no attempt yet.
-func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting string) corev1.ContainerStatus {
+// the reason used when there is no attempt yet, messages the termination
+// messages of attempts that ended (by container id).
+func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting string, messages map[string]string) corev1.ContainerStatus {
 	st := corev1.ContainerStatus{Name: c.Name, Image: imageName(c.Image), Started: boolPtr(false)}
 	cur := Latest(attempts)
 	if cur == nil {
@@ -85,7 +89,7 @@ func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting s
 	st.ContainerID = "containerd://" + cur.ID
 	st.ImageID = cur.Labels[labels.ImageID]
 	st.RestartCount = RestartCount(*cur)
-	st.State = state(*cur)
+	st.State = state(*cur, messages)
 	if st.State.Terminated != nil && cur.Labels[labels.Waiting] != "" {
 		// Exited, and its supervisor will restart it after a back-off, or
 		// could not make the next attempt (CreateContainerConfigError).
@@ -104,7 +108,7 @@ func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting s
 	st.Ready = started && (c.ReadinessProbe == nil || cur.Labels[labels.Ready] == "true")
 	for i := range attempts {
 		if RestartCount(attempts[i]) == st.RestartCount-1 {
-			st.LastTerminationState = state(attempts[i])
+			st.LastTerminationState = state(attempts[i], messages)
 		}
 	}
 	return st
@@ -121,7 +125,7 @@ func imageName(ref string) string {
 	return n.String()
 }
 
-func state(c engine.Container) corev1.ContainerState {
+func state(c engine.Container, messages map[string]string) corev1.ContainerState {
 	if c.Task.State == engine.TaskNone {
 		if code, err := strconv.Atoi(c.Labels[labels.ExitCode]); err == nil {
 			finished, _ := labelTime(c, labels.FinishedAt)
@@ -138,6 +142,7 @@ func state(c engine.Container) corev1.ContainerState {
 			StartedAt:   startedAt(c),
 			FinishedAt:  metav1.NewTime(c.Task.ExitedAt),
 			ContainerID: "containerd://" + c.ID,
+			Message:     messages[c.ID],
 		}}
 	default:
 		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
@@ -173,7 +178,7 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 	initDone, initFailed := true, false
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		cs := ContainerStatus(c, o.Containers[c.Name], "PodInitializing")
+		cs := ContainerStatus(c, o.Containers[c.Name], "PodInitializing", o.Messages)
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
 		if IsSidecar(c) {
 			initDone = initDone && cs.Started != nil && *cs.Started
@@ -196,12 +201,13 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 		if !initDone {
 			reason = "PodInitializing"
 		}
-		st.ContainerStatuses = append(st.ContainerStatuses, ContainerStatus(c, o.Containers[c.Name], reason))
+		st.ContainerStatuses = append(st.ContainerStatuses, ContainerStatus(c, o.Containers[c.Name], reason, o.Messages))
 	}
 	if w := o.ImageWait; w != nil {
 		imageWaiting(pod.Spec.InitContainers, st.InitContainerStatuses, w)
 		imageWaiting(pod.Spec.Containers, st.ContainerStatuses, w)
 	}
+	trimMessages(pod, &st)
 	st.Phase = Phase(pod.Spec.RestartPolicy, initDone, initFailed, st.ContainerStatuses)
 	if o.Ended != nil {
 		st.Phase, st.Reason, st.Message = corev1.PodFailed, o.Ended.Reason, o.Ended.Message
@@ -414,4 +420,29 @@ func Reason(pod *corev1.Pod, st corev1.PodStatus) string {
 		}
 	}
 	return reason
+}
+
+// maxPodTerminationMessages bounds a pod's termination messages together
+// (kubecontainer.MaxPodTerminationMessageLogLength).
+const maxPodTerminationMessages = 12 << 10
+
+// trimMessages shares the pod's budget for termination messages among its
+// containers and cuts each message (state and lastState) to its share, as
+// the kubelet's status manager does (normalizeStatus).
+func trimMessages(pod *corev1.Pod, st *corev1.PodStatus) {
+	share := maxPodTerminationMessages
+	if n := len(pod.Spec.InitContainers) + len(pod.Spec.Containers); n > 0 {
+		share /= n
+	}
+	trim := func(s *corev1.ContainerState) {
+		if t := s.Terminated; t != nil && len(t.Message) > share {
+			t.Message = t.Message[:share]
+		}
+	}
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for i := range list {
+			trim(&list[i].State)
+			trim(&list[i].LastTerminationState)
+		}
+	}
 }

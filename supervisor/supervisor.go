@@ -35,8 +35,8 @@ type Pod interface {
 	Start(ctx context.Context, c *corev1.Container, kind string, n int) error
 	// SetLabels records facts on a container.
 	SetLabels(ctx context.Context, id string, l map[string]string) error
-	// Finish records how attempt id ended and deletes its task.
-	Finish(ctx context.Context, id string, e engine.Exit) error
+	// Finish records how attempt n of c ended and deletes its task.
+	Finish(ctx context.Context, c *corev1.Container, n int, e engine.Exit) error
 	// Kill stops attempt id of c the kubelet's way (preStop hook, stop
 	// signal, grace, SIGKILL); one that is not running is done.
 	Kill(ctx context.Context, c *corev1.Container, id string, grace time.Duration) error
@@ -469,7 +469,7 @@ func (l *Loop) adoptExited(ctx context.Context, a engine.Container) (ranFor time
 	l.update(func(s *State) { s.ID, s.OOMKilled = a.ID, a.Labels[labels.Reason] == status.ReasonOOMKilled })
 	code = a.Task.ExitCode
 	if a.Task.State == engine.TaskStopped {
-		_ = p.Finish(ctx, a.ID, engine.Exit{Code: a.Task.ExitCode, ExitedAt: a.Task.ExitedAt})
+		_ = p.Finish(ctx, l.c, l.State().Restarts, engine.Exit{Code: a.Task.ExitCode, ExitedAt: a.Task.ExitedAt})
 	} else if n, err := strconv.Atoi(a.Labels[labels.ExitCode]); err == nil {
 		code = uint32(n)
 	}
@@ -498,7 +498,7 @@ func (l *Loop) waitExit(ctx, probeCtx context.Context, id string, exitC <-chan e
 				s.Running, s.Started, s.Ready, s.OOMKilled, s.LastCode, s.Exited = false, false, false, e.OOMKilled, e.Code, true
 			})
 			fctx := context.WithoutCancel(ctx)
-			if err := p.Finish(fctx, id, e); err != nil {
+			if err := p.Finish(fctx, l.c, l.State().Restarts, e); err != nil {
 				p.Report(fmt.Sprintf("recording the exit of %s: %v", id, err))
 			}
 			return l.w.clock.Now().Sub(start), e.Code, nil

@@ -1,6 +1,7 @@
 package volumes
 
 import (
+	"errors"
 	"os"
 
 	"github.com/google/renameio/v2"
@@ -32,5 +33,13 @@ func (Disk) Undo(p *Prepared) error { return p.Undo() }
 
 // WriteFile replaces path atomically (a temporary file renamed over it).
 func (Disk) WriteFile(path string, data []byte, perm os.FileMode) error {
-	return renameio.WriteFile(path, data, perm)
+	return renameio.WriteFile(path, data, perm, renameio.WithStaticPermissions(perm)) // not cut by the umask
+}
+
+// RemoveFile removes the file at path; one that is not there is gone already.
+func (Disk) RemoveFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }

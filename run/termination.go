@@ -1,0 +1,102 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/volumes"
+)
+
+// The kubelet's bounds on termination messages (kubecontainer): the last
+// 4096 bytes of the file, or the last 80 lines and 2048 bytes of the log.
+const (
+	maxTerminationMessage  = 4096
+	terminationLogLines    = 80
+	maxTerminationLogBytes = 2048
+)
+
+// terminationMessage is the kubelet's getTerminationMessage for attempt id
+// (restart n) of c, which ended with code: the end of the file mounted at
+// its terminationMessagePath, or, with FallbackToLogsOnError, a failure
+// and an empty file, the end of its log. The file is the container's to
+// write, so it is opened without following a link and only its last bytes
+// are read.
+func terminationMessage(l volumes.Layout, logPath string, c *corev1.Container, id string, code uint32) string {
+	fallback := c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError && code != 0
+	msg, err := readEnd(l.TerminationLog(c.Name, id), maxTerminationMessage)
+	switch {
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return fmt.Sprintf("Error on reading termination log %s: %v", l.TerminationLog(c.Name, id), err)
+	case msg != "" || !fallback:
+		return msg
+	}
+	f, err := os.Open(logPath)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return ""
+		}
+		return fmt.Sprintf("Error on reading termination message from logs: %v", err)
+	}
+	defer f.Close()
+	return logs.TailText(f, terminationLogLines, maxTerminationLogBytes)
+}
+
+// readEnd reads the last limit bytes of the regular file at path, which it
+// opens without following a symbolic link.
+func readEnd(path string, limit int64) (string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	off := max(st.Size()-limit, 0)
+	b, err := io.ReadAll(io.NewSectionReader(f, off, limit))
+	return string(b), err
+}
+
+// messageRecord is where the termination message of attempt id of
+// container name is kept once its exit is handled, next to its
+// termination log in the pod directory (root's only).
+func messageRecord(l volumes.Layout, name, id string) string {
+	return l.TerminationLog(name, id) + ".message"
+}
+
+// messages reads the termination messages of pod's attempts that ended:
+// the record when their exit was handled, else (a task that ended while no
+// podrun watched) from the container's files now.
+func (h *Host) messages(pod *corev1.Pod, uid string, ctrs []engine.Container) map[string]string {
+	l := h.layout(uid)
+	out := map[string]string{}
+	for _, ctr := range ctrs {
+		name := ctr.Labels[labels.Container]
+		if b, err := os.ReadFile(messageRecord(l, name, ctr.ID)); err == nil {
+			out[ctr.ID] = string(b)
+			continue
+		}
+		if ctr.Task.State != engine.TaskStopped {
+			continue
+		}
+		c := containerSpec(pod, name)
+		n, _ := strconv.Atoi(ctr.Labels[labels.RestartCount])
+		if c != nil {
+			out[ctr.ID] = terminationMessage(l, logs.Path(h.cfg.LogDir, pod.Namespace, pod.Name, uid, name, n), c, ctr.ID, ctr.Task.ExitCode)
+		}
+	}
+	return out
+}
