@@ -43,7 +43,7 @@ func daemonCommand() *cli.Command {
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usageError{fmt.Sprintf("daemon: --manifest-dir %s is not a directory", dir)}
 			}
-			admit, err := admission(c)
+			admit, err := manifestAdmission(c)
 			if err != nil {
 				return err
 			}

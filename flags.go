@@ -18,7 +18,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/images"
@@ -50,8 +52,29 @@ func globalFlags() []cli.Flag {
 			Usage: "directories (colon-separated) of registry host configuration in containerd's hosts.toml layout: mirrors, TLS (as nerdctl's --hosts-dir)"},
 		&cli.StringSliceFlag{Name: "insecure-registry", EnvVars: []string{"PODRUN_INSECURE_REGISTRY"},
 			Usage: "registry HOST[:PORT] that may use plain HTTP or an unverified certificate (repeatable; loopback registries always may)"},
+		&cli.StringFlag{Name: "node-labels", EnvVars: []string{"PODRUN_NODE_LABELS"},
+			Usage: "labels of this node, KEY=VALUE,... (besides kubernetes.io/hostname, os and arch), matched by pods' nodeSelector and node affinity, as the kubelet's --node-labels"},
+		&cli.IntFlag{Name: "max-pods", Value: admission.DefaultMaxPods, EnvVars: []string{"PODRUN_MAX_PODS"},
+			Usage: "pods this node admits, as the kubelet's --max-pods"},
 		&cli.BoolFlag{Name: "debug", EnvVars: []string{"PODRUN_DEBUG"}, Usage: "verbose logs on stderr"},
 	}
+}
+
+// nodeLabels parses --node-labels (KEY=VALUE,...), each a valid label.
+func nodeLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...)
+		if !ok || len(errs) > 0 {
+			return nil, usageError{fmt.Sprintf("--node-labels: %q is not KEY=VALUE with a valid label: %s", kv, strings.Join(errs, "; "))}
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 func config(c *cli.Context) (run.Config, error) {
@@ -69,6 +92,13 @@ func config(c *cli.Context) (run.Config, error) {
 	rotation, err := logRotation(c)
 	if err != nil {
 		return run.Config{}, err
+	}
+	labels, err := nodeLabels(c.String("node-labels"))
+	if err != nil {
+		return run.Config{}, err
+	}
+	if c.Int("max-pods") < 1 {
+		return run.Config{}, usageError{fmt.Sprintf("--max-pods %d: want at least 1", c.Int("max-pods"))}
 	}
 	return run.Config{
 		Address:   c.String("address"),
@@ -97,6 +127,8 @@ func config(c *cli.Context) (run.Config, error) {
 		AllowedHostPaths: c.StringSlice("allowed-host-paths"),
 		LogRotation:      rotation,
 		Debug:            c.Bool("debug"),
+		NodeLabels:       labels,
+		MaxPods:          c.Int("max-pods"),
 	}, nil
 }
 
@@ -162,7 +194,7 @@ func load(c *cli.Context) (*manifest.Set, error) {
 	if c.NArg() == 0 {
 		return nil, usageError{fmt.Sprintf("%s: name at least one FILE, DIR or -", c.Command.Name)}
 	}
-	opts, err := admission(c)
+	opts, err := manifestAdmission(c)
 	if err != nil {
 		return nil, err
 	}
@@ -191,8 +223,8 @@ func admissionFlags() []cli.Flag {
 	}
 }
 
-// admission reads the admission flags of a command that has them.
-func admission(c *cli.Context) (manifest.Options, error) {
+// manifestAdmission reads the admission flags (policy, allowed host paths and sysctls, size) of a command that has them.
+func manifestAdmission(c *cli.Context) (manifest.Options, error) {
 	o := manifest.Options{Policy: c.String("policy"), AllowedHostPaths: c.StringSlice("allowed-host-paths"),
 		AllowedUnsafeSysctls: c.StringSlice("allowed-unsafe-sysctls"), MaxFileSize: c.Int64("max-manifest-size")}
 	if o.MaxFileSize <= 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/ctrd"
 	"github.com/podrun/podrun/logs"
@@ -31,6 +32,7 @@ const (
 	exitPodFailed   = 1 // a pod failed, or the timeout passed before it was up
 	exitInvalid     = 2 // invalid input or usage
 	exitUnavailable = 3 // the runtime (containerd, CNI) is unavailable
+	exitRefused     = 4 // the node refused a pod at admission (nothing of it started)
 )
 
 const defaultAddress = "/run/containerd/containerd.sock"
@@ -59,6 +61,7 @@ func exitCode(err error) int {
 	var usage usageError
 	var format *printers.FormatError
 	var coded cli.ExitCoder
+	var refused *admission.Refusal
 	switch {
 	case err == nil:
 		return exitOK
@@ -66,6 +69,8 @@ func exitCode(err error) int {
 		return exitInvalid
 	case errors.Is(err, engine.ErrUnavailable):
 		return exitUnavailable
+	case errors.As(err, &refused):
+		return exitRefused
 	case errors.As(err, &coded):
 		return coded.ExitCode()
 	case strings.Contains(err.Error(), "flag provided but not defined"), strings.Contains(err.Error(), "Required flag"):

@@ -6,11 +6,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/cgroup"
+	"github.com/podrun/podrun/downward"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/ctrd"
 	"github.com/podrun/podrun/lock"
@@ -62,15 +68,35 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 		return nil, err
 	}
 	d := run.Deps{
-		Engine:  e,
-		Network: sandbox.NewNetwork(cfg.CNIConfDir, cfg.CNIBinDirs, filepath.Join(cfg.Root, "cni")),
-		NetNS:   sandbox.Namespaces{},
-		Cgroups: cgroup.Manager{},
-		Disk:    volumes.Disk{},
-		Locks:   lock.Pods{Dir: filepath.Join(cfg.Root, "locks", "pods")},
-		Node:    cgroup.Node, // read once, when a pod first needs it
+		Engine:    e,
+		Network:   sandbox.NewNetwork(cfg.CNIConfDir, cfg.CNIBinDirs, filepath.Join(cfg.Root, "cni")),
+		NetNS:     sandbox.Namespaces{},
+		Cgroups:   cgroup.Manager{},
+		Disk:      volumes.Disk{},
+		Locks:     lock.Pods{Dir: filepath.Join(cfg.Root, "locks", "pods")},
+		Node:      cgroup.Node, // read once, when a pod first needs it
+		Admission: func() (admission.Node, error) { return admissionNode(cfg) },
 	}
 	return run.NewHost(cfg, d, report, e.Close), nil
+}
+
+// admissionNode is this machine as the kubelet admits pods to it: its name,
+// the well-known labels and --node-labels, and its allocatable (cpu,
+// memory, the state directory's filesystem, huge pages, --max-pods pods).
+func admissionNode(cfg run.Config) (admission.Node, error) {
+	name, err := downward.NodeName()
+	if err != nil {
+		return admission.Node{}, err
+	}
+	alloc, err := downward.NodeAllocatable(cfg.Root)
+	if err != nil {
+		return admission.Node{}, err
+	}
+	maps.Copy(alloc, downward.Hugepages())
+	alloc[corev1.ResourcePods] = *resource.NewQuantity(int64(cfg.MaxPods), resource.DecimalSI)
+	labels := admission.WellKnownLabels(name)
+	maps.Copy(labels, cfg.NodeLabels)
+	return admission.Node{Name: name, Labels: labels, Allocatable: alloc}, nil
 }
 
 // prober tells whether a socket exists and whether a containerd answers

@@ -310,7 +310,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 
 // syncPod is one change of a pod by its worker; its outcome is logged.
 func (d *Daemon) syncPod(ctx context.Context, key string, j job) []run.Result {
-	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true}
+	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true, RecordRefusals: true}
 	rs := d.h.SyncPod(ctx, key, j.want, opts, j.snapshot)
 	for _, r := range rs {
 		perr := (*images.PullError)(nil)
@@ -326,6 +326,9 @@ func (d *Daemon) syncPod(ctx context.Context, key string, j job) []run.Result {
 			d.log.Warn("pod waiting for its image", "pod", r.Pod, "reason", perr.Reason, "image", perr.Image, "message", perr.Err.Error())
 		case r.Err != nil:
 			d.log.Error("starting pod; retrying at the next re-scan", "pod", r.Pod, "err", r.Err)
+		case r.Action == run.Refused:
+			d.log.Warn("pod refused by the node; Failed until its manifest changes", "pod", r.Pod,
+				"reason", r.Refusal.Reason, "message", r.Refusal.Message)
 		case r.Action != run.Unchanged:
 			d.log.Info("pod "+string(r.Action), "pod", r.Pod, "phase", r.Phase)
 		}

@@ -211,3 +211,21 @@ func TestNodeAllocatable(t *testing.T) {
 		}
 	}
 }
+
+// TestHugepages: hugepages-<size> is nr_hugepages pages of each size.
+func TestHugepages(t *testing.T) {
+	dir := t.TempDir()
+	for name, n := range map[string]string{"hugepages-2048kB": "4\n", "hugepages-1048576kB": "0\n", "other": "9\n"} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "nr_hugepages"), []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := hugepages(dir)
+	two, one := got["hugepages-2Mi"], got["hugepages-1Gi"]
+	if len(got) != 2 || two.Value() != 8<<20 || one.Value() != 0 {
+		t.Errorf("hugepages = %v", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -68,4 +69,41 @@ func NodeName() (string, error) {
 		return "", err
 	}
 	return strings.ToLower(strings.TrimSpace(h)), nil
+}
+
+// Hugepages returns the machine's huge pages as the kubelet's capacity
+// counts them: hugepages-<size> = nr_hugepages pages of each size in
+// /sys/kernel/mm/hugepages (none when the kernel has none).
+func Hugepages() corev1.ResourceList {
+	return hugepages("/sys/kernel/mm/hugepages")
+}
+
+func hugepages(dir string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		kb, pre := strings.CutPrefix(e.Name(), "hugepages-")
+		kb, suf := strings.CutSuffix(kb, "kB")
+		if !pre || !suf {
+			continue
+		}
+		size, err := strconv.ParseInt(kb, 10, 64)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "nr_hugepages"))
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			continue
+		}
+		name := corev1.ResourceName(corev1.ResourceHugePagesPrefix + resource.NewQuantity(size*1024, resource.BinarySI).String())
+		out[name] = *resource.NewQuantity(n*size*1024, resource.BinarySI)
+	}
+	return out
 }

@@ -193,9 +193,9 @@ spec:
 `+nwWeb("web", "nw-clash", 8080)+`    ports:
     - {containerPort: 8080, hostPort: `+strconv.Itoa(web)+`, hostIP: 127.0.0.1}
 `)
-	want := fmt.Sprintf("pod default/nw-clash: host port already in use: 127.0.0.1:%d/TCP (held by pod default/nw-ports); nothing was started", web)
-	if code != 1 || !strings.Contains(stderr, want) {
-		t.Errorf("up nw-clash: exit %d, stderr:\n%s\nwant exit 1 and %q", code, stderr, want)
+	want := fmt.Sprintf("pod default/nw-clash refused by the node: NodePorts: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports (127.0.0.1:%d/TCP held by pod default/nw-ports); nothing was started", web)
+	if code != 4 || !strings.Contains(stderr, want) {
+		t.Errorf("up nw-clash: exit %d, stderr:\n%s\nwant exit 4 and %q", code, stderr, want)
 	}
 	if strings.Contains(stdout, "nw-clash") || plPsRow(t, "nw-clash", "-a") != nil || len(plContainers(t, "nw-clash")) != 0 {
 		t.Errorf("nw-clash was started: stdout %q", stdout)

@@ -78,15 +78,17 @@ var supportedPodFields = join(
 		"spec.securityContext.sysctls",
 		"spec.securityContext.seccompProfile",
 		"spec.securityContext.appArmorProfile",
-		// Scheduling means nothing on one machine: accepted and ignored.
+		// Admitted as the kubelet admits a pod (admission): nodeName,
+		// nodeSelector, required node affinity; the rest of scheduling
+		// means nothing on one machine: accepted and ignored.
 		"spec.nodeName",
+		"spec.nodeSelector",
+		"spec.affinity",
 		"spec.schedulerName",
 		"spec.priority",
 		"spec.priorityClassName",
 		"spec.preemptionPolicy",
 		"spec.tolerations",
-		"spec.nodeSelector",
-		"spec.affinity",
 		"spec.topologySpreadConstraints",
 		// The node's side of a pod's life: the active deadline is enforced as
 		// the kubelet does (run/deadline.go); os.name must be linux (node.go).

@@ -7,12 +7,11 @@ package plan
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/resources"
 )
 
 // Op is what is done with one pod.
@@ -53,6 +52,9 @@ type Existing struct {
 	// Yield: it belongs to another owner (a running daemon): a wanted pod
 	// of its name that is not the same is rejected, never replaces it.
 	Yield bool
+	// Refused: the node refused it at admission and recorded it Failed; it
+	// stays so until its content changes.
+	Refused bool
 }
 
 // Key is namespace/name.
@@ -82,13 +84,15 @@ type Input struct {
 	// stopped (the daemon: a pod is never stopped for an image that cannot
 	// be pulled).
 	PullFirst bool
+	// Admit is the node a pod not yet running must be admitted to.
+	Admit admission.Node
 }
 
 // Action is what must happen to one pod.
 type Action struct {
 	Op  Op
 	Key string        // namespace/name
-	Pod *manifest.Pod // the desired pod; nil for Remove, and for Adopt of a pod no source names
+	Pod *manifest.Pod // the desired pod; nil for Remove, for Adopt of a pod no source names, and for Keep of a refused pod
 	// UID is the existing pod acted on (Keep, Adopt, Remove), or the
 	// desired pod's.
 	UID string
@@ -102,6 +106,8 @@ type Action struct {
 	Phase corev1.PodPhase
 	// Err is why a pod is rejected or waits.
 	Err error
+	// Refusal is set when the node refused the pod at admission.
+	Refusal *admission.Refusal
 }
 
 // Decide returns every action, removals of unwanted pods first, then one
@@ -130,22 +136,55 @@ func Decide(in Input) []Action {
 			removals = append(removals, Action{Op: Remove, Key: e.Key(), UID: e.UID})
 		}
 	}
-	var staying []Existing // pods that keep their host ports: not removed now
+	// The pods the node runs, as the kubelet counts them at admission: not
+	// finished, not removed now; those of a desired pod's name are counted
+	// as its action leaves them.
+	var admitted []*corev1.Pod
 	for _, e := range in.Node {
-		if wanted[e.Key()] || !e.Owned || in.Broken[e.Source] || !in.Prune {
-			staying = append(staying, e)
+		if !wanted[e.Key()] && (!e.Owned || in.Broken[e.Source] || !in.Prune) {
+			admitted = appendActive(admitted, e.Pod)
 		}
 	}
-	conflicts := hostPortConflicts(in.Desired, staying)
 	out := removals
-	for i, d := range in.Desired {
-		if err := conflicts[i]; err != nil {
-			out = append(out, Action{Op: Reject, Key: d.Pod.Key(), Pod: d.Pod, UID: d.Pod.UID, Err: err})
-			continue
+	for _, d := range in.Desired {
+		existing := byKey[d.Pod.Key()]
+		a := decideOne(in, d, existing)
+		switch a.Op {
+		case Create, Replace:
+			// Admitted as the kubelet admits a pod it has not run yet:
+			// the pods already running are never touched by it.
+			if r := admission.Check(d.Pod.Pod, in.Admit, admitted); r != nil {
+				a = Action{Op: Reject, Key: a.Key, Pod: d.Pod, UID: d.Pod.UID, Refusal: r,
+					Err: fmt.Errorf("pod %s refused by the node: %w; nothing was started", a.Key, r)}
+				for _, e := range existing {
+					admitted = appendActive(admitted, e.Pod) // they stay
+				}
+				break
+			}
+			admitted = append(admitted, d.Pod.Pod)
+		case Reject:
+			for _, e := range existing {
+				admitted = appendActive(admitted, e.Pod)
+			}
+		default: // kept, adopted or waiting: the pod there is the desired one
+			for _, e := range existing {
+				if e.UID == a.UID {
+					admitted = appendActive(admitted, e.Pod)
+				}
+			}
 		}
-		out = append(out, decideOne(in, d, byKey[d.Pod.Key()]))
+		out = append(out, a)
 	}
 	return append(out, kept...)
+}
+
+// appendActive appends p unless it is finished (or unknown): the kubelet
+// admits against the pods that have not terminated.
+func appendActive(pods []*corev1.Pod, p *corev1.Pod) []*corev1.Pod {
+	if p == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return pods
+	}
+	return append(pods, p)
 }
 
 // decideOne compares a desired pod with the pods on the node under its
@@ -160,6 +199,8 @@ func decideOne(in Input, d Desired, existing []Existing) Action {
 		}
 		a.Phase = phase(e)
 		switch {
+		case e.Refused:
+			a.Op, a.Pod = Keep, nil // nothing of it runs: nothing to update
 		case !in.Supervise || e.Supervised:
 			a.Op = Keep
 		case e.NotAdoptable == "":
@@ -204,84 +245,4 @@ func phase(e Existing) corev1.PodPhase {
 		return ""
 	}
 	return e.Pod.Status.Phase
-}
-
-// hostPort is one claim on a host port: the scheduler's NodePorts check,
-// which podrun, having no scheduler, makes before it starts a pod.
-type hostPort struct {
-	protocol corev1.Protocol
-	ip       string // "" and 0.0.0.0: every address
-	port     int32
-}
-
-func (a hostPort) conflicts(b hostPort) bool {
-	wild := func(ip string) bool { return ip == "" || ip == "0.0.0.0" }
-	return a.protocol == b.protocol && a.port == b.port && (a.ip == b.ip || wild(a.ip) || wild(b.ip))
-}
-
-func (a hostPort) String() string {
-	ip := a.ip
-	if ip == "" {
-		ip = "0.0.0.0"
-	}
-	return fmt.Sprintf("%s:%d/%s", ip, a.port, a.protocol)
-}
-
-// hostPorts lists the host ports a pod claims (a hostNetwork pod's ports
-// are host ports: defaulting set hostPort to containerPort).
-func hostPorts(p *corev1.Pod) []hostPort {
-	var out []hostPort
-	for _, c := range resources.Containers(p) {
-		for _, port := range c.Ports {
-			if port.HostPort > 0 {
-				out = append(out, hostPort{protocol: port.Protocol, ip: port.HostIP, port: port.HostPort})
-			}
-		}
-	}
-	return out
-}
-
-// hostPortConflicts returns, by index in desired, the error of each pod
-// that claims a host port held by a pod on the node or by an earlier
-// desired pod. A pod on the node of the same namespace/name is left out: it
-// is replaced (or left as it is); so is a finished pod, whose network is
-// released (and which the scheduler no longer counts). node holds only the
-// pods that stay: one being removed frees its ports first.
-func hostPortConflicts(desired []Desired, node []Existing) map[int]error {
-	type holder struct {
-		key   string
-		ports []hostPort
-	}
-	var held []holder
-	names := map[string]bool{}
-	for _, d := range desired {
-		names[d.Pod.Key()] = true
-	}
-	for _, e := range node {
-		if e.Pod == nil || names[e.Key()] || e.Pod.Status.Phase == corev1.PodSucceeded || e.Pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		held = append(held, holder{e.Key(), hostPorts(e.Pod)})
-	}
-	errs := map[int]error{}
-	for i, d := range desired {
-		mine := hostPorts(d.Pod.Pod)
-		var clashes []string
-		for _, h := range held {
-			for _, a := range mine {
-				for _, b := range h.ports {
-					if a.conflicts(b) {
-						clashes = append(clashes, fmt.Sprintf("%s (held by pod %s)", a, h.key))
-					}
-				}
-			}
-		}
-		key := d.Pod.Key()
-		if len(clashes) > 0 {
-			errs[i] = fmt.Errorf("pod %s: host port already in use: %s; nothing was started", key, strings.Join(clashes, ", "))
-			continue
-		}
-		held = append(held, holder{key, mine})
-	}
-	return errs
 }

@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/manifest"
 )
 
@@ -70,13 +72,19 @@ func show(actions []Action) []string {
 
 var errBackOff = errors.New("ImagePullBackOff")
 
+// testNode has room for every test pod.
+var testNode = admission.Node{Name: "node", Allocatable: corev1.ResourceList{
+	corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi")}}
+
+const portsFailed = "NodePorts: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+
 // TestDecide is the table of what happens to a pod, for `up` (no
 // supervision, nothing pruned), `up -f` (supervised) and the daemon
 // (supervised, pruned, pull before kill).
 func TestDecide(t *testing.T) {
-	up := Input{}
-	upF := Input{Supervise: true}
-	daemon := Input{Supervise: true, Prune: true, PullFirst: true}
+	up := Input{Admit: testNode}
+	upF := Input{Supervise: true, Admit: testNode}
+	daemon := Input{Supervise: true, Prune: true, PullFirst: true, Admit: testNode}
 	with := func(base Input, desired []Desired, node []Existing, broken ...string) Input {
 		base.Desired, base.Node = desired, node
 		base.Broken = map[string]bool{}
@@ -131,7 +139,7 @@ func TestDecide(t *testing.T) {
 			[]string{"remove default/old u1", "create default/new u2"}},
 		{"a pod kept (broken source) holds its host port", with(daemon, []Desired{{Pod: pod("new", "u2", tcp(8080, ""))}},
 			[]Existing{onNode("old", "u1", fromB, supervised, func(e *Existing) { e.Pod.Spec.Containers[0].Ports = []corev1.ContainerPort{tcp(8080, "")} })}, fileB),
-			[]string{"reject default/new u2 err=pod default/new: host port already in use: 0.0.0.0:8080/TCP (held by pod default/old); nothing was started"}},
+			[]string{"reject default/new u2 err=pod default/new refused by the node: " + portsFailed + " (0.0.0.0:8080/TCP held by pod default/old); nothing was started"}},
 		{"one pod of a two-pod file changed: removals first, then each pod in order",
 			with(daemon, []Desired{want("db", "u2"), want("web", "u1b")},
 				[]Existing{onNode("db", "u2", supervised), onNode("gone", "u9", fromB), onNode("web", "u1", supervised)}),
@@ -182,17 +190,93 @@ func TestHostPortConflicts(t *testing.T) {
 		desired = append(desired, Desired{Pod: pod(n, "u-"+n, ports[i]...)})
 	}
 	rejected := map[string]string{}
-	for _, a := range Decide(Input{Desired: desired, Node: node}) {
+	for _, a := range Decide(Input{Desired: desired, Node: node, Admit: testNode}) {
 		if a.Op == Reject {
 			rejected[a.Key] = a.Err.Error()
 		}
 	}
 	want := map[string]string{
-		"default/a": "pod default/a: host port already in use: 127.0.0.1:8080/TCP (held by pod default/held); nothing was started",
-		"default/d": "pod default/d: host port already in use: 0.0.0.0:9090/TCP (held by pod default/local), 0.0.0.0:9090/TCP (held by pod default/c); nothing was started",
-		"default/f": "pod default/f: host port already in use: 10.0.0.1:6060/TCP (held by pod default/e); nothing was started",
+		"default/a": "pod default/a refused by the node: " + portsFailed + " (127.0.0.1:8080/TCP held by pod default/held); nothing was started",
+		"default/d": "pod default/d refused by the node: " + portsFailed + " (0.0.0.0:9090/TCP held by pod default/local, 0.0.0.0:9090/TCP held by pod default/c); nothing was started",
+		"default/f": "pod default/f refused by the node: " + portsFailed + " (10.0.0.1:6060/TCP held by pod default/e); nothing was started",
 	}
 	if !reflect.DeepEqual(rejected, want) {
 		t.Errorf("rejected = %v\nwant %v", rejected, want)
+	}
+}
+
+// TestAdmission: a pod not yet running is admitted against the pods the
+// node keeps and those admitted before it in the same call; a running pod
+// is never re-admitted (nor touched by another's admission); a refused
+// pod recorded Failed stays so until its content changes; a replacement
+// is admitted without the pods it replaces.
+func TestAdmission(t *testing.T) {
+	mem := func(q string) func(*manifest.Pod) {
+		return func(p *manifest.Pod) {
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}
+		}
+	}
+	podMem := func(name, uid, q string) *manifest.Pod {
+		p := pod(name, uid)
+		mem(q)(p)
+		return p
+	}
+	running := func(name, uid, q string, edit ...func(*Existing)) Existing {
+		e := onNode(name, uid, edit...)
+		e.Pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}
+		return e
+	}
+	refused := func(e *Existing) { e.Refused, e.Pod.Status.Phase = true, corev1.PodFailed }
+	const outOfMemory = "OutOfmemory: Node didn't have enough resource: memory, requested: "
+	for _, tc := range []struct {
+		name    string
+		desired []Desired
+		node    []Existing
+		want    []string // op and, for a reject, the start of its refusal
+	}{
+		{"fits next to a running pod", []Desired{{Pod: podMem("b", "u2", "1Gi")}}, []Existing{running("a", "u1", "3Gi")},
+			[]string{"create"}},
+		{"too big next to a running pod", []Desired{{Pod: podMem("b", "u2", "2Gi")}}, []Existing{running("a", "u1", "3Gi")},
+			[]string{"reject " + outOfMemory + "2147483648, used: 3221225472, capacity: 4294967296"}},
+		{"a finished pod holds nothing", []Desired{{Pod: podMem("b", "u2", "2Gi")}},
+			[]Existing{running("a", "u1", "3Gi", func(e *Existing) { e.Pod.Status.Phase = corev1.PodSucceeded })},
+			[]string{"create"}},
+		{"earlier pods of the call count", []Desired{{Pod: podMem("a", "u1", "3Gi")}, {Pod: podMem("b", "u2", "2Gi")}}, nil,
+			[]string{"create", "reject " + outOfMemory + "2147483648, used: 3221225472"}},
+		{"a refused pod frees what it asked for", []Desired{{Pod: podMem("a", "u1", "5Gi")}, {Pod: podMem("b", "u2", "2Gi")}}, nil,
+			[]string{"reject " + outOfMemory + "5368709120, used: 0", "create"}},
+		{"a running pod is kept (adopted), whatever it asks", []Desired{{Pod: podMem("a", "u1", "8Gi")}}, []Existing{running("a", "u1", "8Gi")},
+			[]string{"adopt"}},
+		{"a replacement is admitted without the pod it replaces", []Desired{{Pod: podMem("a", "u2", "3Gi")}}, []Existing{running("a", "u1", "3Gi")},
+			[]string{"replace"}},
+		{"a refused pod recorded Failed stays so", []Desired{{Pod: podMem("a", "u1", "8Gi")}}, []Existing{running("a", "u1", "8Gi", refused)},
+			[]string{"keep"}},
+		{"a refused pod whose file changed is admitted again", []Desired{{Pod: podMem("a", "u2", "1Gi")}}, []Existing{running("a", "u1", "8Gi", refused)},
+			[]string{"replace"}},
+		{"nodeSelector", []Desired{{Pod: func() *manifest.Pod {
+			p := pod("a", "u1")
+			p.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+			return p
+		}()}}, nil, []string{"reject NodeAffinity: Predicate NodeAffinity failed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Desired: tc.desired, Node: tc.node, Admit: testNode, Supervise: true}
+			var got []string
+			for _, a := range Decide(in) {
+				s := string(a.Op)
+				if a.Refusal != nil {
+					s += " " + a.Refusal.Error()
+				}
+				got = append(got, s)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("Decide = %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("action %d = %q, want %q...", i, got[i], tc.want[i])
+				}
+			}
+		})
 	}
 }

@@ -50,6 +50,11 @@ type Config struct {
 	AllowedHostPaths []string
 	// Debug repeats the notes a host was given already (sayOnce).
 	Debug bool
+	// NodeLabels are the node's labels besides the well-known ones
+	// (--node-labels), matched by pods' nodeSelector and node affinity.
+	NodeLabels map[string]string
+	// MaxPods is how many pods the node admits (--max-pods).
+	MaxPods int
 }
 
 // Wait says when Up returns.
@@ -80,6 +85,10 @@ type UpOptions struct {
 	// that may pass are retried with the same back-off until Timeout
 	// (imagepull.go).
 	PullBackOff bool
+	// RecordRefusals records a pod the node refuses at admission as Failed
+	// with the kubelet's reason and message (the daemon); otherwise a
+	// refused pod leaves nothing.
+	RecordRefusals bool
 }
 
 // DownOptions tune Down.

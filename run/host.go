@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/probes"
@@ -23,6 +24,7 @@ type Host struct {
 	locks      Locks
 	podLocks   podLocks
 	node       func() resources.Node
+	admitTo    func() (admission.Node, error)
 	report     Reporter
 	closer     func() error
 	exits      *supervisor.Exits
@@ -62,6 +64,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		locks:    d.Locks,
 		podLocks: podLocks{held: map[string]*heldLock{}},
 		node:     d.Node,
+		admitTo:  d.Admission,
 		report:   report,
 		closer:   closer,
 		clock:    d.Clock,

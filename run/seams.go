@@ -8,6 +8,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
@@ -86,4 +87,7 @@ type Deps struct {
 	Node func() resources.Node
 	// Clock drives probes and back-offs; nil is the real one.
 	Clock probes.Clock
+	// Admission reads the node pods are admitted to (its name, labels and
+	// allocatable), when a pod not yet running is decided on.
+	Admission func() (admission.Node, error)
 }

@@ -13,7 +13,9 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine/fake"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/volumes"
@@ -276,5 +278,10 @@ func (f fakeDisk) RemoveFile(path string) error {
 // deps are fakes of every seam on machine m, with engine e.
 func (m *fakeMachine) deps(e *fake.Engine) Deps {
 	e.OnCall = m.engineCall
-	return Deps{Engine: e, Network: fakeNetwork{m}, NetNS: fakeNetNS{m}, Cgroups: fakeCgroups{m}, Disk: fakeDisk{m}}
+	return Deps{Engine: e, Network: fakeNetwork{m}, NetNS: fakeNetNS{m}, Cgroups: fakeCgroups{m}, Disk: fakeDisk{m},
+		Admission: func() (admission.Node, error) { return roomyNode, nil }}
 }
+
+// roomyNode admits every test pod.
+var roomyNode = admission.Node{Name: "node", Allocatable: corev1.ResourceList{
+	corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi")}}

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/admission"
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/volumes"
 )
@@ -32,6 +34,19 @@ type State struct {
 	// ImagePull is the image failure a pod that could not start waits on
 	// (imagepull.go): its containers show it as their waiting reason.
 	ImagePull *status.ImageWait `json:"imagePull,omitempty"`
+	// Refused: the node refused the pod at admission (Ended says why);
+	// nothing of it was made but this record.
+	Refused bool `json:"refused,omitempty"`
+}
+
+// recordRefusal records a pod the node refused as the kubelet shows one:
+// Failed with the refusal's reason and message, nothing else made.
+func (h *Host) recordRefusal(p *manifest.Pod, r *admission.Refusal) error {
+	if err := os.MkdirAll(h.layout(p.UID).Pod(), 0o750); err != nil {
+		return err
+	}
+	return h.saveState(&State{UID: p.UID, Hash: p.Hash, Source: p.Source.Origin(), Pod: p.Pod, Complete: true, Refused: true,
+		Ended: &status.Ended{Reason: r.Reason, Message: r.Message}})
 }
 
 const (

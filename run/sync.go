@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/plan"
@@ -25,6 +26,9 @@ const (
 	Unchanged Action = "unchanged"
 	Replaced  Action = "replaced"
 	Removed   Action = "removed"
+	// Refused: the node refused the pod at admission and recorded it
+	// Failed (UpOptions.RecordRefusals).
+	Refused Action = "refused"
 )
 
 // Result is one pod's outcome of Sync.
@@ -34,6 +38,8 @@ type Result struct {
 	Action Action
 	Phase  corev1.PodPhase
 	Err    error
+	// Refusal is why the node refused the pod (Refused, or Err).
+	Refusal *admission.Refusal
 }
 
 // Want is what a caller asks of the node.
@@ -207,6 +213,9 @@ func (h *Host) observe(ctx context.Context, w Want, o UpOptions, key string, sna
 	if err != nil {
 		return in, nil, err
 	}
+	if in.Admit, err = h.admitTo(); err != nil {
+		return in, nil, fmt.Errorf("reading the node's labels and resources: %w", err)
+	}
 	for _, p := range w.Pods {
 		d := plan.Desired{Pod: p}
 		if o.PullBackOff && p.Key() == key {
@@ -250,7 +259,7 @@ func (h *Host) nodeFor(ctx context.Context, key string, snapshot []*PodInfo) ([]
 func (h *Host) existing(ctx context.Context, p *PodInfo, w Want, o UpOptions, key string) (e plan.Existing, r *podRun, err error) {
 	e = plan.Existing{UID: p.UID, Namespace: p.Namespace, Name: p.Name, Source: p.Source, Pod: p.Pod,
 		Complete: p.State != nil && p.State.Complete, Supervised: h.Supervised(p.UID),
-		Owned: w.Owns != nil && w.Owns(p.Source)}
+		Owned: w.Owns != nil && w.Owns(p.Source), Refused: p.State != nil && p.State.Refused}
 	e.Yield = w.Yield != nil && w.Yield(p.Source) && !yields(w, e.Key())
 	if !o.Foreground || e.Key() != key || !e.Complete || e.Supervised || (!e.Owned && !wants(w, key)) {
 		return e, nil, nil
@@ -273,7 +282,12 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) R
 	res := Result{Pod: a.Key, UID: a.UID, Phase: a.Phase}
 	switch a.Op {
 	case plan.Reject:
-		res.Err = a.Err
+		res.Err, res.Refusal = a.Err, a.Refusal
+		if a.Refusal != nil && o.RecordRefusals {
+			// The kubelet's rejected pod: Failed with the reason and message.
+			res.Action, res.Phase = Refused, corev1.PodFailed
+			res.Err = h.recordRefusal(a.Pod, a.Refusal)
+		}
 	case plan.Remove:
 		res.Action = Removed
 		res.Err = h.downUID(ctx, a.UID, nil)
