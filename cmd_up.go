@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/run"
@@ -21,7 +22,7 @@ func upCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on a pod that is not up (or done) after this long"},
 			&cli.StringFlag{Name: "wait", Value: string(run.WaitReady),
-				Usage: "return when pods are: ready (readiness probes pass; run-to-completion pods: finished), running (containers started), none (same as running)"},
+				Usage: "return when pods are: ready (the Ready condition, or finished first, as kubectl wait --for=condition=Ready), completion (Succeeded or Failed: exit 0 or 1; restartPolicy Never or OnFailure only), running (containers started), none (same as running)"},
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "same as --wait=running"},
 			&cli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay and supervise (probes, hooks, restarts) until SIGINT or SIGTERM, then stop the pods gracefully"},
 			&cli.BoolFlag{Name: "keep-on-failure", Usage: "leave a failed pod's parts in place for inspection"},
@@ -32,12 +33,19 @@ func upCommand() *cli.Command {
 			switch {
 			case c.Bool("detach") || o.Wait == "none":
 				o.Wait = run.WaitRunning
-			case o.Wait != run.WaitReady && o.Wait != run.WaitRunning:
-				return usageError{fmt.Sprintf("up: --wait must be ready, running or none, not %q", o.Wait)}
+			case o.Wait != run.WaitReady && o.Wait != run.WaitRunning && o.Wait != run.WaitCompletion:
+				return usageError{fmt.Sprintf("up: --wait must be ready, completion, running or none, not %q", o.Wait)}
 			}
 			set, err := load(c)
 			if err != nil {
 				return err
+			}
+			if o.Wait == run.WaitCompletion {
+				for _, p := range set.Pods {
+					if p.Spec.RestartPolicy == corev1.RestartPolicyAlways {
+						return usageError{fmt.Sprintf("up --wait=completion: pod %s (%s) has restartPolicy Always: it never completes; nothing was changed", p.Key(), p.Source)}
+					}
+				}
 			}
 			ctx, stop := signalContext(c)
 			defer stop()

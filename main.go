@@ -103,7 +103,7 @@ func newApp() *cli.App {
 			return nil
 		},
 		Commands: []*cli.Command{
-			upCommand(), downCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), daemonCommand(),
+			upCommand(), downCommand(), waitCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), daemonCommand(),
 			validateCommand(), imageCommand(), versionCommand(), completionCommand(), gcCommand(),
 			// Run by the runtime, not by users: the sandbox's PID 1 and the shim's log driver.
 			{Name: "pause", Hidden: true, Action: func(*cli.Context) error { os.Exit(pause.Run()); return nil }},

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,6 +97,7 @@ func (h *Harness) Podrun(t *testing.T, stdin string, args ...string) (stdout, st
 		timeout = 3 * time.Minute
 	}
 	start := time.Now()
+	args = toCompletion(stdin, args)
 	stdout, stderr, code, timedOut := h.run(t, stdin, timeout, args...)
 	t.Logf("$ podrun %s\n[exit %d after %v]\n--- stdout:\n%s--- stderr:\n%s", strings.Join(args, " "),
 		code, time.Since(start).Round(time.Millisecond), e2eClip(stdout), e2eClip(stderr))
@@ -103,6 +105,30 @@ func (h *Harness) Podrun(t *testing.T, stdin string, args ...string) (stdout, st
 		t.Errorf("podrun %s: timed out after %v, killed", strings.Join(args, " "), timeout)
 	}
 	return stdout, stderr, code
+}
+
+// toCompletion adds --wait=completion to an `up` of run-to-completion pods
+// (each pod of a file or stdin with restartPolicy Never or OnFailure) that says no
+// --wait, -d or -f: most tests of such pods check how they ended. Tests of
+// `up`'s default (the Ready condition) say --wait=ready.
+func toCompletion(stdin string, args []string) []string {
+	i := slices.Index(args, "up")
+	if i < 0 || slices.ContainsFunc(args[i+1:], func(a string) bool {
+		return strings.HasPrefix(a, "--wait") || slices.Contains([]string{"-d", "--detach", "-f", "--foreground"}, a)
+	}) {
+		return args
+	}
+	runs := func(s string) bool { // every pod of s runs to completion
+		n := strings.Count(s, "restartPolicy: Never") + strings.Count(s, "restartPolicy: OnFailure")
+		return n > 0 && n == strings.Count(s, "kind: Pod\n")
+	}
+	for _, a := range args[i+1:] {
+		b, err := os.ReadFile(a)
+		if (a == "-" && runs(stdin)) || (err == nil && runs(string(b))) {
+			return slices.Insert(slices.Clone(args), i+1, "--wait=completion")
+		}
+	}
+	return args
 }
 
 // run runs podrun with the global flags prepended and stdin (none when "")

@@ -861,7 +861,7 @@ spec:
     imagePullPolicy: Never
     command: ["cat", "/in-extra.txt"]
 `, ref)
-		stdout, stderr, code = H.Podrun(t, "", "up", "--timeout", "2m", H.WriteManifest(t, "extra.yaml", manifest))
+		stdout, stderr, code = H.Podrun(t, "", "up", "--wait=completion", "--timeout", "2m", H.WriteManifest(t, "extra.yaml", manifest))
 		if code != 0 || stdout != "pod/default/in-extra created (Succeeded)\n" {
 			t.Fatalf("podrun up of a pod on the imported image: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 		}

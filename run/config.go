@@ -62,11 +62,15 @@ type Wait string
 
 // Wait modes.
 const (
-	// WaitReady: every container is ready (readiness probes pass; without a
-	// probe, once started); run-to-completion pods: Succeeded or Failed.
+	// WaitReady: the pod is Ready (every app container and sidecar ready:
+	// readiness probes pass; without a probe, once started), or finished
+	// first (every app container done under Never or OnFailure: Succeeded
+	// or Failed), as `kubectl wait --for=condition=Ready`.
 	WaitReady Wait = "ready"
 	// WaitRunning: every container is started (postStart done).
 	WaitRunning Wait = "running"
+	// WaitCompletion: a run-to-completion pod has Succeeded or Failed.
+	WaitCompletion Wait = "completion"
 )
 
 // UpOptions tune Up.

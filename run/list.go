@@ -224,3 +224,25 @@ func (h *Host) CollectLogs(ctx context.Context, r logs.Retention) ([]string, err
 	}
 	return logs.GC(h.cfg.LogDir, func(name string) bool { return alive[name] }, r, h.clock.Now())
 }
+
+// Failure explains a Failed pod as up does: why the node ended it, or each
+// app container that failed, with its exit code and last log lines.
+func (h *Host) Failure(p *PodInfo) error {
+	if p.Pod == nil {
+		return &PodFailedError{Pod: p.Key(), Reason: "its record is gone"}
+	}
+	if st := p.Pod.Status; st.Reason != "" {
+		return &PodFailedError{Pod: p.Key(), Reason: st.Reason + ": " + st.Message}
+	}
+	var failures []string
+	for _, cs := range p.Pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			tail := readTail(logs.Path(h.cfg.LogDir, p.Namespace, p.Name, p.UID, cs.Name, int(cs.RestartCount)))
+			failures = append(failures, (&ExitError{Container: cs.Name, Code: uint32(t.ExitCode), OOMKilled: t.Reason == status.ReasonOOMKilled, Tail: tail}).Error())
+		}
+	}
+	if len(failures) == 0 {
+		failures = append(failures, "Failed")
+	}
+	return &PodFailedError{Pod: p.Key(), Reason: strings.Join(failures, "; ")}
+}

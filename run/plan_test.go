@@ -45,8 +45,10 @@ func TestPlan(t *testing.T) {
 			WaitReady, append(append([]string{}, sandboxed...), "init/setup", "container/app", "container/side", "wait: ready")},
 		{"hostNetwork skips netns and CNI", func(p *corev1.Pod) { p.Spec.HostNetwork = true },
 			WaitReady, []string{"pod directory", "volumes", "images", "pod cgroup", "sandbox: pause", "sandbox: files", "init/setup", "container/app", "container/side", "wait: ready"}},
-		{"run to completion waits for completion", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever; p.Spec.InitContainers = nil },
-			WaitReady, append(append([]string{}, sandboxed...), "container/app", "container/side", "wait: completion")},
+		{"run to completion waits for ready (or finished)", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever; p.Spec.InitContainers = nil },
+			WaitReady, append(append([]string{}, sandboxed...), "container/app", "container/side", "wait: ready")},
+		{"--wait=completion waits for completion", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever; p.Spec.InitContainers = nil },
+			WaitCompletion, append(append([]string{}, sandboxed...), "container/app", "container/side", "wait: completion")},
 		{"wait running only records", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
 			WaitRunning, append(append([]string{}, sandboxed...), "init/setup", "container/app", "container/side", "record")},
 		{"native sidecar keeps its place in the init order", func(p *corev1.Pod) {

@@ -6,7 +6,9 @@ package run
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -70,7 +72,10 @@ const removedCheck = time.Second
 // Supervise keeps supervising the pods Up brought up in the foreground
 // until ctx ends, then terminates them gracefully (the kubelet's order). A
 // pod another podrun takes down (`podrun down`) is no longer supervised;
-// once every pod is gone so, Supervise returns.
+// once every pod is gone so, Supervise returns. Once every pod has
+// finished and none will restart (restartPolicy Never or OnFailure), it
+// completes them and returns their result, as --wait=completion: nil when
+// all Succeeded, else their failures.
 func (h *Host) Supervise(ctx context.Context) error {
 	for {
 		select {
@@ -81,8 +86,41 @@ func (h *Host) Supervise(ctx context.Context) error {
 				h.report(Event{Msg: "every pod was taken down by another podrun; nothing left to supervise"})
 				return nil
 			}
+			if pods := h.supervisedPods(); len(pods) > 0 && !slices.ContainsFunc(pods, func(r *podRun) bool { return !r.appsDone() }) {
+				return h.completeAll(ctx, pods)
+			}
 		}
 	}
+}
+
+func (h *Host) supervisedPods() []*podRun {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	pods := make([]*podRun, 0, len(h.workers))
+	for _, r := range h.workers {
+		pods = append(pods, r)
+	}
+	return pods
+}
+
+// completeAll completes pods that have all finished and returns their
+// result; they stay (containers, logs, status) until `down`.
+func (h *Host) completeAll(ctx context.Context, pods []*podRun) error {
+	var errs []error
+	for _, r := range pods {
+		unlock, err := h.lockPod(context.WithoutCancel(ctx), r.key, 0)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		err = r.complete(ctx)
+		unlock()
+		h.unsupervise(r.pod.UID)
+		phase, perr := r.result()
+		h.report(Event{Pod: r.key, Msg: fmt.Sprintf("finished: %s", phase)})
+		errs = append(errs, err, perr)
+	}
+	return errors.Join(errs...)
 }
 
 // forgetRemoved stops supervising the pods whose record is gone (taken
@@ -107,12 +145,7 @@ func (h *Host) forgetRemoved() bool {
 
 // TerminateAll stops every supervised pod gracefully and removes it.
 func (h *Host) TerminateAll(ctx context.Context) error {
-	h.mu.Lock()
-	pods := make([]*podRun, 0, len(h.workers))
-	for _, r := range h.workers {
-		pods = append(pods, r)
-	}
-	h.mu.Unlock()
+	pods := h.supervisedPods()
 	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
 	for i, r := range pods {

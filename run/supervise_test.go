@@ -899,3 +899,45 @@ func TestTerminationMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitReadyNeverKillsAHealthyPod: under restartPolicy Never, the wait
+// for Ready ends when the pod is Ready (it keeps running) or when it has
+// finished first (then completed, Succeeded); --wait=completion waits for
+// the end.
+func TestWaitReadyNeverKillsAHealthyPod(t *testing.T) {
+	t.Run("ready", func(t *testing.T) {
+		hs := newHarness(t, appSpec(corev1.RestartPolicyNever, corev1.Container{Name: "app"}))
+		hs.startApp("app")
+		if err := hs.r.waitReady(hs.ctx); err != nil {
+			t.Fatalf("waitReady: %v", err)
+		}
+		if ph, err := hs.r.outcome(); ph != corev1.PodRunning || err != nil {
+			t.Errorf("outcome %s, %v; want Running", ph, err)
+		}
+		if tk := hs.task(hs.id("app", 0)); tk.State != engine.TaskRunning {
+			t.Errorf("the app's task %+v, want running", tk)
+		}
+	})
+	t.Run("finished before ready", func(t *testing.T) {
+		hs := newHarness(t, appSpec(corev1.RestartPolicyNever, corev1.Container{Name: "app", ReadinessProbe: execProbe("ready", 1, 1)}))
+		hs.setExec(func(string, []string) int { return 1 }) // never ready
+		hs.startApp("app")
+		done := make(chan error, 1)
+		go func() { done <- hs.r.waitReady(hs.ctx) }()
+		hs.eng.Exit(hs.id("app", 0), 0)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("waitReady: %v", err)
+			}
+		case <-time.After(waitTimeout):
+			t.Fatal("waitReady did not return when the pod finished")
+		}
+		if ph, err := hs.r.outcome(); ph != corev1.PodSucceeded || err != nil {
+			t.Errorf("outcome %s, %v; want Succeeded", ph, err)
+		}
+		if !hs.r.state.Complete {
+			t.Error("a finished pod is not completed")
+		}
+	})
+}

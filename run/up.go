@@ -95,11 +95,10 @@ func (r *podRun) plan() []Step {
 		c := &r.pod.Spec.Containers[i]
 		steps = append(steps, Step{Name: "container/" + c.Name, Do: r.startApp(c), Undo: r.undoContainer(c.Name)})
 	}
-	runsToCompletion := r.pod.Spec.RestartPolicy != corev1.RestartPolicyAlways
-	switch {
-	case r.wait != WaitReady:
+	switch r.wait {
+	case WaitRunning:
 		steps = append(steps, Step{Name: "record", Do: r.recordRunning})
-	case runsToCompletion:
+	case WaitCompletion:
 		steps = append(steps, Step{Name: "wait: completion", Do: r.waitCompletion})
 	default:
 		steps = append(steps, Step{Name: "wait: ready", Do: r.waitReady})
@@ -553,8 +552,11 @@ func (r *podRun) recordRunning(context.Context) error {
 	return r.h.saveState(r.state)
 }
 
-// waitReady waits until every supervised container is ready, or the pod's
-// active deadline ends it (deadline.go).
+// waitReady waits until the pod is Ready (every app container and sidecar
+// ready), or has finished first (a run-to-completion pod whose app
+// containers are all done, which is then completed), or its active deadline
+// ends it (deadline.go): `kubectl wait --for=condition=Ready`, which never
+// kills a healthy pod for not finishing.
 func (r *podRun) waitReady(ctx context.Context) error {
 	var loops []*supervisor.Loop
 	for _, l := range r.w.Loops() {
@@ -564,13 +566,39 @@ func (r *podRun) waitReady(ctx context.Context) error {
 	}
 	dctx, passed, cancel := r.untilDeadline(ctx)
 	defer cancel()
-	if err := r.w.WaitAll(dctx, loops, func(s supervisor.State) bool { return s.Ready }); err != nil {
-		if passed() {
-			return r.failDeadline(ctx)
-		}
+	err := r.w.WaitFor(dctx, func() (bool, error) { return r.allReady(loops) || r.appsDone(), nil })
+	switch {
+	case err != nil && passed():
+		return r.failDeadline(ctx)
+	case err != nil:
 		return r.notReady(err, loops)
+	case r.appsDone():
+		return r.complete(ctx)
 	}
 	return r.recordRunning(ctx)
+}
+
+func (r *podRun) allReady(loops []*supervisor.Loop) bool {
+	for _, l := range loops {
+		if !l.State().Ready {
+			return false
+		}
+	}
+	return true
+}
+
+// appsDone reports whether a run-to-completion pod's app containers have
+// all exited for good (Succeeded or Failed).
+func (r *podRun) appsDone() bool {
+	if r.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || r.w == nil {
+		return false
+	}
+	for _, l := range r.w.Loops() {
+		if l.Role() == supervisor.RoleApp && !l.State().Done {
+			return false
+		}
+	}
+	return true
 }
 
 // notReady explains a wait that ended: for each container that is not
@@ -613,7 +641,13 @@ func (r *podRun) waitCompletion(ctx context.Context) error {
 		}
 		return r.notReady(err, apps)
 	}
-	// Its sidecars and sandbox end (killPod); nothing of it runs any more.
+	return r.complete(ctx)
+}
+
+// complete ends a pod that has finished: its sidecars and sandbox end
+// (killPod), nothing of it runs any more; its containers and directory
+// stay for status and logs until `down`.
+func (r *podRun) complete(ctx context.Context) error {
 	if err := r.h.killPod(ctx, r.teardown(teardown{sandbox: true})); err != nil {
 		return err
 	}
@@ -626,12 +660,18 @@ func (r *podRun) waitCompletion(ctx context.Context) error {
 // when it ran to completion (with its app containers' failures), else
 // Running. A Failed pod's error is a *PodFailedError.
 func (r *podRun) outcome() (corev1.PodPhase, error) {
+	if r.state.Ended == nil && (r.wait == WaitRunning || !r.appsDone()) {
+		return corev1.PodRunning, nil
+	}
+	return r.result()
+}
+
+// result is the phase of a pod that has ended: Failed when the node ended
+// it, else Succeeded, or Failed with its app containers' failures.
+func (r *podRun) result() (corev1.PodPhase, error) {
 	key := r.pod.Key()
 	if e := r.state.Ended; e != nil {
 		return corev1.PodFailed, &PodFailedError{Pod: key, Reason: e.Reason + ": " + e.Message}
-	}
-	if r.wait != WaitReady || r.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways {
-		return corev1.PodRunning, nil
 	}
 	var failures []string
 	for _, l := range r.w.Loops() {
