@@ -251,3 +251,28 @@ spec:
 		t.Errorf("an invalid pod created %d containers", len(ctrs))
 	}
 }
+
+// TestSELinuxOptionsOnAHostWithout: seLinuxOptions (pod and container) are
+// accepted; on a host without SELinux (as CI's) nothing is labelled and the
+// pod runs, as on a kubelet.
+func TestSELinuxOptionsOnAHostWithout(t *testing.T) {
+	H.require(t)
+	_, stdout, stderr, code := plUp(t, "sc-selinux", `apiVersion: v1
+kind: Pod
+metadata:
+  name: sc-selinux
+spec:
+  restartPolicy: Never
+  securityContext:
+    seLinuxOptions: {level: "s0:c123,c456"}
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["true"]
+    securityContext:
+      seLinuxOptions: {type: container_t, level: "s0:c1,c2"}
+`)
+	if code != 0 || !strings.Contains(stdout, "created (Succeeded)") {
+		t.Errorf("up: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
+	}
+}

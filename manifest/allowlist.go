@@ -67,8 +67,9 @@ var supportedPodFields = join(
 		"spec.serviceAccountName",
 		"spec.serviceAccount",
 		"spec.automountServiceAccountToken",
-		// securityContext (security.go); seLinuxOptions, windowsOptions,
+		// securityContext (security.go); windowsOptions,
 		// supplementalGroupsPolicy and seLinuxChangePolicy are not supported.
+		"spec.securityContext.seLinuxOptions",
 		"spec.securityContext.runAsUser",
 		"spec.securityContext.runAsGroup",
 		"spec.securityContext.runAsNonRoot",
@@ -143,7 +144,8 @@ var supportedContainerFields = []string{
 	"lifecycle.preStop.exec",
 	"lifecycle.preStop.httpGet",
 	"lifecycle.preStop.sleep",
-	// securityContext (security.go): not seLinuxOptions or windowsOptions.
+	// securityContext (security.go): not windowsOptions.
+	"securityContext.seLinuxOptions",
 	"securityContext.runAsUser",
 	"securityContext.runAsGroup",
 	"securityContext.runAsNonRoot",

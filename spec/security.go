@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/containerd/pkg/cap"
 	ctrdseccomp "github.com/containerd/containerd/pkg/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/opencontainers/selinux/go-selinux/label"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/manifest"
@@ -89,6 +90,7 @@ type effectiveSecurity struct {
 	appArmor              *corev1.AppArmorProfile
 	supplementalGroups    []int64
 	fsGroup               *int64
+	seLinux               *corev1.SELinuxOptions
 	// container only
 	privileged   *bool
 	capabilities *corev1.Capabilities
@@ -100,7 +102,7 @@ func effective(pod *corev1.Pod, c *corev1.Container) effectiveSecurity {
 	if psc := podSecurityContext(pod); psc != nil {
 		e.runAsUser, e.runAsGroup, e.runAsNonRoot = psc.RunAsUser, psc.RunAsGroup, psc.RunAsNonRoot
 		e.seccomp, e.appArmor = psc.SeccompProfile, psc.AppArmorProfile
-		e.supplementalGroups, e.fsGroup = psc.SupplementalGroups, psc.FSGroup
+		e.supplementalGroups, e.fsGroup, e.seLinux = psc.SupplementalGroups, psc.FSGroup, psc.SELinuxOptions
 	}
 	sc := c.SecurityContext
 	if sc == nil {
@@ -120,6 +122,9 @@ func effective(pod *corev1.Pod, c *corev1.Container) effectiveSecurity {
 	}
 	if sc.AppArmorProfile != nil {
 		e.appArmor = sc.AppArmorProfile
+	}
+	if sc.SELinuxOptions != nil {
+		e.seLinux = sc.SELinuxOptions
 	}
 	e.privileged, e.capabilities, e.procMount = sc.Privileged, sc.Capabilities, sc.ProcMount
 	return e
@@ -171,8 +176,40 @@ func securityOpts(in ContainerInput) (oci.SpecOpts, error) {
 	if err != nil {
 		return nil, err
 	}
+	sel, err := seLinuxOpts(e.seLinux)
+	if err != nil {
+		return nil, err
+	}
 	// seccomp last: the default profile depends on the capabilities.
-	return oci.Compose(append(opts, aa, sc)...), nil
+	return oci.Compose(append(opts, aa, sel, sc)...), nil
+}
+
+// seLinuxOpts labels the container's process and mounts from its
+// seLinuxOptions as containerd's CRI does (InitLabels: the host's container
+// labels with the options' user, role, type and level); on a host without
+// SELinux there is nothing to label, as for the kubelet.
+func seLinuxOpts(o *corev1.SELinuxOptions) (oci.SpecOpts, error) {
+	var options []string
+	if o != nil {
+		for _, kv := range [][2]string{{"user", o.User}, {"role", o.Role}, {"type", o.Type}, {"level", o.Level}} {
+			if kv[1] != "" {
+				options = append(options, kv[0]+":"+kv[1])
+			}
+		}
+	}
+	process, mount, err := label.InitLabels(options)
+	if err != nil {
+		return nil, fmt.Errorf("seLinuxOptions: %w", err)
+	}
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *specs.Spec) error {
+		if process != "" {
+			s.Process.SelinuxLabel = process
+		}
+		if mount != "" && s.Linux != nil {
+			s.Linux.MountLabel = mount
+		}
+		return nil
+	}, nil
 }
 
 // containerUser returns the uid and gid a container runs as: runAsUser and
