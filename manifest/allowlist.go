@@ -37,6 +37,7 @@ var supportedPodFields = join(
 		"spec.volumes[].hostPath.type",
 		"spec.volumes[].emptyDir.medium",
 		"spec.volumes[].emptyDir.sizeLimit",
+		"spec.volumes[].emptyDir.mode",
 		// Config volumes (configvolumes.go, configrefs.go); projected
 		// serviceAccountToken, clusterTrustBundle and podCertificate sources
 		// need an API server and stay rejected.

@@ -201,6 +201,11 @@ func validateEmptyDir(ed *corev1.EmptyDirVolumeSource, fld *field.Path) field.Er
 	if ed.SizeLimit != nil && ed.SizeLimit.Sign() <= 0 {
 		errs = append(errs, field.Invalid(fld.Child("sizeLimit"), ed.SizeLimit.String(), "must be greater than 0"))
 	}
+	// The directory's permission bits and the sticky bit (01777 makes a
+	// /tmp); setuid and setgid on a volume mean nothing good.
+	if ed.Mode != nil && (*ed.Mode < 0 || *ed.Mode > 0o1777) {
+		errs = append(errs, field.Invalid(fld.Child("mode"), fmt.Sprintf("%#o", *ed.Mode), "must be a directory mode between 0 and 01777 (octal)"))
+	}
 	return errs
 }
 

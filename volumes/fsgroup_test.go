@@ -147,3 +147,24 @@ func TestSetOwnershipWithoutFSGroup(t *testing.T) {
 		t.Errorf("without fsGroup the mode changed to %v", m)
 	}
 }
+
+// TestEmptyDirMode: emptyDir.mode sets the directory's mode, the sticky
+// bit too (01777 makes a /tmp); unset, it is 0777 as the kubelet makes it.
+func TestEmptyDirMode(t *testing.T) {
+	l := testLayout(t)
+	sticky := int32(0o1777)
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Mode: &sticky}}},
+		{Name: "plain", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}}}
+	p, err := Setup(l, pod, &Config{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{"tmp": 0o777 | os.ModeSticky, "plain": 0o777} {
+		info, err := os.Stat(p.Paths[name])
+		if err != nil || info.Mode()&(os.ModePerm|os.ModeSticky) != want {
+			t.Errorf("%s: mode %v, %v; want %v", name, info.Mode(), err, want)
+		}
+	}
+}

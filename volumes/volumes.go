@@ -117,22 +117,26 @@ func removeIfEmpty(path string) error {
 // gives it to the pod's fsGroup.
 func (p *Prepared) emptyDir(l Layout, pod *corev1.Pod, name string, e *corev1.EmptyDirVolumeSource) error {
 	dir := l.EmptyDir(name)
+	mode := uint32(0o777) // world-writable like the kubelet's, unless emptyDir.mode says
+	if e.Mode != nil {
+		mode = uint32(*e.Mode) // may hold the sticky bit (01777), which os.FileMode spells apart
+	}
 	if e.Medium == corev1.StorageMediumMemory {
 		var size int64
 		if e.SizeLimit != nil {
 			size = e.SizeLimit.Value()
 		}
-		if err := mountTmpfs(dir, size, 0o777); err != nil {
+		if err := mountTmpfs(dir, size, os.FileMode(mode)); err != nil {
 			return err
 		}
 	} else {
 		if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 			return err
 		}
-		switch err := os.Mkdir(dir, 0o777); {
+		switch err := os.Mkdir(dir, 0o700); {
 		case err == nil:
-			// Mkdir honours the umask; emptyDir is world-writable like the kubelet's.
-			if err := os.Chmod(dir, 0o777); err != nil {
+			// Mkdir honours the umask: the mode is set apart.
+			if err := unix.Chmod(dir, mode); err != nil {
 				return err
 			}
 		case !errors.Is(err, os.ErrExist):
