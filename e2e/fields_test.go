@@ -3,8 +3,11 @@ package e2e
 // Fields of today's API that podrun implements, one case each.
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEmptyDirMode: the docs' emptyDir.mode example, 01777, is seen in the
@@ -41,5 +44,42 @@ spec:
 	}
 	if n := strings.Count(out, "drwxrwxrwt"); n != 2 {
 		t.Errorf("ls -ld output %q: want both volumes drwxrwxrwt", out)
+	}
+}
+
+// TestLifecycleStopSignal: a container's lifecycle.stopSignal SIGUSR1 is
+// what `down` sends it (its trap says so in its log, which down keeps).
+func TestLifecycleStopSignal(t *testing.T) {
+	H.require(t)
+	file, _, stderr, code := plUp(t, "fd-stop", `apiVersion: v1
+kind: Pod
+metadata:
+  name: fd-stop
+spec:
+  os: {name: linux}
+  terminationGracePeriodSeconds: 10
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "trap 'echo got USR1; exit 0' USR1; trap 'echo got TERM; exit 0' TERM; echo ready; while true; do sleep 0.1; done"]
+    lifecycle: {stopSignal: SIGUSR1}
+`, "--wait=running")
+	if code != 0 {
+		t.Fatalf("up: exit %d\n%s", code, stderr)
+	}
+	svEventually(t, 10*time.Second, "the app's trap set", func() (bool, string) {
+		out, _ := svQuiet(t, "logs", "fd-stop")
+		return strings.Contains(out, "ready"), out
+	})
+	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
+		t.Fatalf("down: exit %d\n%s", code, stderr)
+	}
+	logs, _ := filepath.Glob(filepath.Join(H.LogDir, "default_fd-stop_*", "app", "0.log"))
+	if len(logs) != 1 {
+		t.Fatalf("logs of fd-stop: %v", logs)
+	}
+	b, _ := os.ReadFile(logs[0])
+	if !strings.Contains(string(b), "got USR1") || strings.Contains(string(b), "got TERM") {
+		t.Errorf("the app's log %q: want SIGUSR1, not SIGTERM", b)
 	}
 }

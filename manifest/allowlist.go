@@ -145,6 +145,7 @@ var supportedContainerFields = []string{
 	"lifecycle.preStop.exec",
 	"lifecycle.preStop.httpGet",
 	"lifecycle.preStop.sleep",
+	"lifecycle.stopSignal",
 	// securityContext (security.go): not windowsOptions.
 	"securityContext.seLinuxOptions",
 	"securityContext.runAsUser",

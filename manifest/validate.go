@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/distribution/reference"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,6 +83,9 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validateContainerNames(spec, fld)...)
 	ctx := containerContext{volumes: volumes, hostNetwork: spec.HostNetwork}
+	if spec.OS != nil {
+		ctx.osName = spec.OS.Name
+	}
 	for i := range spec.InitContainers {
 		c, f := &spec.InitContainers[i], fld.Child("initContainers").Index(i)
 		errs = append(errs, validateContainer(c, f, ctx)...)
@@ -244,6 +248,7 @@ func validateContainerNames(spec *corev1.PodSpec, fld *field.Path) field.ErrorLi
 type containerContext struct {
 	volumes     map[string]bool
 	hostNetwork bool
+	osName      corev1.OSName
 }
 
 // validateContainer checks one init or app container; its name is checked by
@@ -255,8 +260,23 @@ func validateContainer(c *corev1.Container, fld *field.Path, ctx containerContex
 	errs = append(errs, validateMounts(c.VolumeMounts, fld.Child("volumeMounts"), ctx.volumes)...)
 	errs = append(errs, validateEnum(c.ImagePullPolicy, fld.Child("imagePullPolicy"),
 		corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
+	if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
+		errs = append(errs, validateStopSignal(*c.Lifecycle.StopSignal, fld.Child("lifecycle", "stopSignal"), ctx.osName)...)
+	}
 	return append(errs, validateEnum(c.TerminationMessagePolicy, fld.Child("terminationMessagePolicy"),
 		corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError)...)
+}
+
+// validateStopSignal is the API server's check of lifecycle.stopSignal: it
+// needs spec.os.name, and a signal of that OS (a Linux signal's name).
+func validateStopSignal(sig corev1.Signal, fld *field.Path, osName corev1.OSName) field.ErrorList {
+	if osName == "" {
+		return field.ErrorList{field.Forbidden(fld, "may not be set for containers with empty `spec.os.name`")}
+	}
+	if !strings.HasPrefix(string(sig), "SIG") || unix.SignalNum(string(sig)) == 0 {
+		return field.ErrorList{field.NotSupported(fld, sig, []string{"SIGTERM", "SIGINT", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGHUP", "..."})}
+	}
+	return nil
 }
 
 // validateImage checks that an image is a docker reference ("nginx",

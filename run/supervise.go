@@ -255,13 +255,13 @@ func (r *podRun) Finish(ctx context.Context, c *corev1.Container, n int, e engin
 }
 
 // Kill stops attempt id of c the kubelet's way (stop): its preStop hook,
-// its image's stop signal, the grace period, then SIGKILL.
+// its stop signal, the grace period, then SIGKILL.
 func (r *podRun) Kill(ctx context.Context, c *corev1.Container, id string, grace time.Duration) error {
 	t, err := r.h.engine.Task(ctx, id)
 	if err != nil {
 		return nil // gone: nothing to stop
 	}
-	ctr := engine.Container{ID: id, Task: t, Labels: map[string]string{labels.StopSignal: r.images[c.Image].Config.StopSignal}}
+	ctr := engine.Container{ID: id, Task: t, Labels: map[string]string{labels.StopSignal: stopSignal(c, r.images[c.Image])}}
 	return r.h.stop(ctx, ctr, c, r.Target(c, id), grace)
 }
 

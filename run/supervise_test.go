@@ -941,3 +941,24 @@ func TestWaitReadyNeverKillsAHealthyPod(t *testing.T) {
 		}
 	})
 }
+
+// TestLifecycleStopSignalWins: a container's lifecycle.stopSignal stops it,
+// over its image's STOPSIGNAL.
+func TestLifecycleStopSignalWins(t *testing.T) {
+	usr1 := corev1.Signal("SIGUSR1")
+	hs := newHarness(t, appSpec(corev1.RestartPolicyNever,
+		corev1.Container{Name: "app", LivenessProbe: execProbe("alive", 1, 1), Lifecycle: &corev1.Lifecycle{StopSignal: &usr1}}))
+	img := hs.r.images[testImage]
+	img.Config.StopSignal = "SIGQUIT"
+	hs.r.images[testImage] = img
+	hs.setExec(func(string, []string) int { return 1 })
+	hs.startApp("app")
+	hs.waitDone("app")
+	id := hs.id("app", 0)
+	if !hs.called("Kill "+id+" SIGUSR1") || hs.called("Kill "+id+" SIGQUIT") {
+		t.Errorf("want SIGUSR1 (lifecycle.stopSignal); calls %v", hs.eng.Calls())
+	}
+	if got := hs.labels(id)[labels.StopSignal]; got != "SIGUSR1" {
+		t.Errorf("stop-signal label %q, want SIGUSR1 (down of a later podrun reads it)", got)
+	}
+}

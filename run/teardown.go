@@ -267,6 +267,15 @@ func (h *Host) waitExit(ctx context.Context, id string, d time.Duration) error {
 	return nil
 }
 
+// stopSignal is the signal that stops c: its lifecycle.stopSignal, else its
+// image's STOPSIGNAL ("" is SIGTERM), as the kubelet chooses it.
+func stopSignal(c *corev1.Container, img engine.Image) string {
+	if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
+		return string(*c.Lifecycle.StopSignal)
+	}
+	return img.Config.StopSignal
+}
+
 // StopSignal parses an image's STOPSIGNAL ("SIGQUIT", "QUIT", "3"); "" is SIGTERM.
 func StopSignal(s string) (syscall.Signal, error) {
 	if s == "" {

@@ -389,7 +389,7 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	if err != nil {
 		return "", err
 	}
-	l := r.labels(c.Name, kind, restart, img.Config.StopSignal)
+	l := r.labels(c.Name, kind, restart, stopSignal(c, img))
 	l[labels.ImageID] = imageID(img)
 	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s}); err != nil {
 		return "", err
