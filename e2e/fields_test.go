@@ -83,3 +83,36 @@ spec:
 		t.Errorf("the app's log %q: want SIGUSR1, not SIGTERM", b)
 	}
 }
+
+// TestRestartPolicyRules: a rule restarting the container on exit code 42
+// only: its first run exits 42 and is restarted, its second exits 3 and is
+// not (its own restartPolicy Never).
+func TestRestartPolicyRules(t *testing.T) {
+	H.require(t)
+	_, _, stderr, code := plUp(t, "fd-rules", `apiVersion: v1
+kind: Pod
+metadata:
+  name: fd-rules
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "if [ -e /data/ran ]; then exit 3; fi; touch /data/ran; exit 42"]
+    restartPolicy: Never
+    restartPolicyRules:
+    - action: Restart
+      exitCodes: {operator: In, values: [42]}
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - {name: data, emptyDir: {}}
+`)
+	if code != 1 || !strings.Contains(stderr, `container "app" exited with code 3`) {
+		t.Fatalf("up: exit %d, want 1 (exit code 3 is not restarted)\n%s", code, stderr)
+	}
+	cs := svMustCS(t, svStatus(t, "fd-rules"), "app")
+	if cs.RestartCount != 1 || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 3 ||
+		cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 42 {
+		t.Errorf("container app: restartCount %d, state %+v, lastState %+v; want 1 restart, 3 after 42", cs.RestartCount, cs.State, cs.LastTerminationState)
+	}
+}

@@ -104,6 +104,8 @@ var supportedPodFields = join(
 	prefixed("spec.initContainers[].", supportedContainerFields),
 	[]string{"spec.initContainers[].restartPolicy"}, // "Always": a native sidecar
 	prefixed("spec.containers[].", supportedContainerFields),
+	// A container's own restart policy and rules (supervisor/restart.go).
+	[]string{"spec.containers[].restartPolicy", "spec.containers[].restartPolicyRules"},
 )
 
 // supportedContainerFields are the supported fields of init and app containers.

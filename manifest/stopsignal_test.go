@@ -36,3 +36,28 @@ spec:
 		}
 	}
 }
+
+// TestRestartPolicyRules: rules need the container's restartPolicy; the
+// action is Restart; the operator In or NotIn.
+func TestRestartPolicyRules(t *testing.T) {
+	pod := func(c string) []byte {
+		return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: app\n    image: busybox:1\n" + c)
+	}
+	for _, tc := range []struct{ c, problem string }{
+		{"    restartPolicy: Never\n    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n", ""},
+		{"    restartPolicy: OnFailure\n", ""},
+		{"    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n", "spec.containers[0].restartPolicy: Required value"},
+		{"    restartPolicy: Sometimes\n", "spec.containers[0].restartPolicy: Unsupported value"},
+		{"    restartPolicy: Never\n    restartPolicyRules: [{action: RestartAllContainers, exitCodes: {operator: In, values: [1]}}]\n", "restartPolicyRules[0].action: Unsupported value"},
+		{"    restartPolicy: Never\n    restartPolicyRules: [{action: Restart, exitCodes: {operator: Is, values: [1]}}]\n", "restartPolicyRules[0].exitCodes.operator: Unsupported value"},
+		{"    restartPolicy: Never\n    restartPolicyRules: [{action: Restart}]\n", "restartPolicyRules[0].exitCodes: Required value"},
+	} {
+		_, err := Parse("p.yaml", pod(tc.c))
+		switch {
+		case tc.problem == "" && err != nil:
+			t.Errorf("%q: %v", tc.c, err)
+		case tc.problem != "" && (err == nil || !strings.Contains(err.Error(), tc.problem)):
+			t.Errorf("%q: %v, want %q", tc.c, err, tc.problem)
+		}
+	}
+}

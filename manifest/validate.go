@@ -95,6 +95,7 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 		c, f := &spec.Containers[i], fld.Child("containers").Index(i)
 		errs = append(errs, validateContainer(c, f, ctx)...)
 		errs = append(errs, validateLifecycle(c, f)...)
+		errs = append(errs, validateRestartRules(c, f)...)
 	}
 	errs = append(errs, validateHostPorts(spec.InitContainers, fld.Child("initContainers"))...)
 	errs = append(errs, validateHostPorts(spec.Containers, fld.Child("containers"))...)
@@ -406,4 +407,37 @@ func sortedStringKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// validateRestartRules checks an app container's restartPolicy and
+// restartPolicyRules as the API server does (ContainerRestartRules): the
+// rules need an explicit restartPolicy; at most 20, each Restart on exit
+// codes In or NotIn at most 255 values.
+func validateRestartRules(c *corev1.Container, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.RestartPolicy != nil {
+		errs = append(errs, validateEnum(*c.RestartPolicy, fld.Child("restartPolicy"),
+			corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyOnFailure, corev1.ContainerRestartPolicyNever)...)
+	}
+	rules := fld.Child("restartPolicyRules")
+	if len(c.RestartPolicyRules) > 0 && c.RestartPolicy == nil {
+		errs = append(errs, field.Required(fld.Child("restartPolicy"), "must be set when restartPolicyRules are"))
+	}
+	if len(c.RestartPolicyRules) > 20 {
+		errs = append(errs, field.TooMany(rules, len(c.RestartPolicyRules), 20))
+	}
+	for i, r := range c.RestartPolicyRules {
+		f := rules.Index(i)
+		errs = append(errs, validateEnum(r.Action, f.Child("action"), corev1.ContainerRestartRuleActionRestart)...)
+		if r.ExitCodes == nil {
+			errs = append(errs, field.Required(f.Child("exitCodes"), ""))
+			continue
+		}
+		errs = append(errs, validateEnum(r.ExitCodes.Operator, f.Child("exitCodes", "operator"),
+			corev1.ContainerRestartRuleOnExitCodesOpIn, corev1.ContainerRestartRuleOnExitCodesOpNotIn)...)
+		if len(r.ExitCodes.Values) > 255 {
+			errs = append(errs, field.TooMany(f.Child("exitCodes", "values"), len(r.ExitCodes.Values), 255))
+		}
+	}
+	return errs
 }

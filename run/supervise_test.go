@@ -962,3 +962,19 @@ func TestLifecycleStopSignalWins(t *testing.T) {
 		t.Errorf("stop-signal label %q, want SIGUSR1 (down of a later podrun reads it)", got)
 	}
 }
+
+// TestRestartPolicyRules: a container's restartPolicyRules decide first
+// (restart on exit code 42 only), then its own restartPolicy (Never) over
+// the pod's (Always).
+func TestRestartPolicyRules(t *testing.T) {
+	never := corev1.ContainerRestartPolicyNever
+	hs := newHarness(t, appSpec(corev1.RestartPolicyAlways, corev1.Container{Name: "app", RestartPolicy: &never,
+		RestartPolicyRules: []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}}))
+	hs.startApp("app")
+	hs.eng.Exit(hs.waitRunning("app", 0), 42)
+	hs.eng.Exit(hs.waitRunning("app", 1), 3) // restarted for 42; 3 matches no rule: Never
+	if st := hs.waitDone("app"); st.ExitCode != 3 || st.Restarts != 1 {
+		t.Errorf("state %+v, want done with code 3 after one restart", st)
+	}
+}

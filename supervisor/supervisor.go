@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -307,13 +308,38 @@ func (l *Loop) shouldRestart(code uint32) bool {
 	case l.role == RoleInit:
 		return code != 0 && l.w.policy != corev1.RestartPolicyNever
 	}
-	switch l.w.policy {
+	// An app container's own rules, then its own policy, override the
+	// pod's (ContainerRestartRules): the first rule whose exit codes match
+	// decides.
+	if restart, matched := ruleFor(l.c.RestartPolicyRules, code); matched {
+		return restart
+	}
+	policy := l.w.policy
+	if l.c.RestartPolicy != nil {
+		policy = corev1.RestartPolicy(*l.c.RestartPolicy)
+	}
+	switch policy {
 	case corev1.RestartPolicyAlways:
 		return true
 	case corev1.RestartPolicyOnFailure:
 		return code != 0 || killed
 	}
 	return false
+}
+
+// ruleFor finds the first rule matching exit code; matched reports
+// whether one did, restart what it says (Restart is the only action).
+func ruleFor(rules []corev1.ContainerRestartRule, code uint32) (restart, matched bool) {
+	for _, r := range rules {
+		if r.ExitCodes == nil {
+			continue
+		}
+		in := slices.Contains(r.ExitCodes.Values, int32(code))
+		if in == (r.ExitCodes.Operator == corev1.ContainerRestartRuleOnExitCodesOpIn) {
+			return r.Action == corev1.ContainerRestartRuleActionRestart, true
+		}
+	}
+	return false, false
 }
 
 func (l *Loop) run() {
