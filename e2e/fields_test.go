@@ -116,3 +116,26 @@ spec:
 		t.Errorf("container app: restartCount %d, state %+v, lastState %+v; want 1 restart, 3 after 42", cs.RestartCount, cs.State, cs.LastTerminationState)
 	}
 }
+
+// TestHostnameOverride: the pod's hostname is its hostnameOverride.
+func TestHostnameOverride(t *testing.T) {
+	H.require(t)
+	_, _, stderr, code := plUp(t, "fd-host", `apiVersion: v1
+kind: Pod
+metadata:
+  name: fd-host
+spec:
+  restartPolicy: Never
+  hostnameOverride: custom-host.lab
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["hostname"]
+`)
+	if code != 0 {
+		t.Fatalf("up: exit %d\n%s", code, stderr)
+	}
+	if out, _, _ := H.Podrun(t, "", "logs", "fd-host"); out != "custom-host.lab\n" {
+		t.Errorf("hostname in the pod: %q, want custom-host.lab", out)
+	}
+}

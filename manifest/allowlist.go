@@ -95,6 +95,7 @@ var supportedPodFields = join(
 		// The node's side of a pod's life: the active deadline is enforced as
 		// the kubelet does (run/deadline.go); os.name must be linux (node.go).
 		"spec.activeDeadlineSeconds",
+		"spec.hostnameOverride", // the pod's hostname (sandbox.PodHostname)
 		"spec.os",
 		// cpu and memory become cgroup settings (resources.go); other
 		// resource names are refused by validation.

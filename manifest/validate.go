@@ -117,6 +117,28 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	if spec.Subdomain != "" {
 		errs = append(errs, invalid(fld.Child("subdomain"), spec.Subdomain, validation.IsDNS1123Label(spec.Subdomain))...)
 	}
+	return append(errs, validateHostnameOverride(spec, fld.Child("hostnameOverride"))...)
+}
+
+// validateHostnameOverride is the API server's check (HostnameOverride): a
+// DNS subdomain of at most 64 characters, not with hostNetwork or
+// setHostnameAsFQDN.
+func validateHostnameOverride(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
+	o := spec.HostnameOverride
+	if o == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if len(*o) > 64 {
+		errs = append(errs, field.TooLong(fld, *o, 64))
+	}
+	errs = append(errs, invalid(fld, *o, validation.IsDNS1123Subdomain(*o))...)
+	if spec.HostNetwork {
+		errs = append(errs, field.Forbidden(fld, "may not be set when `hostNetwork` is true"))
+	}
+	if spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN {
+		errs = append(errs, field.Forbidden(fld, "may not be set when `setHostnameAsFQDN` is true"))
+	}
 	return errs
 }
 

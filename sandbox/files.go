@@ -15,6 +15,12 @@ import (
 // truncated to 63 characters (without a trailing '-' or '.'); with
 // spec.subdomain, the domain <subdomain>.<namespace>.svc.<clusterDomain>.
 func PodHostname(pod *corev1.Pod, clusterDomain string) (hostname, domain string) {
+	if o := pod.Spec.HostnameOverride; o != nil && *o != "" {
+		// hostnameOverride wins over hostname and subdomain; it names no
+		// DNS record, so the pod has no domain (the kubelet's
+		// GeneratePodHostNameAndDomain).
+		return *o, ""
+	}
 	hostname = pod.Spec.Hostname
 	if hostname == "" {
 		hostname = pod.Name

@@ -86,3 +86,17 @@ func TestHostEtcHosts(t *testing.T) {
 		t.Errorf("HostEtcHosts without aliases =\n%s", got)
 	}
 }
+
+// TestHostnameOverride: hostnameOverride wins over hostname and subdomain,
+// and gives the pod no domain.
+func TestHostnameOverride(t *testing.T) {
+	o := "custom-host.example"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{Hostname: "h", Subdomain: "s", HostnameOverride: &o}}
+	if h, d := PodHostname(pod, "cluster.local"); h != o || d != "" {
+		t.Errorf("PodHostname = %q, %q; want %q and no domain", h, d, o)
+	}
+	if h, err := Hostname(pod, "cluster.local"); h != o || err != nil {
+		t.Errorf("Hostname = %q, %v", h, err)
+	}
+}

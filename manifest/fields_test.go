@@ -61,3 +61,25 @@ func TestRestartPolicyRules(t *testing.T) {
 		}
 	}
 }
+
+// TestHostnameOverrideValidation: a DNS subdomain of at most 64
+// characters, not with hostNetwork.
+func TestHostnameOverrideValidation(t *testing.T) {
+	pod := func(spec string) []byte {
+		return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n" + spec + "  containers:\n  - {name: app, image: busybox:1}\n")
+	}
+	for _, tc := range []struct{ spec, problem string }{
+		{"  hostnameOverride: my-host.lab\n", ""},
+		{"  hostnameOverride: My_Host\n", "spec.hostnameOverride: Invalid value"},
+		{"  hostnameOverride: " + strings.Repeat("a", 65) + "\n", "spec.hostnameOverride: Too long"},
+		{"  hostNetwork: true\n  hostnameOverride: h\n", "spec.hostnameOverride: Forbidden: may not be set when `hostNetwork` is true"},
+	} {
+		_, err := Parse("p.yaml", pod(tc.spec))
+		switch {
+		case tc.problem == "" && err != nil:
+			t.Errorf("%q: %v", tc.spec, err)
+		case tc.problem != "" && (err == nil || !strings.Contains(err.Error(), tc.problem)):
+			t.Errorf("%q: %v, want %q", tc.spec, err, tc.problem)
+		}
+	}
+}
