@@ -139,3 +139,37 @@ spec:
 		t.Errorf("hostname in the pod: %q, want custom-host.lab", out)
 	}
 }
+
+// TestFileKeyRef: an init container writes an env file into an emptyDir;
+// the app's env reads a key of it (fileKeyRef).
+func TestFileKeyRef(t *testing.T) {
+	H.require(t)
+	_, _, stderr, code := plUp(t, "fd-envfile", `apiVersion: v1
+kind: Pod
+metadata:
+  name: fd-envfile
+spec:
+  restartPolicy: Never
+  initContainers:
+  - name: setup
+    image: `+H.Image+`
+    command: ["sh", "-c", "printf '# written by setup\nDB_ADDRESS=db.lab:5432\nMODE=fast\n' > /config/config.env"]
+    volumeMounts: [{name: config, mountPath: /config}]
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "echo DB=$DB_ADDRESS"]
+    env:
+    - name: DB_ADDRESS
+      valueFrom:
+        fileKeyRef: {volumeName: config, path: config.env, key: DB_ADDRESS}
+  volumes:
+  - {name: config, emptyDir: {}}
+`)
+	if code != 0 {
+		t.Fatalf("up: exit %d\n%s", code, stderr)
+	}
+	if out, _, _ := H.Podrun(t, "", "logs", "fd-envfile", "-c", "app"); out != "DB=db.lab:5432\n" {
+		t.Errorf("app's log %q, want DB=db.lab:5432", out)
+	}
+}

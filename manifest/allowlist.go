@@ -123,7 +123,7 @@ var supportedContainerFields = []string{
 	"ports[].hostIP",
 	"env[].name",
 	"env[].value",
-	// valueFrom.fileKeyRef (the EnvFiles feature) is not supported (env.go).
+	"env[].valueFrom.fileKeyRef", // an env file in an emptyDir (spec/env.go)
 	"env[].valueFrom.fieldRef",
 	"env[].valueFrom.resourceFieldRef",
 	"env[].valueFrom.configMapKeyRef",

@@ -36,12 +36,18 @@ func validateEnvSources(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 			names.Insert(list[i].Name)
 		}
 	}
+	emptyDirs := sets.New[string]()
+	for _, v := range spec.Volumes {
+		if v.EmptyDir != nil {
+			emptyDirs.Insert(v.Name)
+		}
+	}
 	var errs field.ErrorList
 	check := func(list []corev1.Container, lfld *field.Path) {
 		for i := range list {
 			c, cfld := &list[i], lfld.Index(i)
 			for j := range c.Env {
-				errs = append(errs, validateValueFrom(&c.Env[j], cfld.Child("env").Index(j), names)...)
+				errs = append(errs, validateValueFrom(&c.Env[j], cfld.Child("env").Index(j), names, emptyDirs)...)
 			}
 			for j := range c.EnvFrom {
 				errs = append(errs, validateEnvFrom(&c.EnvFrom[j], cfld.Child("envFrom").Index(j))...)
@@ -58,7 +64,7 @@ func validateEnvSources(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 
 // validateValueFrom checks that an env var has at most one of value and
 // valueFrom, and valueFrom exactly one source, itself valid.
-func validateValueFrom(e *corev1.EnvVar, fld *field.Path, containers sets.Set[string]) field.ErrorList {
+func validateValueFrom(e *corev1.EnvVar, fld *field.Path, containers, emptyDirs sets.Set[string]) field.ErrorList {
 	vf := e.ValueFrom
 	if vf == nil {
 		return nil
@@ -87,11 +93,12 @@ func validateValueFrom(e *corev1.EnvVar, fld *field.Path, containers sets.Set[st
 		errs = append(errs, validateKey(vf.SecretKeyRef.Key, f.Child("key"))...)
 	}
 	if vf.FileKeyRef != nil {
-		n++ // a source, which the allowlist rejects by name
+		n++
+		errs = append(errs, validateFileKeyRef(vf.FileKeyRef, vfld.Child("fileKeyRef"), emptyDirs)...)
 	}
 	switch {
 	case n == 0:
-		errs = append(errs, field.Invalid(vfld, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+		errs = append(errs, field.Invalid(vfld, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`"))
 	case e.Value != "":
 		errs = append(errs, field.Invalid(vfld, "", "may not be specified when `value` is not empty"))
 	case n > 1:
@@ -250,4 +257,30 @@ func validateSubPathExpr(m *corev1.VolumeMount, fld *field.Path) field.ErrorList
 		errs = append(errs, field.Invalid(f, m.SubPathExpr, "subPathExpr and subPath are mutually exclusive"))
 	}
 	return append(errs, validateSubPath(m.SubPathExpr, f)...) // validate.go
+}
+
+// validateFileKeyRef is the API server's check of an env file reference
+// (EnvFiles): an emptyDir volume of the pod, a relative path without "..",
+// a key of at most 128 printable ASCII characters without "=".
+func validateFileKeyRef(ref *corev1.FileKeySelector, fld *field.Path, emptyDirs sets.Set[string]) field.ErrorList {
+	var errs field.ErrorList
+	if !emptyDirs.Has(ref.VolumeName) {
+		errs = append(errs, field.Invalid(fld.Child("volumeName"), ref.VolumeName, "must name an emptyDir volume of the pod"))
+	}
+	switch {
+	case ref.Path == "":
+		errs = append(errs, field.Required(fld.Child("path"), ""))
+	case strings.HasPrefix(ref.Path, "/") || hasBacksteps(ref.Path):
+		errs = append(errs, field.Invalid(fld.Child("path"), ref.Path, "must be a relative path without '..'"))
+	}
+	key := fld.Child("key")
+	switch {
+	case ref.Key == "":
+		errs = append(errs, field.Required(key, ""))
+	case len(ref.Key) > 128:
+		errs = append(errs, field.TooLong(key, ref.Key, 128))
+	case strings.ContainsFunc(ref.Key, func(r rune) bool { return r == '=' || r < 0x21 || r > 0x7e }):
+		errs = append(errs, field.Invalid(key, ref.Key, "must be printable ASCII characters other than '='"))
+	}
+	return errs
 }

@@ -88,7 +88,7 @@ func TestValidateEnvSources(t *testing.T) {
 				{Name: "C", Value: "v", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: cmKey}},
 			}
 		}, []string{
-			"spec.containers[0].env[0].valueFrom: Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
+			"spec.containers[0].env[0].valueFrom: Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`",
 			`spec.containers[0].env[1].valueFrom: Invalid value: "": may not have more than one field specified at a time`,
 			"spec.containers[0].env[2].valueFrom: Invalid value: \"\": may not be specified when `value` is not empty",
 		}},

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/spec"
+	"github.com/podrun/podrun/volumes"
 )
 
 // envSources returns what the env valueFrom and envFrom of container c
@@ -34,7 +36,17 @@ func (r *podRun) envSources(c *corev1.Container) (spec.EnvSources, error) {
 	}
 	r.objMu.Lock()
 	defer r.objMu.Unlock()
-	return spec.EnvSources{ConfigMaps: r.pod.ConfigMaps, Secrets: r.pod.Secrets, Downward: info}, nil
+	return spec.EnvSources{ConfigMaps: r.pod.ConfigMaps, Secrets: r.pod.Secrets, Downward: info, EnvFile: r.envFile}, nil
+}
+
+// envFile reads an env file an earlier container wrote into one of the
+// pod's emptyDir volumes (fileKeyRef), inside the volume by descriptor.
+func (r *podRun) envFile(volume, path string) (map[string]string, error) {
+	dir, ok := r.vols.Paths[volume]
+	if !ok {
+		return nil, fmt.Errorf("no volume %q", volume)
+	}
+	return volumes.ReadEnvFile(dir, path)
 }
 
 // usesDownward reports whether c's env reads the downward API.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -29,6 +30,9 @@ type EnvSources struct {
 	ConfigMaps map[string]*corev1.ConfigMap
 	Secrets    map[string]*corev1.Secret
 	Downward   downward.Info
+	// EnvFile reads the env file at path in the pod's volume (fileKeyRef);
+	// a missing file is an error wrapping os.ErrNotExist.
+	EnvFile func(volume, path string) (map[string]string, error)
 }
 
 // ResolveEnv returns the variables of container c as the kubelet computes
@@ -159,6 +163,24 @@ func valueFrom(container string, vf *corev1.EnvVarSource, src EnvSources) (value
 			return "", false, missingKey("Secret", s.Namespace, ref.Name, ref.Key, ref.Optional)
 		}
 		return string(v), true, nil
+	case vf.FileKeyRef != nil:
+		ref := vf.FileKeyRef
+		optional := ref.Optional != nil && *ref.Optional
+		if src.EnvFile == nil {
+			return "", false, errors.New("fileKeyRef: no volume to read")
+		}
+		data, err := src.EnvFile(ref.VolumeName, ref.Path)
+		switch {
+		case errors.Is(err, os.ErrNotExist) && optional:
+			return "", false, nil
+		case err != nil:
+			return "", false, fmt.Errorf("env file %q of volume %q: %w", ref.Path, ref.VolumeName, err)
+		}
+		v, ok := data[ref.Key]
+		if !ok && !optional {
+			return "", false, fmt.Errorf("couldn't find key %q in env file %q of volume %q", ref.Key, ref.Path, ref.VolumeName)
+		}
+		return v, ok, nil
 	}
 	return "", false, errors.New("valueFrom sets no source")
 }

@@ -1,7 +1,10 @@
 package spec
 
 import (
+	"fmt"
+	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -169,5 +172,44 @@ func TestArgsDoesNotAliasImage(t *testing.T) {
 	got[0] = "changed"
 	if img.Entrypoint[0] != "/entry" {
 		t.Errorf("Args result aliases the image entrypoint: %q", img.Entrypoint)
+	}
+}
+
+// TestFileKeyRef: an env file's key; a missing file or key fails the
+// container unless optional, then the variable is not set.
+func TestFileKeyRef(t *testing.T) {
+	yes := true
+	ref := func(path, key string, optional *bool) corev1.EnvVar {
+		return corev1.EnvVar{Name: "V", ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{VolumeName: "data", Path: path, Key: key, Optional: optional}}}
+	}
+	src := EnvSources{EnvFile: func(volume, path string) (map[string]string, error) {
+		if volume != "data" || path != "app.env" {
+			return nil, fmt.Errorf("open %s: %w", path, os.ErrNotExist)
+		}
+		return map[string]string{"DB": "from-init"}, nil
+	}}
+	for _, tc := range []struct {
+		env     corev1.EnvVar
+		want    string
+		set     bool
+		problem string
+	}{
+		{ref("app.env", "DB", nil), "from-init", true, ""},
+		{ref("app.env", "NOPE", nil), "", false, `couldn't find key "NOPE" in env file "app.env" of volume "data"`},
+		{ref("app.env", "NOPE", &yes), "", false, ""},
+		{ref("gone.env", "DB", nil), "", false, `env file "gone.env" of volume "data"`},
+		{ref("gone.env", "DB", &yes), "", false, ""},
+	} {
+		env, err := ResolveEnv(&corev1.Container{Name: "c", Env: []corev1.EnvVar{tc.env}}, src)
+		switch {
+		case tc.problem != "":
+			if err == nil || !strings.Contains(err.Error(), tc.problem) {
+				t.Errorf("%+v: %v, want %q", tc.env.ValueFrom.FileKeyRef, err, tc.problem)
+			}
+		case err != nil:
+			t.Errorf("%+v: %v", tc.env.ValueFrom.FileKeyRef, err)
+		case tc.set != slices.Contains(env, EnvVar{Name: "V", Value: tc.want}):
+			t.Errorf("%+v: env %v, want V=%q set %v", tc.env.ValueFrom.FileKeyRef, env, tc.want, tc.set)
+		}
 	}
 }
