@@ -4,6 +4,7 @@ package e2e
 // nothing of the pod is left.
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/containerd/containerd/snapshots"
 )
 
 // crPod has what a teardown must undo: an init container, a disk and a
@@ -51,8 +54,8 @@ spec:
 }
 
 // crLeft lists what of pod uid (sandbox id sandboxID) is on the host:
-// containers, tasks, network namespace, IP reservation, iptables rules, CNI
-// cache entries, mounts, the pod cgroup, the pod's record. Rules that name
+// containers, tasks, snapshots, network namespace, IP reservation, iptables
+// rules, CNI cache entries, mounts, the pod cgroup, the pod's record. Rules that name
 // no container id (the firewall plugin's name the pod's IP) are found by
 // podNet, the pod network's address prefix ("" for none).
 func crLeft(t *testing.T, name, uid, sandboxID, podNet string) []string {
@@ -82,6 +85,16 @@ func crLeft(t *testing.T, name, uid, sandboxID, podNet string) []string {
 	}
 	for _, m := range e2eMountsUnder(podDir) {
 		left = append(left, "mount "+m)
+	}
+	c, ctx := H.Client(t)
+	prefix := strings.TrimSuffix(sandboxID, "pause") // <short uid>-: every container id of the pod
+	if err := c.SnapshotService(e2eSnapshotter).Walk(ctx, func(_ context.Context, info snapshots.Info) error {
+		if strings.HasPrefix(info.Name, prefix) {
+			left = append(left, "snapshot "+info.Name)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("listing snapshots: %v", err)
 	}
 	cache, _ := filepath.Glob(filepath.Join(H.Root, "cni", "cache", "results", "*"+sandboxID+"*"))
 	for _, c := range cache {

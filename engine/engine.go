@@ -176,6 +176,9 @@ type Engine interface {
 	Kill(ctx context.Context, id string, sig syscall.Signal) error
 	// Delete removes the task (killing it if needed), the container and its snapshot.
 	Delete(ctx context.Context, id string) error
+	// RemoveSnapshots removes the snapshots keyed with prefix that no
+	// container has (creates cut off between snapshot and container).
+	RemoveSnapshots(ctx context.Context, prefix string) error
 	// Exec runs a process in the container's running task until it exits
 	// or ctx ends (then it is killed), and returns its exit code.
 	Exec(ctx context.Context, id string, p ExecSpec) (int, error)

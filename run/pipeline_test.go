@@ -725,3 +725,24 @@ func checkNoChange(t *testing.T, who string, log []string) {
 		}
 	}
 }
+
+// TestDownRemovesSnapshotsOfCutOffCreates: a podrun killed between a
+// container's snapshot and the container (a restart's create) leaves a
+// snapshot no listing finds by label; `down` finds it by key and removes it.
+func TestDownRemovesSnapshotsOfCutOffCreates(t *testing.T) {
+	p := newPipeline(t)
+	ctx := p.ctx()
+	if res := p.up(ctx, UpOptions{}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	p.eng.CutOffCreate(ContainerID(p.pod.UID, "app", 1))
+	other := ContainerID("00000000-1111-2222-3333-444444444444", "app", 0)
+	p.eng.CutOffCreate(other) // another pod's: left alone
+	if r := p.newHost().Down(ctx, []Target{{Namespace: "default", Name: "web"}}, DownOptions{})[0]; r.Err != nil || !r.Found {
+		t.Fatalf("Down = %+v", r)
+	}
+	if got := p.eng.Orphans(); !slices.Equal(got, []string{other}) {
+		t.Errorf("snapshots left %v, want only the other pod's %s", got, other)
+	}
+	p.checkNothingLeft()
+}

@@ -102,6 +102,15 @@ func (h *Host) killPod(ctx context.Context, t teardown) error {
 			errs = append(errs, h.engine.Delete(dctx, c.ID))
 			cancel()
 		}
+		// Snapshots of creates cut off (a killed podrun) have no container
+		// to list: they are found by their keys, the pod's container ids.
+		prefix := shortUID(t.uid) + "-"
+		if t.only != "" {
+			prefix += t.only + "-"
+		}
+		dctx, cancel := stepContext(ctx)
+		errs = append(errs, h.engine.RemoveSnapshots(dctx, prefix))
+		cancel()
 		if t.sandbox {
 			errs = append(errs, h.cgroups.Remove(h.podCgroup(t.uid))) // empty once every task is gone
 			if err := errors.Join(errs...); err != nil {

@@ -245,6 +245,11 @@ func (e *Engine) Create(ctx context.Context, c engine.ContainerSpec) error {
 	}
 	opts = append(opts, withSpec(c))
 	start := time.Now()
+	// A create cut off between its snapshot and its container left the
+	// snapshot: it goes, so that the create can be done again.
+	if err := e.removeOrphan(ctx, c.ID); err != nil {
+		return fmt.Errorf("creating container %q: %w", c.ID, err)
+	}
 	_, err := e.client.NewContainer(ctx, c.ID, opts...)
 	slog.Debug("container created", "id", c.ID, "took", time.Since(start))
 	if err != nil {
@@ -371,6 +376,39 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	}
 	if err := ctr.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("deleting container %q: %w", id, err)
+	}
+	return nil
+}
+
+// RemoveSnapshots removes the snapshots whose key starts with prefix and
+// that no container has: those of creates cut off between the snapshot and
+// the container (a container's snapshot is keyed by its id).
+func (e *Engine) RemoveSnapshots(ctx context.Context, prefix string) error {
+	ctx = e.ns(ctx)
+	var keys []string
+	err := e.client.SnapshotService(snapshotter).Walk(ctx, func(_ context.Context, info snapshots.Info) error {
+		if strings.HasPrefix(info.Name, prefix) {
+			keys = append(keys, info.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("listing snapshots: %w", err)
+	}
+	var errs []error
+	for _, k := range keys {
+		errs = append(errs, e.removeOrphan(ctx, k))
+	}
+	return errors.Join(errs...)
+}
+
+// removeOrphan removes snapshot key unless a container of that id exists.
+func (e *Engine) removeOrphan(ctx context.Context, key string) error {
+	if _, err := e.client.LoadContainer(ctx, key); !errdefs.IsNotFound(err) {
+		return err // nil: a container's own, removed with it
+	}
+	if err := e.client.SnapshotService(snapshotter).Remove(ctx, key); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("removing the snapshot %q of a create cut off: %w", key, err)
 	}
 	return nil
 }

@@ -65,6 +65,7 @@ type Engine struct {
 	auth   map[string][2]string    // credentials Pull needs for a remote image, by normalized ref
 	ctrs   map[string]*container
 	ignore map[string]bool // ids whose task only dies of SIGKILL
+	orphan map[string]bool // snapshots of creates cut off, by key (the container id)
 	fail   map[string][]error
 	calls  []string
 	subs   map[*subscriber]struct{}
@@ -106,6 +107,7 @@ func New() *Engine {
 		auth:   map[string][2]string{},
 		ctrs:   map[string]*container{},
 		ignore: map[string]bool{},
+		orphan: map[string]bool{},
 		fail:   map[string][]error{},
 		subs:   map[*subscriber]struct{}{},
 		pid:    firstPID,
@@ -446,6 +448,7 @@ func (e *Engine) Create(ctx context.Context, c engine.ContainerSpec) error {
 	if _, ok := e.ctrs[c.ID]; ok {
 		return fmt.Errorf("creating container %q: already exists", c.ID)
 	}
+	delete(e.orphan, c.ID) // as containerd's: a cut-off create's snapshot goes first
 	var image string
 	if c.Image != "" {
 		img, ok := e.images[Normalize(c.Image)]
@@ -592,6 +595,36 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	}
 	delete(e.ctrs, id)
 	delete(e.ignore, id)
+	return nil
+}
+
+// CutOffCreate leaves what a create of container id killed between its
+// snapshot and its container leaves: the snapshot alone.
+func (e *Engine) CutOffCreate(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.orphan[id] = true
+}
+
+// Orphans lists the snapshots no container has.
+func (e *Engine) Orphans() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Sorted(maps.Keys(e.orphan))
+}
+
+// RemoveSnapshots removes the snapshots keyed with prefix that no container has.
+func (e *Engine) RemoveSnapshots(ctx context.Context, prefix string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.begin(ctx, "RemoveSnapshots", prefix); err != nil {
+		return err
+	}
+	for k := range e.orphan {
+		if strings.HasPrefix(k, prefix) {
+			delete(e.orphan, k)
+		}
+	}
 	return nil
 }
 
