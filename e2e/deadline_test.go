@@ -86,13 +86,15 @@ func TestDeadlineForeground(t *testing.T) {
 	svGone(t, "dl-fg", string(pod.UID))
 }
 
-// TestDeadlineWaitReady: `up` (--wait=ready) on a restartPolicy Never pod
-// that would sleep for a minute returns at the deadline, exit 1 like any
-// failed pod, with the pod Failed/DeadlineExceeded (sleep ignores SIGTERM
-// as PID 1: SIGKILL after the pod's 2 s grace, exit 137); `down` removes it.
-func TestDeadlineWaitReady(t *testing.T) {
+// TestDeadlineWaitCompletion: `up --wait=completion` on a restartPolicy
+// Never pod that would sleep for a minute returns at the deadline, exit 1
+// like any failed pod, with the pod Failed/DeadlineExceeded (sleep ignores
+// SIGTERM as PID 1: SIGKILL after the pod's 2 s grace, exit 137); `down`
+// removes it. (`--wait=ready` returns once it is Ready: then no podrun is
+// left to enforce the deadline.)
+func TestDeadlineWaitCompletion(t *testing.T) {
 	H.require(t)
-	_, _, stderr, code, took := svUp(t, "dl-wait", dlPod("dl-wait", "Never", "2", "exec sleep 60"), "--wait=ready")
+	_, _, stderr, code, took := svUp(t, "dl-wait", dlPod("dl-wait", "Never", "2", "exec sleep 60"), "--wait=completion")
 	t.Logf("up returned after %v", took.Round(time.Millisecond))
 	if code != 1 {
 		t.Errorf("podrun up: exit %d, want 1 (a failed pod); stderr:\n%s", code, stderr)

@@ -224,7 +224,7 @@ spec:
   securityContext:
     sysctls:
     - {name: kernel.msgmax, value: "65536"}
-    seLinuxOptions: {level: "s0:c1,c2"}
+    supplementalGroupsPolicy: Strict
   containers:
   - name: app
     image: `+H.Image+`
@@ -238,7 +238,7 @@ spec:
 		t.Errorf("up: exit %d, want 2", code)
 	}
 	for _, want := range []string{
-		"spec.securityContext.seLinuxOptions: field not supported by podrun yet",
+		"spec.securityContext.supplementalGroupsPolicy: field not supported by podrun yet",
 		`spec.securityContext.sysctls[0].name: Invalid value: "kernel.msgmax": forbidden sysctl: not allowlisted (not one of the safe sysctls: allow an unsafe one with --allowed-unsafe-sysctls)`,
 		`spec.containers[0].securityContext.procMount: Invalid value: "Unmasked"`,
 		`spec.containers[0].securityContext.capabilities.add[0]: Invalid value: "SUPERPOWER"`,

@@ -19,6 +19,7 @@ import (
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/images"
+	"github.com/containerd/containerd/leases"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/snapshots"
 	"github.com/containerd/log"
@@ -246,11 +247,21 @@ func (e *Engine) Create(ctx context.Context, c engine.ContainerSpec) error {
 	opts = append(opts, withSpec(c))
 	start := time.Now()
 	// A create cut off between its snapshot and its container left the
-	// snapshot: it goes, so that the create can be done again.
+	// snapshot (and its lease): they go, so that the create can be done
+	// again.
 	if err := e.removeOrphan(ctx, c.ID); err != nil {
 		return fmt.Errorf("creating container %q: %w", c.ID, err)
 	}
-	_, err := e.client.NewContainer(ctx, c.ID, opts...)
+	// The create's lease (which keeps its snapshot from the garbage
+	// collector until the container holds it) is named after the
+	// container, so that a later podrun finds it when this one is killed.
+	ls := e.client.LeasesService()
+	lease, err := ls.Create(ctx, leases.WithID(createLease(c.ID)), leases.WithExpiration(24*time.Hour))
+	if err != nil {
+		return fmt.Errorf("creating container %q: lease: %w", c.ID, err)
+	}
+	defer ls.Delete(context.WithoutCancel(ctx), lease) // it expires anyway
+	_, err = e.client.NewContainer(leases.WithLease(ctx, lease.ID), c.ID, opts...)
 	slog.Debug("container created", "id", c.ID, "took", time.Since(start))
 	if err != nil {
 		return fmt.Errorf("creating container %q: %w", c.ID, err)
@@ -381,31 +392,49 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 }
 
 // RemoveSnapshots removes the snapshots whose key starts with prefix and
-// that no container has: those of creates cut off between the snapshot and
-// the container (a container's snapshot is keyed by its id).
+// that no container has, with their creates' leases: those of creates cut
+// off before the container was made (a container's snapshot is keyed by
+// its id).
 func (e *Engine) RemoveSnapshots(ctx context.Context, prefix string) error {
 	ctx = e.ns(ctx)
-	var keys []string
+	keys := map[string]bool{}
 	err := e.client.SnapshotService(snapshotter).Walk(ctx, func(_ context.Context, info snapshots.Info) error {
 		if strings.HasPrefix(info.Name, prefix) {
-			keys = append(keys, info.Name)
+			keys[info.Name] = true
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("listing snapshots: %w", err)
 	}
+	// A create killed before its snapshot left only its lease.
+	ls, err := e.client.LeasesService().List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing leases: %w", err)
+	}
+	for _, l := range ls {
+		if k, ok := strings.CutPrefix(l.ID, createLease("")); ok && strings.HasPrefix(k, prefix) {
+			keys[k] = true
+		}
+	}
 	var errs []error
-	for _, k := range keys {
+	for k := range keys {
 		errs = append(errs, e.removeOrphan(ctx, k))
 	}
 	return errors.Join(errs...)
 }
 
-// removeOrphan removes snapshot key unless a container of that id exists.
+// createLease is the id of the lease of container id's create.
+func createLease(id string) string { return "podrun-create-" + id }
+
+// removeOrphan removes snapshot key, and the lease of its create, unless a
+// container of that id exists.
 func (e *Engine) removeOrphan(ctx context.Context, key string) error {
 	if _, err := e.client.LoadContainer(ctx, key); !errdefs.IsNotFound(err) {
 		return err // nil: a container's own, removed with it
+	}
+	if err := e.client.LeasesService().Delete(ctx, leases.Lease{ID: createLease(key)}); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("removing the lease of a create cut off, %q: %w", key, err)
 	}
 	if err := e.client.SnapshotService(snapshotter).Remove(ctx, key); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("removing the snapshot %q of a create cut off: %w", key, err)
