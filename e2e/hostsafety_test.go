@@ -93,14 +93,15 @@ func TestHostSafetyBoundedInput(t *testing.T) {
 		}
 		// Bounded memory: the process's own peak. Not this test binary's
 		// rusage of it: Go starts children with vfork, and the kernel hands
-		// the parent's high-water mark to a child at exec; busybox's time
-		// (a small process) reports the child's own.
-		c := exec.Command("/bin/busybox", append([]string{"time", "-f", "%M", H.Bin}, append(H.globalArgs(), "validate", file)...)...)
+		// the parent's high-water mark to a child at exec; GNU time (a small
+		// process; deps.sh installs it) reports the child's own (busybox's
+		// %M is four times too large).
+		c := exec.Command("/usr/bin/time", append([]string{"-f", "%M", H.Bin}, append(H.globalArgs(), "validate", file)...)...)
 		out, _ := c.CombinedOutput()
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		kib, err := strconv.Atoi(strings.TrimSpace(lines[len(lines)-1]))
 		if err != nil {
-			t.Fatalf("busybox time: %q: %v", out, err)
+			t.Fatalf("/usr/bin/time: %q: %v", out, err)
 		}
 		t.Logf("podrun validate %s: max RSS %d KiB", filepath.Base(file), kib)
 		if kib > 100<<10 {

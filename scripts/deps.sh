@@ -13,6 +13,7 @@ pkgs=(
 	busybox-static              # /bin/busybox: the offline test and demo images are built from it
 	docker-registry             # a local registry for pull tests
 	apache2-utils               # htpasswd for the registry's auth tests
+	time                        # /usr/bin/time: a child's own peak memory (the bounded-input test)
 )
 
 missing=()
