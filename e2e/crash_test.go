@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/leases"
 	"github.com/containerd/containerd/snapshots"
 )
 
@@ -255,5 +256,42 @@ func TestDownAfterAddCutOffFirewall(t *testing.T) {
 	}
 	if left := crLeft(t, "cr-kill", uid, sandboxID, crFirewallPrefix); len(left) != 0 {
 		t.Fatalf("left after down: %v", left)
+	}
+}
+
+// TestUpAfterCreatesCutOff: what a podrun killed inside a container create
+// leaves — the snapshot without its container (init-0), the create's
+// lease alone (app-0) — does not stop the next `up`, and `down` leaves
+// nothing of it.
+func TestUpAfterCreatesCutOff(t *testing.T) {
+	H.require(t)
+	file := H.WriteManifest(t, "cr-kill.yaml", crPod(18095))
+	plDownOnCleanup(t, file)
+	uid, sandboxID := crIDs(t, file, "cr-kill")
+	prefix := strings.TrimSuffix(sandboxID, "pause")
+	c, ctx := H.Client(t)
+	if _, err := c.SnapshotService(e2eSnapshotter).Prepare(ctx, prefix+"init-0", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.LeasesService().Create(ctx, leases.WithID("podrun-create-"+prefix+"app-0"), leases.WithExpiration(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", file); code != 0 {
+		t.Fatalf("up over a cut-off create: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
+		t.Fatalf("down: exit %d\n%s", code, stderr)
+	}
+	if left := crLeft(t, "cr-kill", uid, sandboxID, ""); len(left) != 0 {
+		t.Fatalf("left after down: %v", left)
+	}
+	ls, err := c.LeasesService().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		if strings.HasPrefix(l.ID, "podrun-create-"+prefix) {
+			t.Errorf("lease %s left", l.ID)
+		}
 	}
 }

@@ -246,22 +246,16 @@ func (e *Engine) Create(ctx context.Context, c engine.ContainerSpec) error {
 	}
 	opts = append(opts, withSpec(c))
 	start := time.Now()
-	// A create cut off between its snapshot and its container left the
-	// snapshot (and its lease): they go, so that the create can be done
-	// again.
-	if err := e.removeOrphan(ctx, c.ID); err != nil {
-		return fmt.Errorf("creating container %q: %w", c.ID, err)
+	err := e.create(ctx, c.ID, opts)
+	if errdefs.IsAlreadyExists(err) {
+		// A create cut off between its snapshot and its container left the
+		// snapshot (and its lease): they go, and the create is done again.
+		// (A container of that id is left alone: the retry fails as it did.)
+		if rerr := e.removeOrphan(ctx, c.ID); rerr != nil {
+			return fmt.Errorf("creating container %q: %w", c.ID, rerr)
+		}
+		err = e.create(ctx, c.ID, opts)
 	}
-	// The create's lease (which keeps its snapshot from the garbage
-	// collector until the container holds it) is named after the
-	// container, so that a later podrun finds it when this one is killed.
-	ls := e.client.LeasesService()
-	lease, err := ls.Create(ctx, leases.WithID(createLease(c.ID)), leases.WithExpiration(24*time.Hour))
-	if err != nil {
-		return fmt.Errorf("creating container %q: lease: %w", c.ID, err)
-	}
-	defer ls.Delete(context.WithoutCancel(ctx), lease) // it expires anyway
-	_, err = e.client.NewContainer(leases.WithLease(ctx, lease.ID), c.ID, opts...)
 	slog.Debug("container created", "id", c.ID, "took", time.Since(start))
 	if err != nil {
 		return fmt.Errorf("creating container %q: %w", c.ID, err)
@@ -422,6 +416,20 @@ func (e *Engine) RemoveSnapshots(ctx context.Context, prefix string) error {
 		errs = append(errs, e.removeOrphan(ctx, k))
 	}
 	return errors.Join(errs...)
+}
+
+// create makes container id under a lease named after it (which keeps its
+// snapshot from the garbage collector until the container holds it), so
+// that a later podrun finds the lease when this one is killed mid-create.
+func (e *Engine) create(ctx context.Context, id string, opts []containerd.NewContainerOpts) error {
+	ls := e.client.LeasesService()
+	lease, err := ls.Create(ctx, leases.WithID(createLease(id)), leases.WithExpiration(24*time.Hour))
+	if err != nil {
+		return fmt.Errorf("lease: %w", err)
+	}
+	defer ls.Delete(context.WithoutCancel(ctx), lease) // it expires anyway
+	_, err = e.client.NewContainer(leases.WithLease(ctx, lease.ID), id, opts...)
+	return err
 }
 
 // createLease is the id of the lease of container id's create.
