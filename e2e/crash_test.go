@@ -137,13 +137,32 @@ func crUseFirewallNet(t *testing.T) {
 	old := H.CNIConfDir
 	H.CNIConfDir = dir
 	// host-local's directory of the network (its lock and last reserved
-	// address) goes with the test that made it.
+	// address) and the firewall plugin's chains and FORWARD jump (which it
+	// never removes) go with the test that made them.
 	ipam := filepath.Join(e2eIPAMDir, "podrun-e2e-fw")
 	_, statErr := os.Stat(ipam)
+	before, err := e2eIptablesCNI()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		H.CNIConfDir = old
 		if statErr != nil {
 			_ = os.RemoveAll(ipam)
+		}
+		after, err := e2eIptablesCNI()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var made []string
+		for r := range after {
+			if !before[r] {
+				made = append(made, r)
+			}
+		}
+		if err := e2eRemoveIptables(made); err != nil {
+			t.Errorf("removing the firewall plugin's rules: %v", err)
 		}
 	})
 }
