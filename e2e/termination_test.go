@@ -38,6 +38,10 @@ spec:
 	}
 	pod := svStatus(t, "tm")
 	want := map[string]string{"file": "written to the file", "custom": "1000\ndone\n", "fallback": "first\nDONE"}
+	if u := svMustCS(t, pod, "custom").User; u == nil || u.Linux == nil || u.Linux.UID != 1000 || u.Linux.GID != 1000 ||
+		len(u.Linux.SupplementalGroups) != 1 || u.Linux.SupplementalGroups[0] != 1000 {
+		t.Errorf("container custom: user %+v, want user.linux uid 1000, gid 1000, groups [1000]", u)
+	}
 	for name, msg := range want {
 		cs := svMustCS(t, pod, name)
 		if tm := cs.State.Terminated; tm == nil || tm.Message != msg {

@@ -23,6 +23,9 @@ const (
 	RestartCount = prefix + "container.restart-count"
 	// ImageID is the image's reference by digest (repo@sha256:...), the imageID of the container status.
 	ImageID = prefix + "container.image-id"
+	// User is the identity the container's process runs with,
+	// "UID:GID:GROUP,GROUP..." (its status's user.linux).
+	User = prefix + "container.user"
 	// StartedAt is the RFC 3339 time the container's task was started.
 	StartedAt = prefix + "container.started-at"
 

@@ -261,8 +261,8 @@ func (h *Host) existing(ctx context.Context, p *PodInfo, w Want, o UpOptions, ke
 		Complete: p.State != nil && p.State.Complete, Supervised: h.Supervised(p.UID),
 		Owned: w.Owns != nil && w.Owns(p.Source), Refused: p.State != nil && p.State.Refused}
 	e.Yield = w.Yield != nil && w.Yield(p.Source) && !yields(w, e.Key())
-	if !o.Foreground || e.Key() != key || !e.Complete || e.Supervised || (!e.Owned && !wants(w, key)) {
-		return e, nil, nil
+	if !o.Foreground || e.Key() != key || !e.Complete || e.Supervised || e.Refused || (!e.Owned && !wants(w, key)) {
+		return e, nil, nil // nothing to adopt (a refused pod has nothing running)
 	}
 	r, err = h.rebuild(ctx, p.UID)
 	if errors.Is(err, ErrNotAdoptable) {

@@ -391,6 +391,9 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	}
 	l := r.labels(c.Name, kind, restart, stopSignal(c, img))
 	l[labels.ImageID] = imageID(img)
+	if s.Process != nil {
+		l[labels.User] = status.UserLabel(s.Process.User.UID, s.Process.User.GID, s.Process.User.AdditionalGids)
+	}
 	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s}); err != nil {
 		return "", err
 	}

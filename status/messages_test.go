@@ -35,3 +35,14 @@ func TestTrimMessages(t *testing.T) {
 		t.Errorf("lastState message %d bytes, want %d", got, share)
 	}
 }
+
+// TestUser: user.linux from the label the container was created with.
+func TestUser(t *testing.T) {
+	u := user(UserLabel(1000, 1000, []uint32{1000, 2000}))
+	if u == nil || u.Linux.UID != 1000 || u.Linux.GID != 1000 || len(u.Linux.SupplementalGroups) != 2 || u.Linux.SupplementalGroups[1] != 2000 {
+		t.Errorf("user = %+v", u)
+	}
+	if user("") != nil || user("x:y:z") != nil {
+		t.Error("a missing or bad label gives a user")
+	}
+}

@@ -6,6 +6,7 @@ package status
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/distribution/reference"
@@ -88,6 +89,7 @@ func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting s
 	}
 	st.ContainerID = "containerd://" + cur.ID
 	st.ImageID = cur.Labels[labels.ImageID]
+	st.User = user(cur.Labels[labels.User])
 	st.RestartCount = RestartCount(*cur)
 	st.State = state(*cur, messages)
 	if st.State.Terminated != nil && cur.Labels[labels.Waiting] != "" {
@@ -445,4 +447,34 @@ func trimMessages(pod *corev1.Pod, st *corev1.PodStatus) {
 			trim(&list[i].LastTerminationState)
 		}
 	}
+}
+
+// UserLabel records the identity a container's process runs with.
+func UserLabel(uid, gid uint32, groups []uint32) string {
+	gs := make([]string, len(groups))
+	for i, g := range groups {
+		gs[i] = strconv.FormatUint(uint64(g), 10)
+	}
+	return fmt.Sprintf("%d:%d:%s", uid, gid, strings.Join(gs, ","))
+}
+
+// user is the status's user.linux, as containerd's CRI reports the
+// process's identity (uid, gid, supplemental groups); nil without a label.
+func user(label string) *corev1.ContainerUser {
+	parts := strings.SplitN(label, ":", 3)
+	if len(parts) != 3 {
+		return nil
+	}
+	uid, err1 := strconv.ParseInt(parts[0], 10, 64)
+	gid, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	u := &corev1.LinuxContainerUser{UID: uid, GID: gid}
+	for _, g := range strings.Split(parts[2], ",") {
+		if n, err := strconv.ParseInt(g, 10, 64); err == nil {
+			u.SupplementalGroups = append(u.SupplementalGroups, n)
+		}
+	}
+	return &corev1.ContainerUser{Linux: u}
 }
