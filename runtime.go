@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,10 +75,29 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 		Cgroups:   cgroup.Manager{},
 		Disk:      volumes.Disk{},
 		Locks:     lock.Pods{Dir: filepath.Join(cfg.Root, "locks", "pods")},
-		Node:      cgroup.Node, // read once, when a pod first needs it
-		Admission: func() (admission.Node, error) { return admissionNode(cfg) },
+		Node:      cgroup.Node,                                                          // read once, when a pod first needs it
+		Admission: onceOK(func() (admission.Node, error) { return admissionNode(cfg) }), // read when a pod is first admitted
 	}
 	return run.NewHost(cfg, d, report, e.Close), nil
+}
+
+// onceOK returns fn's first successful result from then on (the machine's
+// capacity, like the kubelet's, is read once); a failure is tried again.
+func onceOK[T any](fn func() (T, error)) func() (T, error) {
+	var mu sync.Mutex
+	var got *T
+	return func() (T, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if got != nil {
+			return *got, nil
+		}
+		v, err := fn()
+		if err == nil {
+			got = &v
+		}
+		return v, err
+	}
 }
 
 // admissionNode is this machine as the kubelet admits pods to it: its name,

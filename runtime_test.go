@@ -60,3 +60,23 @@ func TestChooseRuntime(t *testing.T) {
 		})
 	}
 }
+
+// TestOnceOK: the first success is kept; a failure is tried again.
+func TestOnceOK(t *testing.T) {
+	calls := 0
+	f := onceOK(func() (int, error) {
+		calls++
+		if calls == 1 {
+			return 0, errors.New("not yet")
+		}
+		return calls, nil
+	})
+	if _, err := f(); err == nil {
+		t.Fatal("the first failure was not returned")
+	}
+	for range 3 {
+		if v, err := f(); v != 2 || err != nil {
+			t.Fatalf("f() = %d, %v; want 2 kept", v, err)
+		}
+	}
+}

@@ -279,9 +279,9 @@ func TestDownAfterAddCutOffFirewall(t *testing.T) {
 }
 
 // TestUpAfterCreatesCutOff: what a podrun killed inside a container create
-// leaves — the snapshot without its container (init-0), the create's
-// lease alone (app-0) — does not stop the next `up`, and `down` leaves
-// nothing of it.
+// leaves — the snapshot without its container, the create's lease alone —
+// does not stop the next `up` of that container, and `down` leaves nothing
+// of it, also of creates of attempts that were never made again.
 func TestUpAfterCreatesCutOff(t *testing.T) {
 	H.require(t)
 	file := H.WriteManifest(t, "cr-kill.yaml", crPod(18095))
@@ -289,11 +289,17 @@ func TestUpAfterCreatesCutOff(t *testing.T) {
 	uid, sandboxID := crIDs(t, file, "cr-kill")
 	prefix := strings.TrimSuffix(sandboxID, "pause")
 	c, ctx := H.Client(t)
-	if _, err := c.SnapshotService(e2eSnapshotter).Prepare(ctx, prefix+"init-0", ""); err != nil {
-		t.Fatal(err)
+	// init-0 and app-0 are created again by the up; app-7 and app-8 (a
+	// restart's create cut off) only down finds, by key.
+	for _, k := range []string{"init-0", "app-7"} {
+		if _, err := c.SnapshotService(e2eSnapshotter).Prepare(ctx, prefix+k, ""); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := c.LeasesService().Create(ctx, leases.WithID("podrun-create-"+prefix+"app-0"), leases.WithExpiration(time.Hour)); err != nil {
-		t.Fatal(err)
+	for _, k := range []string{"app-0", "app-8"} {
+		if _, err := c.LeasesService().Create(ctx, leases.WithID("podrun-create-"+prefix+k), leases.WithExpiration(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", file); code != 0 {
 		t.Fatalf("up over a cut-off create: exit %d\n%s", code, stderr)

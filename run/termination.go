@@ -85,16 +85,17 @@ func (h *Host) messages(pod *corev1.Pod, uid string, ctrs []engine.Container) ma
 	out := map[string]string{}
 	for _, ctr := range ctrs {
 		name := ctr.Labels[labels.Container]
+		c := containerSpec(pod, name) // nil for the pause
+		finished := ctr.Task.State == engine.TaskNone && ctr.Labels[labels.ExitCode] != ""
+		if c == nil || (!finished && ctr.Task.State != engine.TaskStopped) {
+			continue // running, or not started: no message (and no file read)
+		}
 		if b, err := os.ReadFile(messageRecord(l, name, ctr.ID)); err == nil {
 			out[ctr.ID] = string(b)
 			continue
 		}
-		if ctr.Task.State != engine.TaskStopped {
-			continue
-		}
-		c := containerSpec(pod, name)
-		n, _ := strconv.Atoi(ctr.Labels[labels.RestartCount])
-		if c != nil {
+		if ctr.Task.State == engine.TaskStopped {
+			n, _ := strconv.Atoi(ctr.Labels[labels.RestartCount])
 			out[ctr.ID] = terminationMessage(l, logs.Path(h.cfg.LogDir, pod.Namespace, pod.Name, uid, name, n), c, ctr.ID, ctr.Task.ExitCode)
 		}
 	}

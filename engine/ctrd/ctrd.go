@@ -391,18 +391,21 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 // its id).
 func (e *Engine) RemoveSnapshots(ctx context.Context, prefix string) error {
 	ctx = e.ns(ctx)
+	// Filtered by containerd (prefix is a container id's start: hex, name
+	// characters and dashes, nothing a regexp reads otherwise), not the
+	// image layers' snapshots and every lease sent over.
 	keys := map[string]bool{}
 	err := e.client.SnapshotService(snapshotter).Walk(ctx, func(_ context.Context, info snapshots.Info) error {
 		if strings.HasPrefix(info.Name, prefix) {
 			keys[info.Name] = true
 		}
 		return nil
-	})
+	}, fmt.Sprintf(`name~="^%s"`, prefix))
 	if err != nil {
 		return fmt.Errorf("listing snapshots: %w", err)
 	}
 	// A create killed before its snapshot left only its lease.
-	ls, err := e.client.LeasesService().List(ctx)
+	ls, err := e.client.LeasesService().List(ctx, fmt.Sprintf(`id~="^%s"`, createLease(prefix)))
 	if err != nil {
 		return fmt.Errorf("listing leases: %w", err)
 	}
