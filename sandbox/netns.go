@@ -34,31 +34,15 @@ func CreateNetNS(name string) (string, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("removing stale %s: %w", path, err)
 	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
+	err := onLockedThread(func() error {
+		ns, err := netns.NewNamed(name) // switches this thread into it
 		if err != nil {
-			errc <- fmt.Errorf("getting current network namespace: %w", err)
-			return // thread discarded: LockOSThread without Unlock
-		}
-		defer orig.Close()
-		ns, err := netns.NewNamed(name)
-		if err != nil {
-			_ = netns.Set(orig)
 			_ = os.Remove(path)
-			errc <- fmt.Errorf("creating network namespace %q: %w", name, err)
-			return
+			return fmt.Errorf("creating network namespace %q: %w", name, err)
 		}
-		ns.Close()
-		if err := netns.Set(orig); err != nil {
-			errc <- fmt.Errorf("returning to the host network namespace: %w", err)
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- nil
-	}()
-	if err := <-errc; err != nil {
+		return ns.Close()
+	})
+	if err != nil {
 		return "", err
 	}
 	return path, nil
@@ -98,41 +82,44 @@ func (Namespaces) Remove(name string) error { return RemoveNetNS(name) }
 // the network namespace at path (none when it has no such interface). The
 // calling goroutine's thread never stays in that namespace.
 func InterfaceAddrs(path, ifName string) ([]*net.IPNet, error) {
-	type result struct {
-		addrs []*net.IPNet
-		err   error
-	}
-	done := make(chan result, 1)
+	var addrs []*net.IPNet
+	err := onLockedThread(func() error {
+		ns, err := netns.GetFromPath(path)
+		if err != nil {
+			return fmt.Errorf("opening network namespace %s: %w", path, err)
+		}
+		defer ns.Close()
+		if err := netns.Set(ns); err != nil {
+			return fmt.Errorf("entering network namespace %s: %w", path, err)
+		}
+		addrs, err = globalAddrs(ifName)
+		return err
+	})
+	return addrs, err
+}
+
+// onLockedThread runs fn on a locked thread of its own; fn may switch the
+// thread's network namespace: the thread goes back to the original one
+// after fn, and is discarded (locked, never unlocked) if it cannot.
+func onLockedThread(fn func() error) error {
+	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		orig, err := netns.Get()
 		if err != nil {
-			done <- result{err: fmt.Errorf("getting current network namespace: %w", err)}
+			errc <- fmt.Errorf("getting current network namespace: %w", err)
 			return // thread discarded: LockOSThread without Unlock
 		}
 		defer orig.Close()
-		ns, err := netns.GetFromPath(path)
-		if err != nil {
-			done <- result{err: fmt.Errorf("opening network namespace %s: %w", path, err)}
-			runtime.UnlockOSThread()
-			return
-		}
-		defer ns.Close()
-		if err := netns.Set(ns); err != nil {
-			done <- result{err: fmt.Errorf("entering network namespace %s: %w", path, err)}
-			return // thread discarded: it may be half-switched
-		}
-		var r result
-		r.addrs, r.err = globalAddrs(ifName)
+		ferr := fn()
 		if err := netns.Set(orig); err != nil {
-			done <- result{err: fmt.Errorf("returning to the host network namespace: %w", err)}
+			errc <- fmt.Errorf("returning to the host network namespace: %w", err)
 			return // thread discarded
 		}
 		runtime.UnlockOSThread()
-		done <- r
+		errc <- ferr
 	}()
-	r := <-done
-	return r.addrs, r.err
+	return <-errc
 }
 
 // globalAddrs returns the global unicast addresses of ifName in the calling
