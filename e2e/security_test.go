@@ -8,6 +8,8 @@ package e2e
 // reused for up/down, pods and logs.
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,6 +96,62 @@ spec:
 	scWant(t, "rofs", rofs, "sc-root-refused", "Read-only file system", "sc-volume-writable")
 	if strings.Contains(rofs, "sc-root-writable") {
 		t.Errorf("readOnlyRootFilesystem: a write to / succeeded:\n%s", rofs)
+	}
+}
+
+// TestSecuritySupplementalGroupsPolicy: the groups an image's /etc/group
+// gives the container's user are among its groups under Merge (the
+// default) and not under Strict, as `id -G` and the status's user.linux
+// show them.
+func TestSecuritySupplementalGroupsPolicy(t *testing.T) {
+	H.require(t)
+	img := H.ImportImage(t, testimage.Config{Ref: "podrun.test/sc-groups:1", Files: []testimage.File{
+		{Path: "/etc/passwd", Data: []byte("root:x:0:0:root:/root:/bin/sh\nalice:x:1000:1000::/tmp:/bin/sh\n")},
+		{Path: "/etc/group", Data: []byte("root:x:0:\nalice:x:1000:\nvideo:x:44:alice\nbackup:x:34:bob,alice\nstaff:x:50:bob\n")},
+	}})
+	t.Cleanup(func() { rgDeleteImage(t, img) })
+	for _, tc := range []struct{ policy, want string }{
+		{"", "1000 2000 34 44"},
+		{"Merge", "1000 2000 34 44"},
+		{"Strict", "1000 2000"},
+	} {
+		name := "sc-groups-" + strings.ToLower(tc.policy)
+		if tc.policy == "" {
+			name = "sc-groups-default"
+		}
+		policy := ""
+		if tc.policy != "" {
+			policy = "\n    supplementalGroupsPolicy: " + tc.policy
+		}
+		plMustUp(t, name, `apiVersion: v1
+kind: Pod
+metadata:
+  name: `+name+`
+spec:
+  restartPolicy: Never
+  securityContext:
+    runAsUser: 1000
+    runAsGroup: 1000
+    supplementalGroups: [2000]`+policy+`
+  containers:
+  - name: ids
+    image: `+img+`
+    command: ["sh", "-c", "id -G | tr ' ' '\\n' | sort | tr '\\n' ' '"]
+`)
+		if got := strings.TrimSpace(scLog(t, name, "ids")); got != tc.want {
+			t.Errorf("%s: id -G = %q, want %q", name, got, tc.want)
+		}
+		st := svStatus(t, name)
+		var got []string
+		if u := st.Status.ContainerStatuses[0].User; u != nil && u.Linux != nil {
+			for _, g := range u.Linux.SupplementalGroups {
+				got = append(got, fmt.Sprint(g))
+			}
+		}
+		slices.Sort(got) // as id -G's, sorted as text
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s: status user.linux.supplementalGroups = %v, want %s", name, got, tc.want)
+		}
 	}
 }
 
@@ -224,7 +282,7 @@ spec:
   securityContext:
     sysctls:
     - {name: kernel.msgmax, value: "65536"}
-    supplementalGroupsPolicy: Strict
+    supplementalGroupsPolicy: Loose
   containers:
   - name: app
     image: `+H.Image+`
@@ -238,7 +296,7 @@ spec:
 		t.Errorf("up: exit %d, want 2", code)
 	}
 	for _, want := range []string{
-		"spec.securityContext.supplementalGroupsPolicy: field not supported by podrun yet",
+		`spec.securityContext.supplementalGroupsPolicy: Unsupported value: "Loose": supported values: "Merge", "Strict"`,
 		`spec.securityContext.sysctls[0].name: Invalid value: "kernel.msgmax": forbidden sysctl: not allowlisted (not one of the safe sysctls: allow an unsafe one with --allowed-unsafe-sysctls)`,
 		`spec.containers[0].securityContext.procMount: Invalid value: "Unmasked"`,
 		`spec.containers[0].securityContext.capabilities.add[0]: Invalid value: "SUPERPOWER"`,

@@ -74,6 +74,10 @@ type ContainerSpec struct {
 	Image  string // reference of an image to snapshot as the root; "" when Spec.Root.Path is a host directory
 	Labels map[string]string
 	Spec   *specs.Spec
+	// ImageGroups: the groups the image's /etc/group gives the process's
+	// user are added to Spec.Process.User.AdditionalGids (in place, by
+	// Create), as supplementalGroupsPolicy Merge says.
+	ImageGroups bool
 }
 
 // TaskState is the state of a container's task.

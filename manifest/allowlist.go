@@ -68,13 +68,14 @@ var supportedPodFields = join(
 		"spec.serviceAccountName",
 		"spec.serviceAccount",
 		"spec.automountServiceAccountToken",
-		// securityContext (security.go); windowsOptions,
-		// supplementalGroupsPolicy and seLinuxChangePolicy are not supported.
+		// securityContext (security.go); windowsOptions and
+		// seLinuxChangePolicy are not supported.
 		"spec.securityContext.seLinuxOptions",
 		"spec.securityContext.runAsUser",
 		"spec.securityContext.runAsGroup",
 		"spec.securityContext.runAsNonRoot",
 		"spec.securityContext.supplementalGroups",
+		"spec.securityContext.supplementalGroupsPolicy", // Merge or Strict (spec.MergeImageGroups)
 		"spec.securityContext.fsGroup",
 		"spec.securityContext.fsGroupChangePolicy",
 		"spec.securityContext.sysctls",

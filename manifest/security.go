@@ -64,6 +64,9 @@ func validatePodSecurity(spec *corev1.PodSpec, fld *field.Path) field.ErrorList 
 	if sc.FSGroup != nil {
 		errs = append(errs, invalid(fld.Child("fsGroup"), *sc.FSGroup, validation.IsValidGroupID(*sc.FSGroup))...)
 	}
+	if p := sc.SupplementalGroupsPolicy; p != nil {
+		errs = append(errs, validateEnum(*p, fld.Child("supplementalGroupsPolicy"), corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict)...)
+	}
 	if p := sc.FSGroupChangePolicy; p != nil {
 		errs = append(errs, validateEnum(*p, fld.Child("fsGroupChangePolicy"), corev1.FSGroupChangeOnRootMismatch, corev1.FSGroupChangeAlways)...)
 	}

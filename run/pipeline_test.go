@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/fake"
 	"github.com/podrun/podrun/labels"
@@ -745,4 +747,34 @@ func TestDownRemovesSnapshotsOfCutOffCreates(t *testing.T) {
 		t.Errorf("snapshots left %v, want only the other pod's %s", got, other)
 	}
 	p.checkNothingLeft()
+}
+
+// TestSupplementalGroupsPolicy: under Merge (the default) the groups the
+// image's /etc/group gives the user join the container's, and its status
+// reports them; under Strict they do not.
+func TestSupplementalGroupsPolicy(t *testing.T) {
+	for _, policy := range []corev1.SupplementalGroupsPolicy{"", corev1.SupplementalGroupsPolicyMerge, corev1.SupplementalGroupsPolicyStrict} {
+		t.Run(string(policy), func(t *testing.T) {
+			p := newPipeline(t)
+			p.eng.ImageGroups = map[string][]uint32{fake.Normalize(testImage): {4242}}
+			if policy != "" {
+				p.pod.Pod.Spec.SecurityContext = &corev1.PodSecurityContext{SupplementalGroupsPolicy: &policy}
+			}
+			if res := p.up(p.ctx(), UpOptions{}); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			ctrs, err := p.eng.List(context.Background(), map[string]string{labels.PodUID: p.pod.UID, labels.Container: "app"})
+			if err != nil || len(ctrs) != 1 {
+				t.Fatalf("List = %v, %v", ctrs, err)
+			}
+			got := ctrs[0].Labels[labels.User]
+			want := "0:0:0"
+			if policy != corev1.SupplementalGroupsPolicyStrict {
+				want = "0:0:0,4242"
+			}
+			if got != want {
+				t.Errorf("user label = %q, want %q", got, want)
+			}
+		})
+	}
 }

@@ -391,18 +391,19 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	}
 	l := r.labels(c.Name, kind, restart, stopSignal(c, img))
 	l[labels.ImageID] = imageID(img)
-	if s.Process != nil {
-		l[labels.User] = status.UserLabel(s.Process.User.UID, s.Process.User.GID, s.Process.User.AdditionalGids)
-	}
-	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s}); err != nil {
+	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s, ImageGroups: spec.MergeImageGroups(r.pod.Pod)}); err != nil {
 		return "", err
 	}
 	logPath := r.logPath(c.Name, restart)
 	if _, err := r.h.engine.Start(ctx, id, logPath); err != nil {
 		return "", withLogTail(err, logPath)
 	}
-	// The container runs: failing to label it must not count as a failed start.
+	// The container runs: failing to label it must not count as a failed
+	// start. Its identity is known now (Create added the image's groups).
 	started := map[string]string{labels.StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	if s.Process != nil {
+		started[labels.User] = status.UserLabel(s.Process.User.UID, s.Process.User.GID, s.Process.User.AdditionalGids)
+	}
 	if err := r.h.engine.SetLabels(ctx, id, started); err != nil {
 		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("recording the start of %s: %v", id, err)})
 	}

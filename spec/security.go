@@ -254,8 +254,8 @@ func checkNonRoot(pod *corev1.Pod, container string, img Image, e effectiveSecur
 
 // additionalGIDs are the process's supplementary groups as the CRI plugin
 // sets them: the primary group, the pod's supplementalGroups and fsGroup,
-// sorted and without duplicates. (The image's /etc/group memberships, which
-// the CRI plugin adds too, are not read.)
+// sorted and without duplicates. The image's /etc/group memberships are
+// added by the engine when MergeImageGroups says so.
 func additionalGIDs(gid uint32, e effectiveSecurity) []uint32 {
 	gids := []uint32{gid}
 	for _, g := range e.supplementalGroups {
@@ -266,6 +266,14 @@ func additionalGIDs(gid uint32, e effectiveSecurity) []uint32 {
 	}
 	slices.Sort(gids)
 	return slices.Compact(gids)
+}
+
+// MergeImageGroups says whether the groups the image's /etc/group gives a
+// container's user join its supplementary groups: supplementalGroupsPolicy
+// Merge, the default; Strict keeps only the pod's.
+func MergeImageGroups(pod *corev1.Pod) bool {
+	psc := podSecurityContext(pod)
+	return psc == nil || psc.SupplementalGroupsPolicy == nil || *psc.SupplementalGroupsPolicy != corev1.SupplementalGroupsPolicyStrict
 }
 
 func withAdditionalGIDs(gids []uint32) oci.SpecOpts {

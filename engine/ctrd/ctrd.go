@@ -243,6 +243,9 @@ func (e *Engine) Create(ctx context.Context, c engine.ContainerSpec) error {
 			containerd.WithImageName(img.Name()),
 			containerd.WithSnapshotter(snapshotter),
 			containerd.WithNewSnapshot(c.ID, img, snapshots.WithLabels(map[string]string{})))
+		if c.ImageGroups {
+			opts = append(opts, withImageGroups(c.Spec))
+		}
 	}
 	opts = append(opts, withSpec(c))
 	start := time.Now()

@@ -58,6 +58,9 @@ type Engine struct {
 	// the engine locked (it must not call the engine): tests record the
 	// order of side effects across seams, or cancel a context there.
 	OnCall func(call string)
+	// ImageGroups are the groups an image's /etc/group gives its users, by
+	// normalized ref: a Create that asks for them adds them to the spec.
+	ImageGroups map[string][]uint32
 
 	mu     sync.Mutex
 	images map[string]engine.Image // local store, by normalized ref
@@ -456,6 +459,12 @@ func (e *Engine) Create(ctx context.Context, c engine.ContainerSpec) error {
 			return notFound("image", c.Image)
 		}
 		image = img.Ref
+		if c.ImageGroups && c.Spec != nil && c.Spec.Process != nil {
+			u := &c.Spec.Process.User
+			u.AdditionalGids = append(u.AdditionalGids, e.ImageGroups[image]...)
+			slices.Sort(u.AdditionalGids)
+			u.AdditionalGids = slices.Compact(u.AdditionalGids)
+		}
 	}
 	c.Labels = maps.Clone(c.Labels)
 	if c.Labels == nil {
