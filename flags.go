@@ -37,7 +37,7 @@ func globalFlags() []cli.Flag {
 		// PODRUN_NAMESPACE is the deprecated name of PODRUN_CONTAINERD_NAMESPACE (one release).
 		&cli.StringFlag{Name: "containerd-namespace", Value: "podrun", EnvVars: []string{"PODRUN_CONTAINERD_NAMESPACE", "PODRUN_NAMESPACE"}, Usage: "containerd namespace of podrun's containers (-n is the pods' namespace, as in kubectl)"},
 		&cli.StringFlag{Name: "root", Value: "/var/lib/podrun", EnvVars: []string{"PODRUN_ROOT"}, Usage: "state directory"},
-		&cli.StringFlag{Name: "run-dir", Value: "/run/podrun", EnvVars: []string{"PODRUN_RUN_DIR"}, Usage: "runtime directory: the private containerd's socket, state and pid file"},
+		&cli.StringFlag{Name: "run-dir", Value: "/run/podrun", EnvVars: []string{"PODRUN_RUN_DIR"}, Usage: "runtime directory: the private containerd's socket, state and pid file; the streams of containers with stdin or a terminal"},
 		&cli.StringFlag{Name: "log-dir", Value: "/var/log/pods", EnvVars: []string{"PODRUN_LOG_DIR"}, Usage: "container log directory"},
 		&cli.StringFlag{Name: "cni-conf-dir", Value: "/etc/cni/net.d", EnvVars: []string{"PODRUN_CNI_CONF_DIR"},
 			Usage: "CNI configuration directory; when empty, podrun's own bridge network is used"},

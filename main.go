@@ -6,6 +6,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podrun/podrun/admission"
+	"github.com/podrun/podrun/attach"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/ctrd"
 	"github.com/podrun/podrun/logs"
@@ -103,12 +105,27 @@ func newApp() *cli.App {
 			return nil
 		},
 		Commands: []*cli.Command{
-			upCommand(), downCommand(), waitCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), daemonCommand(),
+			upCommand(), downCommand(), waitCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), attachCommand(), daemonCommand(),
 			validateCommand(), imageCommand(), versionCommand(), completionCommand(), gcCommand(),
-			// Run by the runtime, not by users: the sandbox's PID 1 and the shim's log driver.
+			// Run by the runtime, not by users: the sandbox's PID 1, the shim's log
+			// driver and the stream keeper of a container with stdin or a terminal.
 			{Name: "pause", Hidden: true, Action: func(*cli.Context) error { os.Exit(pause.Run()); return nil }},
 			{Name: "cri-log", Hidden: true, Action: func(c *cli.Context) error {
 				logs.RunDriver(c.Args().First())
+				return nil
+			}},
+			{Name: "cri-io", Hidden: true, Flags: []cli.Flag{
+				&cli.StringFlag{Name: "dir"}, &cli.StringFlag{Name: "log"},
+				&cli.BoolFlag{Name: "stdin"}, &cli.BoolFlag{Name: "stdin-once"}, &cli.BoolFlag{Name: "tty"},
+				&cli.StringFlag{Name: "address"}, &cli.StringFlag{Name: "namespace"}, &cli.StringFlag{Name: "id"},
+			}, Action: func(c *cli.Context) error {
+				cfg := attach.Config{Dir: c.String("dir"), Log: c.String("log"),
+					Stdin: c.Bool("stdin"), StdinOnce: c.Bool("stdin-once"), TTY: c.Bool("tty"),
+					Address: c.String("address"), Namespace: c.String("namespace"), ID: c.String("id")}
+				closeStdin := func() error { return ctrd.CloseStdin(context.Background(), cfg.Address, cfg.Namespace, cfg.ID) }
+				if err := attach.Serve(cfg, closeStdin, os.NewFile(3, "ready"), os.NewFile(4, "commit")); err != nil {
+					return cli.Exit("", 1)
+				}
 				return nil
 			}},
 		},

@@ -64,7 +64,7 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 			report(run.Event{Msg: fmt.Sprintf("started podrun's private containerd at %s", addr)})
 		}
 	}
-	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Logger: cfg.Exe, LogRotation: cfg.LogRotation, Timeout: dialTimeout})
+	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Logger: cfg.Exe, LogRotation: cfg.LogRotation, IODir: ioDir(cfg), Timeout: dialTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -171,3 +171,7 @@ func chooseRuntime(ctx context.Context, cfg run.Config, private string, p prober
 	}
 	return private, true, nil
 }
+
+// ioDir holds the stream keepers' directories (attach package): root's
+// only, under the run directory (they do not outlive a reboot).
+func ioDir(cfg run.Config) string { return filepath.Join(cfg.RunDir, "io") }

@@ -57,6 +57,7 @@ type Harness struct {
 	Namespace  string // containerd namespace podrun uses ("podrun-e2e")
 	Root       string // podrun --root
 	LogDir     string // podrun --log-dir
+	RunDir     string // podrun --run-dir: the stream keepers' directories
 	CNIConfDir string // podrun --cni-conf-dir: empty, so podrun uses its default bridge network
 	TmpDir     string // the suite's temp dir; everything above lives under it
 	Image      string // ref of the busybox image imported before the tests
@@ -78,7 +79,7 @@ func (h *Harness) require(t *testing.T) {
 }
 
 func (h *Harness) globalArgs() []string {
-	args := []string{"--address", h.Address, "--containerd-namespace", h.Namespace, "--root", h.Root, "--log-dir", h.LogDir}
+	args := []string{"--address", h.Address, "--containerd-namespace", h.Namespace, "--root", h.Root, "--log-dir", h.LogDir, "--run-dir", h.RunDir}
 	if h.CNIConfDir != "" {
 		args = append(args, "--cni-conf-dir", h.CNIConfDir)
 	}
@@ -364,6 +365,7 @@ func (s *e2eSuite) setUp() error {
 	H.Address = filepath.Join(tmp, "containerd.sock")
 	H.Root = filepath.Join(tmp, "root")
 	H.LogDir = filepath.Join(tmp, "logs")
+	H.RunDir = filepath.Join(tmp, "run")
 	H.CNIConfDir = filepath.Join(tmp, "cni-conf")
 	for _, d := range []string{H.Root, H.LogDir, H.CNIConfDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -960,6 +962,11 @@ func e2eHostLeaks(before, after e2eHost, tmp string) []e2eLeak {
 		if !d.IsDir() && net.ParseIP(d.Name()) != nil {
 			ipFile(p, false)
 		}
+		if d.IsDir() && filepath.Dir(p) == filepath.Join(H.RunDir, "io") {
+			// A stream keeper's FIFOs and socket: removed with its container.
+			out = append(out, e2eLeak{what: "stream keeper directory " + p, fix: func() error { return os.RemoveAll(p) }})
+			return filepath.SkipDir
+		}
 		if !d.IsDir() && strings.Contains(p, "/cni/cache/results/") {
 			// libcni's record of an attachment (podrun's --root/cni/cache):
 			// one left means a CNI DEL never ran for it.
@@ -980,6 +987,17 @@ func e2eHostLeaks(before, after e2eHost, tmp string) []e2eLeak {
 	}
 	for _, p := range e2eNew(before.cgroups, after.cgroups) {
 		out = append(out, e2eLeak{what: "pod cgroup " + p, fix: func() error { return e2eRemoveCgroup(p) }})
+	}
+	keepers := e2eProcs(func(_ int, argv []string) bool {
+		return len(argv) > 3 && argv[1] == "cri-io" && argv[2] == "--dir" && e2eUnder(argv[3], tmp)
+	})
+	for _, pid := range keepers {
+		out = append(out, e2eLeak{what: fmt.Sprintf("stream keeper process %d (podrun cri-io)", pid), fix: func() error {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return err
+			}
+			return nil
+		}})
 	}
 	for _, p := range e2eNew(before.strayDirs, after.strayDirs) {
 		out = append(out, e2eLeak{what: "stray file or dir outside the suite's temp dir: " + p})

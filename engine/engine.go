@@ -78,6 +78,11 @@ type ContainerSpec struct {
 	// user are added to Spec.Process.User.AdditionalGids (in place, by
 	// Create), as supplementalGroupsPolicy Merge says.
 	ImageGroups bool
+	// Stdin keeps the container's stdin open for `podrun attach`; with
+	// StdinOnce it closes when the first attach ends. With Stdin or a
+	// terminal (Spec.Process.Terminal) the container's streams are held by
+	// a keeper process that writes the log and serves attach.
+	Stdin, StdinOnce bool
 }
 
 // TaskState is the state of a container's task.

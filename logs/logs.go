@@ -90,22 +90,28 @@ func (w *Writer) record(stream, tag string, line []byte) error {
 	return err
 }
 
+// OpenDriverLog opens the log a driver writes, from its argument
+// (DriverArg: the log's path and its rotation), making its directory.
+func OpenDriverLog(arg string) (io.WriteCloser, error) {
+	path, rot, err := ParseDriverArg(arg)
+	if err != nil {
+		return nil, fmt.Errorf("log driver %q: %w", arg, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	if err := markPodDir(filepath.Dir(path)); err != nil { // GC removes only what podrun made
+		return nil, err
+	}
+	return openRotating(path, rot, time.Now)
+}
+
 // RunDriver is the containerd shim's binary log driver: the shim runs
 // `podrun cri-log ARG` (DriverArg: the log's path and its rotation) with the
 // container's stdout and stderr as fds 3 and 4. It never returns.
 func RunDriver(arg string) {
 	logging.Run(func(_ context.Context, cfg *logging.Config, ready func() error) error {
-		path, rot, err := ParseDriverArg(arg)
-		if err != nil {
-			return fmt.Errorf("cri-log %q: %w", arg, err)
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := markPodDir(filepath.Dir(path)); err != nil { // GC removes only what podrun made
-			return err
-		}
-		f, err := openRotating(path, rot, time.Now)
+		f, err := OpenDriverLog(arg)
 		if err != nil {
 			return err
 		}

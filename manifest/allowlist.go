@@ -165,6 +165,10 @@ var supportedContainerFields = []string{
 	// cpu and memory (resources.go); not claims (dynamic resource allocation).
 	"resources.requests",
 	"resources.limits",
+	// Held by a stream keeper and served by podrun attach (attach package).
+	"stdin",
+	"stdinOnce",
+	"tty",
 	// Accepted and ignored: podrun never resizes a container in place (a
 	// changed resources field replaces the pod), so no policy applies.
 	"resizePolicy",

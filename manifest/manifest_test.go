@@ -284,7 +284,6 @@ func TestInvalidInputs(t *testing.T) {
 			want: []string{
 				"testdata/invalid/unsupported.yaml (document 1): spec.containers[0].resources.claims: field not supported by podrun yet",
 				"testdata/invalid/unsupported.yaml (document 1): spec.containers[0].securityContext.windowsOptions: field not supported by podrun yet",
-				"testdata/invalid/unsupported.yaml (document 1): spec.containers[0].tty: field not supported by podrun yet",
 				"testdata/invalid/unsupported.yaml (document 1): spec.containers[0].volumeDevices: field not supported by podrun yet",
 				"testdata/invalid/unsupported.yaml (document 1): spec.securityContext.seLinuxChangePolicy: field not supported by podrun yet",
 				"testdata/invalid/unsupported.yaml (document 1): spec.volumes[0].persistentVolumeClaim: field not supported by podrun yet",

@@ -391,7 +391,8 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	}
 	l := r.labels(c.Name, kind, restart, stopSignal(c, img))
 	l[labels.ImageID] = imageID(img)
-	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s, ImageGroups: spec.MergeImageGroups(r.pod.Pod)}); err != nil {
+	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s, ImageGroups: spec.MergeImageGroups(r.pod.Pod),
+		Stdin: c.Stdin, StdinOnce: c.StdinOnce}); err != nil {
 		return "", err
 	}
 	logPath := r.logPath(c.Name, restart)

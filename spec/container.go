@@ -140,6 +140,9 @@ func Container(ctx context.Context, in ContainerInput) (*specs.Spec, error) {
 	if readOnlyRoot {
 		opts = append(opts, oci.WithRootFSReadonly())
 	}
+	if c.TTY {
+		opts = append(opts, oci.WithTTY) // a terminal and TERM=xterm, as containerd's CRI
+	}
 	opts = append(opts, security) // after the mounts: privileged makes cgroupfs writable
 	return generate(ctx, in.ID, opts...)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"syscall"
@@ -26,6 +27,7 @@ import (
 	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 
+	"github.com/podrun/podrun/attach"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/spec"
@@ -57,6 +59,8 @@ type Engine struct {
 	namespace string
 	logger    string // absolute path of the binary the shim runs as the log driver
 	rotation  logs.Rotation
+	ioDir     string // the stream keepers' directories, one per container
+	address   string // containerd's, for the stream keepers
 }
 
 // Options configure Connect.
@@ -67,7 +71,10 @@ type Options struct {
 	// `Logger cri-log ARG` to write CRI-format logs, rotated per LogRotation.
 	Logger      string
 	LogRotation logs.Rotation
-	Timeout     time.Duration // dial and health-check timeout
+	// IODir holds a directory per container with stdin or a terminal: the
+	// FIFOs and the attach socket of its stream keeper (Logger cri-io).
+	IODir   string
+	Timeout time.Duration // dial and health-check timeout
 }
 
 // Connect dials containerd and checks that it answers. Errors wrap
@@ -85,7 +92,7 @@ func Connect(ctx context.Context, o Options) (*Engine, error) {
 		client.Close()
 		return nil, fmt.Errorf("%w: containerd at %q does not answer: %w", engine.ErrUnavailable, o.Address, err)
 	}
-	return &Engine{client: client, namespace: o.Namespace, logger: o.Logger, rotation: o.LogRotation}, nil
+	return &Engine{client: client, namespace: o.Namespace, logger: o.Logger, rotation: o.LogRotation, ioDir: o.IODir, address: o.Address}, nil
 }
 
 // Close releases the client connection.
@@ -226,8 +233,13 @@ func (e *Engine) RemoveImage(ctx context.Context, ref string) error {
 // filesystem when c.Image is set.
 func (e *Engine) Create(ctx context.Context, c engine.ContainerSpec) error {
 	ctx = e.ns(ctx)
+	ls := c.Labels
+	if v := streamsLabel(c); v != "" {
+		ls = maps.Clone(c.Labels)
+		ls[streamsKey] = v
+	}
 	opts := []containerd.NewContainerOpts{
-		containerd.WithContainerLabels(c.Labels),
+		containerd.WithContainerLabels(ls),
 		containerd.WithRuntime(runtimeName, nil),
 	}
 	if c.Image != "" {
@@ -291,11 +303,32 @@ func (e *Engine) Start(ctx context.Context, id, logPath string) (uint32, error) 
 		return 0, mapErr(err)
 	}
 	creator := cio.NullIO
+	var keeper *attach.Keeper
 	if logPath != "" {
 		creator = cio.BinaryIO(e.logger, map[string]string{logKey: logs.DriverArg(logPath, e.rotation)})
+		info, err := ctr.Info(ctx, containerd.WithoutRefreshedMetadata)
+		if err != nil {
+			return 0, mapErr(err)
+		}
+		if streams := info.Labels[streamsKey]; streams != "" {
+			if keeper, creator, err = e.startKeeper(id, streams, logPath); err != nil {
+				return 0, err
+			}
+		}
 	}
 	t0 := time.Now()
 	task, err := ctr.NewTask(ctx, creator)
+	if keeper != nil {
+		if err != nil {
+			keeper.Abort()
+			_ = os.RemoveAll(e.keeperDir(id))
+		} else if cerr := keeper.Commit(); cerr != nil {
+			err = fmt.Errorf("stream keeper: %w", cerr)
+			if _, derr := task.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill); derr != nil && !errdefs.IsNotFound(derr) {
+				err = errors.Join(err, fmt.Errorf("deleting the task: %w", derr))
+			}
+		}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("creating task: %w", err)
 	}
@@ -384,6 +417,10 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	}
 	if err := ctr.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("deleting container %q: %w", id, err)
+	}
+	// A keeper removes its directory when its task ends; one killed leaves it.
+	if err := os.RemoveAll(e.keeperDir(id)); err != nil {
+		return fmt.Errorf("removing the streams of %q: %w", id, err)
 	}
 	return nil
 }
