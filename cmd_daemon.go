@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podrun/podrun/daemon"
+	"github.com/podrun/podrun/downward"
 )
 
 func daemonCommand() *cli.Command {
@@ -46,6 +47,11 @@ func daemonCommand() *cli.Command {
 			admit, err := manifestAdmission(c)
 			if err != nil {
 				return err
+			}
+			// The daemon's pods are static pods of this node, named and
+			// annotated as the kubelet's (manifest/static.go).
+			if admit.StaticNode, err = downward.NodeName(); err != nil {
+				return fmt.Errorf("daemon: the node's name: %w", err)
 			}
 			retention, err := logRetention(c)
 			if err != nil {

@@ -41,10 +41,11 @@ func downCommand() *cli.Command {
 			defer h.Close()
 			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
 				pods, _ := h.Pods(c.Context)
-				for _, p := range pods {
-					for _, t := range targets {
-						if p.Namespace == t.Namespace && p.Name == t.Name && st.Owns(p.Source) {
-							fmt.Fprintf(os.Stderr, "note: pod %s comes from %s: the running podrun daemon will start it again while that file exists\n", t, p.Source)
+				for _, t := range targets {
+					named, _ := run.Named(pods, t)
+					for _, p := range named {
+						if st.Owns(p.Source) {
+							fmt.Fprintf(os.Stderr, "note: pod %s comes from %s: the running podrun daemon will start it again while that file exists\n", p.Key(), p.Source)
 						}
 					}
 				}

@@ -52,6 +52,7 @@ STEADY=${STEADY:-60}         # seconds of steady state for (c)
 POLL=${POLL:-0.01}           # seconds between `podrun ps` polls in (a)
 READY_TIMEOUT=${READY_TIMEOUT:-300}
 NS=podrun-bench-daemon       # containerd namespace
+NODE=$(hostname | tr '[:upper:]' '[:lower:]') # the node's name: static pods are <name>-<node>
 IMAGE=podrun.bench/busybox:1
 
 START_NS=$(date +%s%N)
@@ -271,8 +272,9 @@ done
 # of the daemon's "pod created" line (phase=Running), watched in its
 # stderr file every POLL seconds, and one `ps` then checks that it is Running.
 react() {
-	local mode=$1 run=$2 name t0 t1 p0 p1 phase polls=0 r0 r1 rows created c_start c_end c_created
+	local mode=$1 run=$2 name pod t0 t1 p0 p1 phase polls=0 r0 r1 rows created c_start c_end c_created
 	printf -v name 'react-%02d' "$run"
+	pod=$name-$NODE # the daemon's pods are static pods, named as the kubelet names them
 	pod_yaml "$name" >"$WRITTEN/$name.yaml"
 	cp "$WRITTEN/$name.yaml" "$MDIR/.$name.yaml.tmp"
 	nap 0.3 # the dotfile's events come and go unseen
@@ -282,13 +284,13 @@ react() {
 		polls=$((polls + 1))
 		now_us p0
 		if [[ $mode == log ]]; then
-			created=$(created_stamp "$name")
+			created=$(created_stamp "$pod")
 			if [[ -n $created ]]; then
 				t1=$created
 				break
 			fi
 		else
-			phase=$(podrun ps -o json 2>>"$TMP/ps.err" | jq -r --arg n "$name" \
+			phase=$(podrun ps -o json 2>>"$TMP/ps.err" | jq -r --arg n "$pod" \
 				'[.items[] | select(.metadata.name == $n) | .status.phase] | first // ""' 2>/dev/null) || phase=""
 			now_us p1
 			[[ $mode == ps ]] && echo $((p1 - p0)) >>"$TMP/a.polls"
@@ -304,23 +306,23 @@ react() {
 	done
 	# The daemon logs "pod created" once the pod's Up returned.
 	for _ in $(seq 100); do
-		created=$(created_stamp "$name")
+		created=$(created_stamp "$pod")
 		[[ -n $created ]] && break
 		nap 0.05
 	done
 	if [[ $mode == log ]]; then
-		phase=$(podrun ps -o json 2>>"$TMP/ps.err" | jq -r --arg n "$name" \
+		phase=$(podrun ps -o json 2>>"$TMP/ps.err" | jq -r --arg n "$pod" \
 			'[.items[] | select(.metadata.name == $n) | .status.phase] | first // ""')
 		[[ $phase == Running ]] || die "pod $name: the daemon logged it created, but ps shows it ${phase:-absent}"
 	fi
-	rows=$(awk -v t0="$t0" -v pat="^$name\$" "$STEPS_AWK" "$TMP/daemon.err")
+	rows=$(awk -v t0="$t0" -v pat="^$pod\$" "$STEPS_AWK" "$TMP/daemon.err")
 	awk -F'\t' -v m="$mode" -v r="$run" '$1 == "S" { print m "\t" r "\t" $3 "\t" $4 }' <<<"$rows" >>"$TMP/a.steps"
 	read -r _ _ c_start c_end c_created <<<"$(grep -m1 '^P' <<<"$rows")" || true
 	[[ -n ${c_start:-} && -n ${c_created:-} && $c_created != 0 ]] || die "no pipeline lines of $name in the daemon's stderr"
 	# Remove the file; wait until the pod is gone (not even in ps -a).
 	now_us r0
 	rm "$MDIR/$name.yaml"
-	while listed "^pod/$name\$"; do
+	while listed "^pod/$pod\$"; do
 		now_us r1
 		((r1 - r0 < 60000000)) || die "pod $name still there 60s after its file was removed"
 		sleep 0.02

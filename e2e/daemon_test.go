@@ -210,12 +210,23 @@ func dmWaitSyncs(t *testing.T, d *svProc, n int, timeout time.Duration) {
 	})
 }
 
+// dmFull is the name of the daemon's pod that its file names name: the
+// kubelet names a static pod <name>-<node>.
+func dmFull(name string) string { return name + "-" + H.Node }
+
 // dmLogged returns the daemon's log lines with message msg about pod default/pod.
 func dmLogged(log, msg, pod string) []string {
 	var out []string
 	for _, l := range strings.Split(log, "\n") {
-		if strings.Contains(l, `msg="`+msg+`"`) && (strings.Contains(l, " pod=default/"+pod+" ") || strings.HasSuffix(l, " pod=default/"+pod)) {
-			out = append(out, l)
+		if !strings.Contains(l, `msg="`+msg+`"`) {
+			continue
+		}
+		// The daemon's pods are static pods, <name>-<node>.
+		for _, name := range []string{pod, dmFull(pod)} {
+			if strings.Contains(l, " pod=default/"+name+" ") || strings.HasSuffix(l, " pod=default/"+name) {
+				out = append(out, l)
+				break
+			}
 		}
 	}
 	return out
@@ -243,10 +254,11 @@ func dmPods(t *testing.T) map[string]corev1.Pod {
 	}
 	for _, p := range list.Items {
 		if p.Namespace == "default" {
-			if _, dup := pods[p.Name]; dup {
+			name := e2eFileName(p) // as the daemon's files name them
+			if _, dup := pods[name]; dup {
 				t.Errorf("podrun ps -a lists pod default/%s twice", p.Name)
 			}
-			pods[p.Name] = p
+			pods[name] = p
 		}
 	}
 	return pods
@@ -509,7 +521,7 @@ func TestDaemonDirectoryLifecycle(t *testing.T) {
 	b2.value = "v2"
 	dmRename(t, dir, "dm-pair.yaml", dmDocs(a1, b2))
 	start = time.Now()
-	pods = dmWaitRunning(t, 30*time.Second, func(p corev1.Pod) bool { return p.Name != "dm-pair-b" || p.UID != uidB }, "dm-pair-a", "dm-pair-b")
+	pods = dmWaitRunning(t, 30*time.Second, func(p corev1.Pod) bool { return e2eFileName(p) != "dm-pair-b" || p.UID != uidB }, "dm-pair-a", "dm-pair-b")
 	t.Logf("edited dm-pair-b -> replaced and Running after %v", time.Since(start).Round(time.Millisecond))
 	if got := dmValue(pods["dm-pair-b"]); got != "v2" {
 		t.Errorf("dm-pair-b runs VALUE %q after the edit, want v2", got)
@@ -539,7 +551,7 @@ func TestDaemonDirectoryLifecycle(t *testing.T) {
 	a2.value = "v2"
 	uidB2, tasksB2 := pods["dm-pair-b"].UID, dmTasks(t, "dm-pair-b")
 	dmWrite(t, dir, "dm-pair.yaml", dmDocs(a2, b2))
-	pods = dmWaitRunning(t, 30*time.Second, func(p corev1.Pod) bool { return p.Name != "dm-pair-a" || p.UID != uidA }, "dm-pair-a", "dm-pair-b")
+	pods = dmWaitRunning(t, 30*time.Second, func(p corev1.Pod) bool { return e2eFileName(p) != "dm-pair-a" || p.UID != uidA }, "dm-pair-a", "dm-pair-b")
 	if got := dmValue(pods["dm-pair-a"]); got != "v2" {
 		t.Errorf("dm-pair-a runs VALUE %q after the in-place edit, want v2", got)
 	}
@@ -549,7 +561,7 @@ func TestDaemonDirectoryLifecycle(t *testing.T) {
 	dmSameTasks(t, "dm-pair-b", tasksB2)
 
 	// ps can see the new pod Running a moment before the daemon logs it.
-	dmWaitLog(t, d, `msg="pod replaced" pod=default/dm-pair-a `, 5*time.Second)
+	dmWaitLog(t, d, `msg="pod replaced" pod=default/`+dmFull("dm-pair-a")+" ", 5*time.Second)
 	log := d.stderr()
 	for pod, want := range map[string][2]int{"dm-one": {1, 0}, "dm-pair-a": {1, 1}, "dm-pair-b": {1, 1}} {
 		if c, r := len(dmLogged(log, "pod created", pod)), len(dmLogged(log, "pod replaced", pod)); c != want[0] || r != want[1] {
@@ -791,7 +803,7 @@ func TestDaemonDuplicatePod(t *testing.T) {
 	if row := plPsRow(t, "dm-dup-other"); len(row) < 8 || row[7] != fileB {
 		t.Errorf("podrun ps row of dm-dup-other = %q, want SOURCE %s", row, fileB)
 	}
-	wantMsg := "pod default/dm-dup is also defined in " + fileA + ", which comes first and wins"
+	wantMsg := "pod default/" + dmFull("dm-dup") + " is also defined in " + fileA + ", which comes first and wins"
 	_, stderr, _ := H.Podrun(t, "", "ps")
 	if !strings.Contains(stderr, fileB+": "+wantMsg) {
 		t.Errorf("podrun ps stderr does not report the duplicate in b.yaml (want %q):\n%s", fileB+": "+wantMsg, stderr)
@@ -827,7 +839,7 @@ func TestDaemonDuplicatePod(t *testing.T) {
 	if err := os.Remove(fileA); err != nil {
 		t.Fatal(err)
 	}
-	dmWaitRunning(t, 30*time.Second, func(p corev1.Pod) bool { return p.Name != "dm-dup" || dmValue(p) == "from-b" }, "dm-dup", "dm-dup-other")
+	dmWaitRunning(t, 30*time.Second, func(p corev1.Pod) bool { return e2eFileName(p) != "dm-dup" || dmValue(p) == "from-b" }, "dm-dup", "dm-dup-other")
 	if row := plPsRow(t, "dm-dup"); len(row) < 8 || row[7] != fileB {
 		t.Errorf("after a.yaml is removed, podrun ps row of dm-dup = %q, want SOURCE %s", row, fileB)
 	}
@@ -879,7 +891,7 @@ func TestDaemonKill9Adopts(t *testing.T) {
 	d2 := dmStart(t, dir, nil, "--resync", "2s")
 	dmWaitSynced(t, d2, 60*time.Second)
 	for _, n := range names {
-		dmWaitLog(t, d2, "default/"+n+" unchanged; supervising it", 30*time.Second)
+		dmWaitLog(t, d2, "default/"+dmFull(n)+" unchanged; supervising it", 30*time.Second)
 	}
 	dmWaitGone(t, 30*time.Second, "dm-kgone")
 	if n := len(dmLogged(d2.stderr(), "stopping pod: its manifest is gone", "dm-kgone")); n != 1 {
@@ -1216,7 +1228,7 @@ func TestDaemonListen(t *testing.T) {
 		})
 		for _, series := range []string{
 			`podrun_pods{phase="Pending"} 0`,
-			`podrun_container_restarts{container="app",namespace="default",pod="dm-met-a"} 0`,
+			`podrun_container_restarts{container="app",namespace="default",pod="` + dmFull("dm-met-a") + `"} 0`,
 			`podrun_probe_duration_seconds_count{probe="readiness"}`,
 			`podrun_sync_duration_seconds_count`,
 			`podrun_sync_failures_total 0`,
@@ -1442,7 +1454,7 @@ func TestDaemonManifestURL(t *testing.T) {
 		t.Errorf("dm-url runs v3 with v1's UID")
 	}
 	// ps can see the new pod Running a moment before the daemon logs it.
-	dmWaitLog(t, d, `msg="pod replaced" pod=default/dm-url `, 5*time.Second)
+	dmWaitLog(t, d, `msg="pod replaced" pod=default/`+dmFull("dm-url")+" ", 5*time.Second)
 	if c, r := len(dmLogged(d.stderr(), "pod created", "dm-url")), len(dmLogged(d.stderr(), "pod replaced", "dm-url")); c != 1 || r != 1 {
 		t.Errorf("daemon log: dm-url created %d, replaced %d times; want 1 and 1", c, r)
 	}
@@ -1474,10 +1486,10 @@ func dmDownNote(t *testing.T) {
 	}
 
 	stdout, stderr, code := H.Podrun(t, "", "down", "dm-x")
-	if code != 0 || !strings.Contains(stdout, "pod/default/dm-x deleted") {
+	if code != 0 || !strings.Contains(stdout, "pod/default/"+dmFull("dm-x")+" deleted") {
 		t.Errorf("podrun down dm-x: exit %d, stdout %q", code, stdout)
 	}
-	want := "note: pod default/dm-x comes from " + file + ": the running podrun daemon will start it again while that file exists"
+	want := "note: pod default/" + dmFull("dm-x") + " comes from " + file + ": the running podrun daemon will start it again while that file exists"
 	if !strings.Contains(stderr, want) {
 		t.Errorf("podrun down dm-x stderr lacks %q:\n%s", want, stderr)
 	}
@@ -1544,11 +1556,11 @@ func dmDownStaleSupervisor(t *testing.T) {
 		t.Errorf("before any re-scan, containers of the removed dm-x2 appeared: %v (the daemon's supervisor restarted a container into a pod that is gone)", seen)
 	}
 	for _, l := range strings.Split(d.stderr(), "\n") {
-		if strings.Contains(l, "default/dm-x2") && (strings.Contains(l, "failed to start") || strings.Contains(l, "restart 1")) {
+		if strings.Contains(l, "default/"+dmFull("dm-x2")) && (strings.Contains(l, "failed to start") || strings.Contains(l, "restart 1")) {
 			t.Logf("daemon log: %s", l)
 		}
 	}
-	if l := svLineWith(d.stderr(), `default/dm-x2 container "app" failed to start`); l != "" {
+	if l := svLineWith(d.stderr(), "default/"+dmFull("dm-x2")+` container "app" failed to start`); l != "" {
 		t.Errorf("the daemon's stale supervisor tried to start a container of the removed pod: %s", l)
 	}
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
@@ -1564,5 +1576,75 @@ func dmDownStaleSupervisor(t *testing.T) {
 	}
 	if len(now) != 2 || now[short+"-pause"] == 0 || now[short+"-app-0"] == 0 {
 		t.Errorf("dm-x2 started again with containers %v, want exactly %s-pause and %s-app-0 running", now, short, short)
+	}
+}
+
+// TestDaemonStaticPodNames: the daemon's pods are static pods as the
+// kubelet names them: <name>-<node>, which their containers see as their
+// name (downward API) and hostname; annotated with config.source file,
+// config.hash (the UID, changed by an edit) and config.seen; and still
+// found by the name their file gives them (logs, status, exec).
+func TestDaemonStaticPodNames(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	plDownOnCleanup(t, "sp-web")
+	pod := func(value string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata:
+  name: sp-web
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: ` + H.Image + `
+    command: ["sh", "-c", "echo name=$POD_NAME host=$(hostname); trap 'exit 0' TERM; while true; do sleep 0.1; done"]
+    env:
+    - {name: VALUE, value: "` + value + `"}
+    - name: POD_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+`
+	}
+	dmRename(t, dir, "sp-web.yaml", pod("v1"))
+	d := dmStart(t, dir, nil)
+	dmWaitSynced(t, d, 60*time.Second)
+	p := dmWaitRunning(t, 30*time.Second, nil, "sp-web")["sp-web"]
+	full := "sp-web-" + H.Node
+	if p.Name != full || p.Spec.NodeName != H.Node {
+		t.Errorf("the daemon's pod is %q on node %q, want %q on %q", p.Name, p.Spec.NodeName, full, H.Node)
+	}
+	a := p.Annotations
+	if a["kubernetes.io/config.source"] != "file" || a["kubernetes.io/config.hash"] != string(p.UID) || len(p.UID) != 32 {
+		t.Errorf("annotations %v, UID %s: want config.source file and config.hash the UID (32 hex digits)", a, p.UID)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, a["kubernetes.io/config.seen"]); err != nil {
+		t.Errorf("config.seen %q: %v", a["kubernetes.io/config.seen"], err)
+	}
+	if row := plPsRow(t, full); row == nil {
+		t.Errorf("podrun ps does not list %s", full)
+	}
+	host := full
+	if len(host) > 63 {
+		host = strings.TrimRight(host[:63], "-.")
+	}
+	want := "name=" + full + " host=" + host
+	svEventually(t, 20*time.Second, "the container's first line", func() (bool, string) {
+		out, _ := svQuiet(t, "logs", "sp-web")
+		return strings.Contains(out, want), out
+	})
+	if out, _, code := H.Podrun(t, "", "exec", "sp-web", "--", "hostname"); code != 0 || strings.TrimSpace(out) != host {
+		t.Errorf("exec sp-web -- hostname: %q (exit %d), want %s", out, code, host)
+	}
+	if st := svStatus(t, "sp-web"); st.Name != full {
+		t.Errorf("status sp-web: name %q, want %q", st.Name, full)
+	}
+
+	// An edit: another pod (UID), another config.hash.
+	dmRename(t, dir, "sp-web.yaml", pod("v2"))
+	p2 := dmWaitRunning(t, 30*time.Second, func(p corev1.Pod) bool { return dmValue(p) == "v2" }, "sp-web")["sp-web"]
+	if p2.UID == p.UID || p2.Annotations["kubernetes.io/config.hash"] == a["kubernetes.io/config.hash"] ||
+		p2.Annotations["kubernetes.io/config.hash"] != string(p2.UID) {
+		t.Errorf("after an edit: UID %s -> %s, config.hash %s -> %s: want both changed, equal",
+			p.UID, p2.UID, a["kubernetes.io/config.hash"], p2.Annotations["kubernetes.io/config.hash"])
 	}
 }

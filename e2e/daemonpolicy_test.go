@@ -271,7 +271,7 @@ spec:
 		t.Errorf("last termination %+v, restartCount %d; want the exit 1 of the first run, 0 restarts", cs.LastTerminationState, cs.RestartCount)
 	}
 	stdout, _, code := H.Podrun(t, "", "ps")
-	if row := strings.Fields(dpRow(stdout, "dp-cfg")); code != 0 || len(row) < 4 || row[3] != "CreateContainerConfigError" {
+	if row := strings.Fields(dpRow(stdout, dmFull("dp-cfg"))); code != 0 || len(row) < 4 || row[3] != "CreateContainerConfigError" {
 		t.Errorf("podrun ps (exit %d): dp-cfg row %q, want STATUS CreateContainerConfigError:\n%s", code, row, stdout)
 	}
 	stdout, _, code = H.Podrun(t, "", "status", "dp-cfg", "-o", "json")

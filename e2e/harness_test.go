@@ -58,6 +58,7 @@ type Harness struct {
 	Root       string // podrun --root
 	LogDir     string // podrun --log-dir
 	RunDir     string // podrun --run-dir: the stream keepers' directories
+	Node       string // the node's name (the hostname, lowercased): the daemon's pods are <name>-<Node>
 	CNIConfDir string // podrun --cni-conf-dir: empty, so podrun uses its default bridge network
 	TmpDir     string // the suite's temp dir; everything above lives under it
 	Image      string // ref of the busybox image imported before the tests
@@ -366,6 +367,11 @@ func (s *e2eSuite) setUp() error {
 	H.Root = filepath.Join(tmp, "root")
 	H.LogDir = filepath.Join(tmp, "logs")
 	H.RunDir = filepath.Join(tmp, "run")
+	host, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	H.Node = strings.ToLower(host)
 	H.CNIConfDir = filepath.Join(tmp, "cni-conf")
 	for _, d := range []string{H.Root, H.LogDir, H.CNIConfDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -53,7 +53,7 @@ spec:
 		t.Fatal("the daemon did not die of kill -9")
 	}
 	d2 := dmStart(t, dir, nil, "--resync", "2s")
-	dmWaitLog(t, d2, "default/hs-fsgroup unchanged; supervising it", 60*time.Second)
+	dmWaitLog(t, d2, "default/"+dmFull("hs-fsgroup")+" unchanged; supervising it", 60*time.Second)
 	dmWaitSyncs(t, d2, 2, 20*time.Second)
 	if got := stat(); got != "0 600" {
 		t.Errorf("after the daemon's restart the file is %q, want \"0 600\" as the container left it (adoption walked the volume)", got)

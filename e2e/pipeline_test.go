@@ -91,7 +91,7 @@ func plPod(t *testing.T, name string) corev1.Pod {
 	t.Helper()
 	var found []corev1.Pod
 	for _, p := range plPods(t) {
-		if p.Namespace == "default" && p.Name == name {
+		if p.Namespace == "default" && e2eFileName(p) == name {
 			found = append(found, p)
 		}
 	}
@@ -99,6 +99,16 @@ func plPod(t *testing.T, name string) corev1.Pod {
 		t.Fatalf("podrun ps -a -o json lists %d pods named default/%s, want 1", len(found), name)
 	}
 	return found[0]
+}
+
+// e2eFileName is a pod's name as its file says: a static pod of the daemon
+// is <name>-<node> (the kubelet's naming).
+func e2eFileName(p corev1.Pod) string {
+	switch p.Annotations["kubernetes.io/config.source"] {
+	case "file", "http":
+		return strings.TrimSuffix(p.Name, "-"+p.Spec.NodeName)
+	}
+	return p.Name
 }
 
 // plPsRow returns the fields of pod default/name's row in `podrun ps [flags]`
@@ -116,7 +126,7 @@ func plPsRow(t *testing.T, name string, flags ...string) []string {
 	var row []string
 	for _, l := range lines[1:] {
 		f := strings.Fields(l)
-		if len(f) >= 7 && f[0] == "default" && f[1] == name {
+		if len(f) >= 7 && f[0] == "default" && (f[1] == name || f[1] == dmFull(name)) {
 			if row != nil {
 				t.Fatalf("podrun ps %v: pod %s listed twice:\n%s", flags, name, stdout)
 			}
@@ -143,7 +153,7 @@ func plContainers(t *testing.T, name string) []containerd.Container {
 			}
 			t.Fatalf("labels of %s: %v", ctr.ID(), err)
 		}
-		if l[plLabelPodName] == name && l[plLabelPodNS] == "default" {
+		if (l[plLabelPodName] == name || l[plLabelPodName] == name+"-"+H.Node) && l[plLabelPodNS] == "default" {
 			out = append(out, ctr)
 		}
 	}

@@ -153,7 +153,7 @@ func TestPullBackOffDaemon(t *testing.T) {
 		t.Errorf("the daemon replaced the pod during the back-off: %s", line)
 	}
 	raw := pbStatusFile(t)
-	for _, want := range []string{`"pod": "default/pb-daemon"`, `"phase": "Pending"`, `"reason": "ImagePullBackOff"`, "not found"} {
+	for _, want := range []string{`"pod": "default/` + dmFull("pb-daemon") + `"`, `"phase": "Pending"`, `"reason": "ImagePullBackOff"`, "not found"} {
 		if !strings.Contains(raw, want) {
 			t.Errorf("the daemon's status file lacks %s:\n%s", want, raw)
 		}

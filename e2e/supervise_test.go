@@ -121,7 +121,7 @@ func svQuietPsRow(t *testing.T, name string) []string {
 	t.Helper()
 	out, _ := svQuiet(t, "ps")
 	for _, l := range strings.Split(out, "\n") {
-		if f := strings.Fields(l); len(f) >= 7 && f[0] == "default" && f[1] == name {
+		if f := strings.Fields(l); len(f) >= 7 && f[0] == "default" && (f[1] == name || f[1] == dmFull(name)) {
 			return f
 		}
 	}

@@ -83,6 +83,9 @@ func (r *reader) readPod(src Source, prefix string, data []byte, raw map[string]
 	p := &Pod{Pod: pod, Source: src}
 	p.Hash, p.UID = Identity(pod)
 	pod.UID = types.UID(p.UID)
+	if r.opts.StaticNode != "" {
+		r.makeStatic(p, src, prefix) // static.go
+	}
 	r.set.Pods = append(r.set.Pods, p)
 	r.names = append(r.names, named{"pod", pod.Namespace + "/" + pod.Name, src})
 	r.located(pod, src, prefix)

@@ -39,6 +39,10 @@ type Options struct {
 	// MaxFileSize is the largest manifest file (or stdin, or URL body)
 	// read, in bytes; 0 means DefaultMaxFileSize.
 	MaxFileSize int64
+	// StaticNode, when set, makes every pod read a static pod of the node
+	// of that name, as the kubelet names and annotates the pods of its
+	// manifest directory and URL (static.go): the daemon's.
+	StaticNode string
 }
 
 // NamespacedSysctls are patterns matching every sysctl known to be

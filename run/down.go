@@ -32,17 +32,13 @@ func (h *Host) Down(ctx context.Context, targets []Target, o DownOptions) []Down
 		go func() {
 			defer wg.Done()
 			results[i] = DownResult{Pod: t.String()}
-			unlock, err := h.lockPod(ctx, t.String(), 0)
+			pods, unlock, err := h.lockNamed(ctx, &t)
 			if err != nil {
 				results[i].Err = err
 				return
 			}
 			defer unlock()
-			pods, err := h.Pods(ctx)
-			if err != nil {
-				results[i].Err = err
-				return
-			}
+			results[i].Pod = t.String()
 			var errs []error
 			for _, p := range pods {
 				if p.Namespace == t.Namespace && p.Name == t.Name {
@@ -55,6 +51,32 @@ func (h *Host) Down(ctx context.Context, targets []Target, o DownOptions) []Down
 	}
 	wg.Wait()
 	return results
+}
+
+// lockNamed locks the pod *t names and lists the node's pods under that
+// lock. A static pod named as in its file (Named) is locked, and *t set,
+// by its full name.
+func (h *Host) lockNamed(ctx context.Context, t *Target) ([]*PodInfo, func(), error) {
+	unlock, err := h.lockPod(ctx, t.String(), 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	pods, err := h.Pods(ctx)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	named, err := Named(pods, *t)
+	if err != nil || len(named) == 0 || named[0].Name == t.Name {
+		if err != nil {
+			unlock()
+			return nil, nil, err
+		}
+		return pods, unlock, nil
+	}
+	unlock()
+	*t = Target{Namespace: named[0].Namespace, Name: named[0].Name}
+	return h.lockNamed(ctx, t)
 }
 
 // downUID terminates a pod and removes it (killPod: the kubelet's order,

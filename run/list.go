@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/status"
 )
@@ -162,18 +164,49 @@ func (h *Host) Pod(ctx context.Context, t Target) (*PodInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	named, err := Named(pods, t)
+	if err != nil {
+		return nil, err
+	}
 	var found *PodInfo
-	for _, p := range pods {
-		if p.Namespace == t.Namespace && p.Name == t.Name && p.Pod != nil {
-			if found == nil || (p.State.Complete && !found.State.Complete) {
-				found = p
-			}
+	for _, p := range named {
+		if p.Pod != nil && (found == nil || (p.State.Complete && !found.State.Complete)) {
+			found = p
 		}
 	}
 	if found == nil {
 		return nil, fmt.Errorf("%w: %s", ErrNoPod, t)
 	}
 	return found, nil
+}
+
+// Named picks the pods t names among pods: those of its namespace and
+// name; when there is none, the daemon's static pods whose name in their
+// file is t's (the kubelet names them <name>-<node>), if they are of one
+// pod only.
+func Named(pods []*PodInfo, t Target) ([]*PodInfo, error) {
+	var exact, static []*PodInfo
+	keys := map[string]bool{}
+	for _, p := range pods {
+		if p.Namespace != t.Namespace {
+			continue
+		}
+		if p.Name == t.Name {
+			exact = append(exact, p)
+		} else if p.Pod != nil {
+			if name, ok := manifest.StaticName(p.Pod); ok && name == t.Name {
+				static = append(static, p)
+				keys[p.Key()] = true
+			}
+		}
+	}
+	if len(exact) > 0 {
+		return exact, nil
+	}
+	if len(keys) > 1 {
+		return nil, fmt.Errorf("%s names several static pods (%s): name one in full", t, strings.Join(slices.Sorted(maps.Keys(keys)), ", "))
+	}
+	return static, nil
 }
 
 // ContainerName resolves -c: the named container (init or app), or, when
