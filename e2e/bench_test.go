@@ -46,20 +46,7 @@ spec:
 			b.Fatalf("podrun up: exit %d:\n%s", code, stderr)
 		}
 		totals = append(totals, total)
-		for _, line := range strings.Split(stderr, "\n") {
-			m := bnStepLine.FindStringSubmatch(strings.TrimSpace(line))
-			if m == nil {
-				continue
-			}
-			d, err := time.ParseDuration(m[3])
-			if err != nil {
-				continue
-			}
-			if _, seen := steps[m[2]]; !seen {
-				order = append(order, m[2])
-			}
-			steps[m[2]] = append(steps[m[2]], d)
-		}
+		order = bnSteps(stderr, steps, order)
 		b.StopTimer()
 		if _, stderr, code := bnPodrun(b, "down", "--grace-period", "0", path); code != 0 {
 			b.Fatalf("podrun down: exit %d:\n%s", code, stderr)
@@ -73,6 +60,72 @@ spec:
 	for _, s := range order {
 		fmt.Printf("  %-28s median %s\n", s, bnMedian(steps[s]))
 	}
+}
+
+// bnSteps adds the step times of up's stderr to steps, and new step names
+// to order, which it returns.
+func bnSteps(stderr string, steps map[string][]time.Duration, order []string) []string {
+	for _, line := range strings.Split(stderr, "\n") {
+		m := bnStepLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		d, err := time.ParseDuration(m[3])
+		if err != nil {
+			continue
+		}
+		if _, seen := steps[m[2]]; !seen {
+			order = append(order, m[2])
+		}
+		steps[m[2]] = append(steps[m[2]], d)
+	}
+	return order
+}
+
+// BenchmarkImageGroups: what reading the image's /etc/group costs a
+// container's start (supplementalGroupsPolicy Merge, the default, against
+// Strict, which reads nothing), alternating the two in one run.
+func BenchmarkImageGroups(b *testing.B) {
+	if H.skip != "" {
+		b.Skip(H.skip)
+	}
+	dir := b.TempDir()
+	paths := map[string]string{}
+	for _, policy := range []string{"Merge", "Strict"} {
+		path := dir + "/" + policy + ".yaml"
+		paths[policy] = path
+		manifest := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: bench-groups-%s}
+spec:
+  terminationGracePeriodSeconds: 0
+  securityContext: {supplementalGroupsPolicy: %s}
+  containers:
+  - {name: app, image: %s, command: ["sleep", "3600"]}
+`, strings.ToLower(policy), policy, H.Image)
+		if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { bnPodrun(b, "down", "--grace-period", "0", path) })
+	}
+	steps := map[string]map[string][]time.Duration{"Merge": {}, "Strict": {}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, policy := range []string{"Merge", "Strict"} {
+			_, stderr, code := bnPodrun(b, "up", "--wait=running", paths[policy])
+			if code != 0 {
+				b.Fatalf("podrun up: exit %d:\n%s", code, stderr)
+			}
+			bnSteps(stderr, steps[policy], nil)
+			if _, stderr, code := bnPodrun(b, "down", "--grace-period", "0", paths[policy]); code != 0 {
+				b.Fatalf("podrun down: exit %d:\n%s", code, stderr)
+			}
+		}
+	}
+	b.StopTimer()
+	merge, strict := bnMedian(steps["Merge"]["container/app"]), bnMedian(steps["Strict"]["container/app"])
+	b.ReportMetric(float64((merge - strict).Microseconds())/1000, "ms-merge-cost")
+	fmt.Printf("\ncontainer step (create + start), %d runs each, alternating: Merge median %s, Strict median %s\n", b.N, merge, strict)
 }
 
 // bnPodrun runs podrun quietly (b.Logf would print every call).
