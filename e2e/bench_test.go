@@ -124,7 +124,7 @@ spec:
 	}
 	b.StopTimer()
 	merge, strict := bnMedian(steps["Merge"]["container/app"]), bnMedian(steps["Strict"]["container/app"])
-	b.ReportMetric(float64((merge - strict).Microseconds())/1000, "ms-merge-cost")
+	b.ReportMetric(float64((merge-strict).Microseconds())/1000, "ms-merge-cost")
 	fmt.Printf("\ncontainer step (create + start), %d runs each, alternating: Merge median %s, Strict median %s\n", b.N, merge, strict)
 }
 
