@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -25,7 +26,7 @@ func downCommand() *cli.Command {
 			&cli.IntFlag{Name: "grace-period", Value: -1, Usage: "seconds to wait after the stop signal, overriding the pods' terminationGracePeriodSeconds (-1: the pods' own)"},
 		},
 		Action: func(c *cli.Context) error {
-			targets, err := downTargets(c)
+			targets, workloads, err := downTargets(c)
 			if err != nil {
 				return err
 			}
@@ -39,6 +40,20 @@ func downCommand() *cli.Command {
 				return err
 			}
 			defer h.Close()
+			if len(workloads) > 0 {
+				// Every pod of the file's workloads, of an older template or
+				// a larger scale too.
+				pods, err := h.Pods(c.Context)
+				if err != nil {
+					return err
+				}
+				owned := ownedByWorkloads(workloads)
+				for _, p := range pods {
+					if t := (run.Target{Namespace: p.Namespace, Name: p.Name}); owned(p) && !slices.Contains(targets, t) {
+						targets = append(targets, t)
+					}
+				}
+			}
 			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
 				pods, _ := h.Pods(c.Context)
 				for _, t := range targets {
@@ -68,9 +83,9 @@ func downCommand() *cli.Command {
 
 // downTargets reads pod names from manifests ("-", files, directories) and
 // from NAME or NAMESPACE/NAME arguments.
-func downTargets(c *cli.Context) ([]run.Target, error) {
+func downTargets(c *cli.Context) ([]run.Target, []string, error) {
 	if c.NArg() == 0 {
-		return nil, usageError{"down: name at least one FILE, DIR, - or POD"}
+		return nil, nil, usageError{"down: name at least one FILE, DIR, - or POD"}
 	}
 	var targets []run.Target
 	var paths []string
@@ -81,7 +96,7 @@ func downTargets(c *cli.Context) ([]run.Target, error) {
 		}
 		target, err := podTarget(c, a)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		targets = append(targets, target)
 	}
@@ -91,11 +106,12 @@ func downTargets(c *cli.Context) ([]run.Target, error) {
 		// objects its pods reference may be in a --configmap file, or gone.
 		set, err := manifest.Options{AllowedUnsafeSysctls: manifest.NamespacedSysctls}.LoadUnresolved(paths, os.Stdin)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, p := range set.Pods {
 			targets = append(targets, run.Target{Namespace: p.Namespace, Name: p.Name})
 		}
+		return targets, set.Workloads, nil
 	}
-	return targets, nil
+	return targets, nil, nil
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/daemon"
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
 )
 
@@ -55,6 +56,11 @@ func upCommand() *cli.Command {
 			}
 			defer h.Close()
 			want := run.Want{Pods: set.Pods}
+			if len(set.Workloads) > 0 {
+				// As applying a workload to a cluster: its pods that it no
+				// longer makes (scaled down, template changed) go.
+				want.Owns, want.Prune = ownedByWorkloads(set.Workloads), true
+			}
 			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
 				want.Yield = st.Owns // its pods are the daemon's (docs/daemon.md)
 			}
@@ -62,6 +68,10 @@ func upCommand() *cli.Command {
 			for _, r := range h.Sync(ctx, want, o) {
 				if r.Err != nil {
 					errs = append(errs, r.Err)
+					continue
+				}
+				if r.Phase == "" { // removed
+					fmt.Printf("pod/%s %s\n", r.Pod, r.Action)
 					continue
 				}
 				fmt.Printf("pod/%s %s (%s)\n", r.Pod, r.Action, r.Phase)
@@ -76,5 +86,17 @@ func upCommand() *cli.Command {
 			}
 			return errors.Join(errs...)
 		},
+	}
+}
+
+// ownedByWorkloads tells the pods made from one of workloads
+// ("namespace/Kind/name", manifest.Set.Workloads).
+func ownedByWorkloads(workloads []string) func(*run.PodInfo) bool {
+	set := map[string]bool{}
+	for _, w := range workloads {
+		set[w] = true
+	}
+	return func(p *run.PodInfo) bool {
+		return p.Pod != nil && set[p.Namespace+"/"+manifest.Workload(p.Pod)]
 	}
 }

@@ -190,7 +190,19 @@ func openHostRetrying(ctx context.Context, c *cli.Context) (*run.Host, error) {
 	}
 }
 
+// load reads the manifests of the command's arguments, saying on stderr
+// which objects were skipped.
 func load(c *cli.Context) (*manifest.Set, error) {
+	set, err := loadSet(c)
+	if set != nil {
+		for _, n := range set.Notes {
+			fmt.Fprintln(os.Stderr, "note: "+n)
+		}
+	}
+	return set, err
+}
+
+func loadSet(c *cli.Context) (*manifest.Set, error) {
 	if c.NArg() == 0 {
 		return nil, usageError{fmt.Sprintf("%s: name at least one FILE, DIR or -", c.Command.Name)}
 	}

@@ -296,7 +296,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 		sources[k] = w.Source
 	}
 	sort.Strings(keys)
-	w := run.Want{Owns: d.src.Owns, Broken: broken, Prune: true}
+	w := run.Want{Owns: func(p *run.PodInfo) bool { return d.src.Owns(p.Source) }, Broken: broken, Prune: true}
 	for _, k := range keys {
 		w.Pods = append(w.Pods, wants[k].Pod)
 	}

@@ -306,7 +306,7 @@ spec:
 			name: "unknown kind",
 			files: []inFile{{"deploy.yaml", inValidPod("in-kind-pod") + `---
 apiVersion: apps/v1
-kind: Deployment
+kind: Deploymnet
 metadata:
   name: in-kind-deploy
 spec:
@@ -314,7 +314,7 @@ spec:
 `}},
 			pods: []string{"in-kind-pod", "in-kind-deploy"},
 			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 2, msg: `kind "Deployment" of apiVersion "apps/v1" is not supported`}}
+				return []inProblem{{file: p[0], doc: 2, msg: `kind "Deploymnet" of apiVersion "apps/v1" is not supported`}}
 			},
 		},
 		{
@@ -534,7 +534,7 @@ spec:
 					{file: f, doc: 1, field: "spec.containers[0].volumeMounts[0].name", msg: `Not found: "cache"`},
 					{file: f, doc: 1, field: "spec.containers[1].name", msg: `Duplicate value: "main"`},
 					{file: f, doc: 1, field: "spec.containers[1].image", msg: "Required value"},
-					{file: f, doc: 2, msg: `kind "Deployment" of apiVersion "apps/v1" is not supported`},
+					{file: f, doc: 2, field: "spec.template", msg: "Required value"},
 				}
 			},
 		},
@@ -1046,16 +1046,16 @@ spec:
 			t.Fatalf("podrun ps -o wide: exit %d", code)
 		}
 		lines := strings.Split(strings.TrimSpace(stdout), "\n")
-		if want := []string{"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "SOURCE", "UID"}; strings.Join(strings.Fields(lines[0]), " ") != strings.Join(want, " ") {
+		if want := []string{"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "SOURCE", "UID", "OWNER"}; strings.Join(strings.Fields(lines[0]), " ") != strings.Join(want, " ") {
 			t.Errorf("header %q, want %v", lines[0], want)
 		}
 		found := false
 		for _, l := range lines[1:] {
 			f := strings.Fields(l)
-			if len(f) == 9 && f[0] == "default" && f[1] == "in-cli" {
+			if len(f) == 10 && f[0] == "default" && f[1] == "in-cli" {
 				found = true
-				if f[2] != "2/2" || f[3] != "Running" || f[4] != "0" || f[7] != path || f[8] != uid {
-					t.Errorf("row %q; want READY 2/2, STATUS Running, RESTARTS 0, UID %s, SOURCE %s", l, uid, path)
+				if f[2] != "2/2" || f[3] != "Running" || f[4] != "0" || f[7] != path || f[8] != uid || f[9] != "<none>" {
+					t.Errorf("row %q; want READY 2/2, STATUS Running, RESTARTS 0, UID %s, SOURCE %s, OWNER <none>", l, uid, path)
 				}
 			}
 		}

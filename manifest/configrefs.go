@@ -78,7 +78,7 @@ func Resolve(set *Set, others ...*Set) (*Set, error) {
 
 func resolve(set *Set, others ...*Set) (*Set, Problems) {
 	idx := newObjectIndex(append([]*Set{set}, others...))
-	out := &Set{ConfigMaps: set.ConfigMaps, Secrets: set.Secrets, where: set.where}
+	out := &Set{ConfigMaps: set.ConfigMaps, Secrets: set.Secrets, Notes: set.Notes, Workloads: set.Workloads, where: set.where}
 	var problems Problems
 	for _, p := range set.Pods {
 		c := *p

@@ -53,14 +53,31 @@ func (r *reader) readObject(src Source, prefix string, data []byte) {
 		r.problem(src, prefix+"kind", "a List inside a List is not supported")
 	case apiVersion == "v1" && kind == "List":
 		r.readList(src, prefix, data, obj)
+	case apiVersion == "apps/v1" && (kind == "Deployment" || kind == "ReplicaSet" || kind == "StatefulSet" || kind == "DaemonSet"):
+		r.readWorkload(src, prefix, data, obj, kind) // workloads.go
+	case skippedKind(apiVersion, kind):
+		r.skip(src, prefix, obj, kind) // skipped.go
 	default:
 		r.problem(src, strings.TrimSuffix(prefix, "."), fmt.Sprintf(
-			"kind %q of apiVersion %q is not supported (podrun reads v1 Pod, ConfigMap, Secret and List)", kind, apiVersion))
+			"kind %q of apiVersion %q is not supported (podrun reads v1 Pod, ConfigMap, Secret and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, and skips the kinds only a cluster uses)", kind, apiVersion))
 	}
 }
 
-// readPod decodes, checks, defaults and validates a pod.
+// readPod decodes, checks, defaults and validates a pod, and adds it.
 func (r *reader) readPod(src Source, prefix string, data []byte, raw map[string]any) {
+	p := r.decodePod(src, prefix, data, raw)
+	if p == nil {
+		return
+	}
+	if r.opts.StaticNode != "" {
+		r.makeStatic(p, src, prefix) // static.go
+	}
+	r.addPod(p, src, prefix)
+}
+
+// decodePod decodes, checks, defaults and validates a pod (nil when it
+// does not decode).
+func (r *reader) decodePod(src Source, prefix string, data []byte, raw map[string]any) *Pod {
 	pod := &corev1.Pod{}
 	unsupported := unsupportedFields(raw) // before decode may remove values from raw
 	unknown, ok := r.decode(src, prefix, data, raw, pod)
@@ -70,7 +87,7 @@ func (r *reader) readPod(src Source, prefix string, data []byte, raw map[string]
 		}
 	}
 	if !ok {
-		return
+		return nil
 	}
 	clearServerFields(&pod.ObjectMeta)
 	pod.Status = corev1.PodStatus{} // accepted and dropped, as kubectl apply does
@@ -83,12 +100,14 @@ func (r *reader) readPod(src Source, prefix string, data []byte, raw map[string]
 	p := &Pod{Pod: pod, Source: src}
 	p.Hash, p.UID = Identity(pod)
 	pod.UID = types.UID(p.UID)
-	if r.opts.StaticNode != "" {
-		r.makeStatic(p, src, prefix) // static.go
-	}
+	return p
+}
+
+// addPod adds a pod read at prefix of src to the set.
+func (r *reader) addPod(p *Pod, src Source, prefix string) {
 	r.set.Pods = append(r.set.Pods, p)
-	r.names = append(r.names, named{"pod", pod.Namespace + "/" + pod.Name, src})
-	r.located(pod, src, prefix)
+	r.names = append(r.names, named{"pod", p.Namespace + "/" + p.Name, src})
+	r.located(p.Pod, src, prefix)
 }
 
 // readConfigMap decodes a ConfigMap and validates its name.

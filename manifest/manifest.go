@@ -80,6 +80,12 @@ type Set struct {
 	// (configrefs.go); a Secret's stringData is merged into its data.
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
+	// Notes say which objects were skipped: the kinds only a cluster uses
+	// (skipped.go), one line each.
+	Notes []string
+	// Workloads are the workload objects read, as "namespace/Kind/name"
+	// (workloads.go): the pods of each are in Pods.
+	Workloads []string
 
 	where map[any]where // of pods and Secrets, for Resolve's field paths
 }

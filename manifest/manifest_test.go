@@ -194,8 +194,8 @@ func TestInvalidInputs(t *testing.T) {
 			name:  "unknown kinds",
 			paths: []string{"testdata/invalid/unknown-kind.yaml"},
 			want: []string{
-				`testdata/invalid/unknown-kind.yaml (document 1): kind "Deployment" of apiVersion "apps/v1" is not supported (podrun reads v1 Pod, ConfigMap, Secret and List)`,
-				`testdata/invalid/unknown-kind.yaml (document 2): kind "Pod" of apiVersion "v2" is not supported (podrun reads v1 Pod, ConfigMap, Secret and List)`,
+				`testdata/invalid/unknown-kind.yaml (document 1): kind "Deploymnet" of apiVersion "apps/v1" is not supported (podrun reads v1 Pod, ConfigMap, Secret and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, and skips the kinds only a cluster uses)`,
+				`testdata/invalid/unknown-kind.yaml (document 2): kind "Pod" of apiVersion "v2" is not supported (podrun reads v1 Pod, ConfigMap, Secret and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, and skips the kinds only a cluster uses)`,
 				"testdata/invalid/unknown-kind.yaml (document 3): kind: Required value",
 				"testdata/invalid/unknown-kind.yaml (document 4): expected a Kubernetes object, got array",
 			},
@@ -297,7 +297,6 @@ func TestInvalidInputs(t *testing.T) {
 			want: []string{
 				"testdata/invalid/list.yaml (document 1): items[1].spec.containers[0].volumeDevices: field not supported by podrun yet",
 				`testdata/invalid/list.yaml (document 1): items[1].spec.containers[0].ports[0].hostPort: Invalid value: 8080: must match ` + "`containerPort`" + ` when ` + "`hostNetwork`" + ` is true`,
-				`testdata/invalid/list.yaml (document 1): items[2]: kind "Service" of apiVersion "v1" is not supported (podrun reads v1 Pod, ConfigMap, Secret and List)`,
 			},
 		},
 		{

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/status"
 )
@@ -24,7 +25,8 @@ type FormatError struct{ Format string }
 
 func (e *FormatError) Error() string { return fmt.Sprintf("unknown output format %q", e.Format) }
 
-// Pods prints pods as kubectl get pods does: a table (wide adds the UID),
+// Pods prints pods as kubectl get pods does: a table (wide adds the UID
+// and the workload a pod was made from, OWNER),
 // a v1 List (json, yaml) or pod/NAME lines (name).
 func Pods(w io.Writer, pods []*run.PodInfo, format string) error {
 	switch format {
@@ -47,7 +49,7 @@ func Pods(w io.Writer, pods []*run.PodInfo, format string) error {
 		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 		header := "NAMESPACE\tNAME\tREADY\tSTATUS\tRESTARTS\tAGE\tIP\tSOURCE"
 		if format == "wide" {
-			header += "\tUID"
+			header += "\tUID\tOWNER"
 		}
 		fmt.Fprintln(tw, header)
 		for _, p := range pods {
@@ -106,7 +108,13 @@ func podRow(p *run.PodInfo, wide bool) string {
 	}
 	row := fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s", p.Namespace, name, ready, reason, restarts, age, ip, p.Source)
 	if wide {
-		row += "\t" + p.UID
+		owner := "<none>"
+		if p.Pod != nil {
+			if w := manifest.Workload(p.Pod); w != "" {
+				owner = w
+			}
+		}
+		row += "\t" + p.UID + "\t" + owner
 	}
 	return row
 }

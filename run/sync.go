@@ -48,7 +48,7 @@ type Want struct {
 	// Owns tells which pods on the node the caller's sources applied
 	// (nil: none). With Prune, those no wanted pod names are removed;
 	// those of a Broken source are kept as they are.
-	Owns   func(source string) bool
+	Owns   func(p *PodInfo) bool
 	Broken map[string]bool
 	Prune  bool
 	// Yield tells which pods on the node belong to another owner (a
@@ -124,7 +124,7 @@ func (w Want) Others(snapshot []*PodInfo) []string {
 	var others []string
 	for _, p := range snapshot {
 		key := p.Key()
-		if w.Owns(p.Source) && !wants(w, key) && !seen[key] {
+		if w.Owns(p) && !wants(w, key) && !seen[key] {
 			seen[key] = true
 			others = append(others, key)
 		}
@@ -259,7 +259,7 @@ func (h *Host) nodeFor(ctx context.Context, key string, snapshot []*PodInfo) ([]
 func (h *Host) existing(ctx context.Context, p *PodInfo, w Want, o UpOptions, key string) (e plan.Existing, r *podRun, err error) {
 	e = plan.Existing{UID: p.UID, Namespace: p.Namespace, Name: p.Name, Source: p.Source, Pod: p.Pod,
 		Complete: p.State != nil && p.State.Complete, Supervised: h.Supervised(p.UID),
-		Owned: w.Owns != nil && w.Owns(p.Source), Refused: p.State != nil && p.State.Refused}
+		Owned: w.Owns != nil && w.Owns(p), Refused: p.State != nil && p.State.Refused}
 	e.Yield = w.Yield != nil && w.Yield(p.Source) && !yields(w, e.Key())
 	if !o.Foreground || e.Key() != key || !e.Complete || e.Supervised || e.Refused || (!e.Owned && !wants(w, key)) {
 		return e, nil, nil // nothing to adopt (a refused pod has nothing running)

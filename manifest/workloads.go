@@ -1,0 +1,270 @@
+package manifest
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Workload kinds (apps/v1) are read as the pods their controllers would
+// make on one node: the pod template, replicas times (one for a DaemonSet),
+// named and labelled as the controllers name and label them, each with its
+// controller as owner. Names are derived from the template, not random, so
+// that `up` of the same file is an idempotent apply.
+
+// The labels the controllers put on their pods.
+const (
+	podTemplateHashLabel   = appsv1.DefaultDeploymentUniqueLabelKey // "pod-template-hash"
+	controllerRevisionHash = appsv1.ControllerRevisionHashLabelKey  // "controller-revision-hash"
+	statefulSetPodName     = appsv1.StatefulSetPodNameLabel         // "statefulset.kubernetes.io/pod-name"
+	podIndexLabel          = appsv1.PodIndexLabel                   // "apps.kubernetes.io/pod-index"
+	templateGeneration     = appsv1.DeprecatedTemplateGeneration    // "pod-template-generation"
+)
+
+// workload is what the pods of a workload object are made from.
+type workload struct {
+	kind     string
+	meta     metav1.ObjectMeta
+	replicas int32
+	selector *metav1.LabelSelector
+	service  string // a StatefulSet's serviceName
+	start    int32  // a StatefulSet's first ordinal
+}
+
+// readWorkload reads a Deployment, ReplicaSet, StatefulSet or DaemonSet.
+func (r *reader) readWorkload(src Source, prefix string, data []byte, raw map[string]any, kind string) {
+	spec, _ := raw["spec"].(map[string]any)
+	template, _ := spec["template"].(map[string]any)
+	if template == nil {
+		r.problem(src, prefix+"spec.template", "Required value")
+		return
+	}
+	// The workload's own fields, decoded strictly without the template,
+	// which is read as a Pod below.
+	own := map[string]any{}
+	for k, v := range raw {
+		own[k] = v
+	}
+	ownSpec := map[string]any{}
+	for k, v := range spec {
+		if k != "template" {
+			ownSpec[k] = v
+		}
+	}
+	own["spec"] = ownSpec
+	ownData, err := json.Marshal(own)
+	if err != nil {
+		r.problem(src, strings.TrimSuffix(prefix, "."), err.Error())
+		return
+	}
+	w, ok := r.decodeWorkload(src, prefix, ownData, own, kind)
+	if !ok {
+		return
+	}
+	pod := r.templatePod(src, prefix, w, template)
+	if pod == nil {
+		return
+	}
+	r.fieldProblems(src, prefix, validateWorkload(w, pod.Labels))
+	r.set.Workloads = append(r.set.Workloads, w.meta.Namespace+"/"+kind+"/"+w.meta.Name)
+	r.names = append(r.names, named{strings.ToLower(kind), w.meta.Namespace + "/" + w.meta.Name, src})
+	for _, p := range w.pods(pod) {
+		r.addPod(p, src, prefix+"spec.template.")
+	}
+}
+
+// decodeWorkload decodes the workload's own fields and refuses those podrun
+// cannot honour.
+func (r *reader) decodeWorkload(src Source, prefix string, data []byte, raw map[string]any, kind string) (*workload, bool) {
+	w := &workload{kind: kind, replicas: 1}
+	var ok bool
+	switch kind {
+	case "Deployment":
+		var d appsv1.Deployment
+		if _, ok = r.decode(src, prefix, data, raw, &d); ok {
+			w.meta, w.selector = d.ObjectMeta, d.Spec.Selector
+			if d.Spec.Replicas != nil {
+				w.replicas = *d.Spec.Replicas
+			}
+			if d.Spec.Paused {
+				r.problem(src, prefix+"spec.paused", "a paused Deployment is not supported by podrun (it would never apply a change)")
+			}
+		}
+	case "ReplicaSet":
+		var rs appsv1.ReplicaSet
+		if _, ok = r.decode(src, prefix, data, raw, &rs); ok {
+			w.meta, w.selector = rs.ObjectMeta, rs.Spec.Selector
+			if rs.Spec.Replicas != nil {
+				w.replicas = *rs.Spec.Replicas
+			}
+		}
+	case "StatefulSet":
+		var ss appsv1.StatefulSet
+		if _, ok = r.decode(src, prefix, data, raw, &ss); ok {
+			w.meta, w.selector, w.service = ss.ObjectMeta, ss.Spec.Selector, ss.Spec.ServiceName
+			if ss.Spec.Replicas != nil {
+				w.replicas = *ss.Spec.Replicas
+			}
+			if ss.Spec.Ordinals != nil {
+				w.start = ss.Spec.Ordinals.Start
+			}
+			if len(ss.Spec.VolumeClaimTemplates) > 0 {
+				r.problem(src, prefix+"spec.volumeClaimTemplates", notSupported)
+			}
+		}
+	case "DaemonSet":
+		var ds appsv1.DaemonSet
+		if _, ok = r.decode(src, prefix, data, raw, &ds); ok {
+			w.meta, w.selector = ds.ObjectMeta, ds.Spec.Selector
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+	clearServerFields(&w.meta)
+	if w.meta.Namespace == "" {
+		w.meta.Namespace = metav1.NamespaceDefault
+	}
+	r.readMeta(src, prefix, &w.meta)
+	return w, true
+}
+
+// templatePod reads the template as a Pod of the workload's namespace (its
+// problems at spec.template.…), without adding it to the set.
+func (r *reader) templatePod(src Source, prefix string, w *workload, template map[string]any) *Pod {
+	meta, _ := template["metadata"].(map[string]any)
+	podMeta := map[string]any{}
+	for k, v := range meta {
+		podMeta[k] = v
+	}
+	podMeta["name"] = w.meta.Name // the pods' names are set below
+	podMeta["namespace"] = w.meta.Namespace
+	raw := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": podMeta, "spec": template["spec"]}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		r.problem(src, prefix+"spec.template", err.Error())
+		return nil
+	}
+	return r.decodePod(src, prefix+"spec.template.", data, raw)
+}
+
+// validateWorkload is the API server's check of a workload: a selector
+// that is not empty and selects the template's labels; replicas not
+// negative.
+func validateWorkload(w *workload, podLabels map[string]string) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if w.replicas < 0 {
+		errs = append(errs, field.Invalid(spec.Child("replicas"), w.replicas, "must be greater than or equal to 0"))
+	}
+	if w.selector == nil || (len(w.selector.MatchLabels) == 0 && len(w.selector.MatchExpressions) == 0) {
+		return append(errs, field.Required(spec.Child("selector"), "empty selector is invalid for deployment"))
+	}
+	sel, err := metav1.LabelSelectorAsSelector(w.selector)
+	if err != nil {
+		return append(errs, field.Invalid(spec.Child("selector"), w.selector, err.Error()))
+	}
+	if !sel.Matches(labels.Set(podLabels)) {
+		errs = append(errs, field.Invalid(spec.Child("template", "metadata", "labels"), podLabels, "`selector` does not match template `labels`"))
+	}
+	return errs
+}
+
+// pods are the workload's pods, made from the template pod.
+func (w *workload) pods(template *Pod) []*Pod {
+	hash := templateHash(template.Pod)
+	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: w.kind, Name: w.meta.Name,
+		Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}
+	n := w.replicas
+	switch w.kind {
+	case "Deployment":
+		// The pods' controller is the Deployment's ReplicaSet of this template.
+		owner.Kind, owner.Name = "ReplicaSet", w.meta.Name+"-"+hash
+	case "DaemonSet":
+		n = 1 // this node
+	}
+	owner.UID = types.UID(nameUUID(w.meta.Namespace + "/" + owner.Kind + "/" + owner.Name))
+	var out []*Pod
+	for i := range n {
+		pod := template.Pod.DeepCopy()
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		pod.OwnerReferences = []metav1.OwnerReference{owner}
+		switch w.kind {
+		case "Deployment":
+			pod.Name = owner.Name + "-" + suffix(owner.Name, i)
+			pod.Labels[podTemplateHashLabel] = hash
+		case "ReplicaSet":
+			pod.Name = w.meta.Name + "-" + suffix(w.meta.Name+"-"+hash, i)
+		case "DaemonSet":
+			pod.Name = w.meta.Name + "-" + suffix(w.meta.Name+"-"+hash, i)
+			pod.Labels[controllerRevisionHash] = hash
+			pod.Labels[templateGeneration] = "1"
+		case "StatefulSet":
+			ordinal := fmt.Sprint(w.start + i)
+			pod.Name = w.meta.Name + "-" + ordinal
+			pod.Labels[controllerRevisionHash] = w.meta.Name + "-" + hash
+			pod.Labels[statefulSetPodName] = pod.Name
+			pod.Labels[podIndexLabel] = ordinal
+			// A stable network identity: <name>-<ordinal>.<serviceName>.
+			pod.Spec.Hostname, pod.Spec.Subdomain = pod.Name, w.service
+		}
+		p := &Pod{Pod: pod, Source: template.Source, PullSecrets: template.PullSecrets}
+		p.Hash, p.UID = Identity(pod)
+		pod.UID = types.UID(p.UID)
+		out = append(out, p)
+	}
+	return out
+}
+
+// templateHash names a pod template as the controllers' pod-template-hash
+// and controller-revision-hash do (fnv-32a, safely encoded), from the
+// template as podrun reads it: stable for the same template.
+func templateHash(pod *corev1.Pod) string {
+	data, _ := json.Marshal(identified{Labels: pod.Labels, Annotations: pod.Annotations, Spec: pod.Spec})
+	h := fnv.New32a()
+	h.Write(data)
+	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+}
+
+// suffix is the five characters the controllers add to a pod's name (of
+// the alphabet of their random names), derived from the owner and the
+// replica's index instead of drawn at random.
+func suffix(owner string, i int32) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d", owner, i))
+	b := make([]byte, 5)
+	for k := range b {
+		b[k] = alphabet[int(sum[k])%len(alphabet)]
+	}
+	return string(b)
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// Workload is the workload a pod was made from, as its file names it
+// ("Deployment/web", "StatefulSet/db"), or "" for a bare pod. A
+// Deployment's pods are owned by its ReplicaSet <name>-<pod-template-hash>.
+func Workload(pod *corev1.Pod) string {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.APIVersion != "apps/v1" {
+		return ""
+	}
+	if hash := pod.Labels[podTemplateHashLabel]; ref.Kind == "ReplicaSet" && hash != "" {
+		if name, ok := strings.CutSuffix(ref.Name, "-"+hash); ok {
+			return "Deployment/" + name
+		}
+	}
+	return ref.Kind + "/" + ref.Name
+}
