@@ -3,12 +3,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/attach"
@@ -81,6 +85,8 @@ func attachCommand() *cli.Command {
 					}
 					defer restore()
 					o.Detach = attach.DetachKeys
+					stopResize := forwardResize(ctx, h.Engine(), cur.ID, os.Stdin)
+					defer stopResize()
 				}
 			}
 			err = attach.Attach(ctx, filepath.Join(ioDir(cfg), cur.ID), o)
@@ -89,6 +95,38 @@ func attachCommand() *cli.Command {
 			}
 			return err
 		},
+	}
+}
+
+// forwardResize gives the container's terminal the size of f's, now and
+// at each SIGWINCH, until stop.
+func forwardResize(ctx context.Context, e engine.Engine, id string, f *os.File) (stop func()) {
+	fd := int(f.Fd())
+	if !term.IsTerminal(fd) {
+		return func() {}
+	}
+	resize := func() {
+		if w, h, err := term.GetSize(fd); err == nil && w > 0 && h > 0 {
+			_ = e.Resize(ctx, id, uint32(w), uint32(h)) // a lost resize leaves the old size
+		}
+	}
+	resize()
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-winch:
+				resize()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(winch)
+		close(done)
 	}
 }
 

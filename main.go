@@ -105,7 +105,7 @@ func newApp() *cli.App {
 			return nil
 		},
 		Commands: []*cli.Command{
-			upCommand(), downCommand(), waitCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), attachCommand(), daemonCommand(),
+			upCommand(), downCommand(), waitCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), attachCommand(), daemonCommand(), volumeCommand(),
 			validateCommand(), imageCommand(), versionCommand(), completionCommand(), gcCommand(),
 			// Run by the runtime, not by users: the sandbox's PID 1, the shim's log
 			// driver and the stream keeper of a container with stdin or a terminal.

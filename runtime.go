@@ -64,7 +64,16 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 			report(run.Event{Msg: fmt.Sprintf("started podrun's private containerd at %s", addr)})
 		}
 	}
-	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Logger: cfg.Exe, LogRotation: cfg.LogRotation, IODir: ioDir(cfg), Timeout: dialTimeout})
+	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Logger: cfg.Exe, LogRotation: cfg.LogRotation, IODir: ioDir(cfg), Timeout: dialTimeout,
+		ImportLock: func(ctx context.Context) (func(), error) {
+			l, err := lock.Acquire(ctx, filepath.Join(cfg.Root, "locks", "images.lock"), func(pid int) {
+				report(run.Event{Msg: fmt.Sprintf("waiting for podrun (pid %d), which is importing images", pid)})
+			})
+			if err != nil {
+				return nil, err
+			}
+			return func() { _ = l.Release() }, nil
+		}})
 	if err != nil {
 		return nil, err
 	}

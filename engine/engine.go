@@ -198,6 +198,9 @@ type Engine interface {
 	Exits(ctx context.Context) (<-chan TaskExit, <-chan error)
 	// SetLabels adds or replaces labels on a container.
 	SetLabels(ctx context.Context, id string, labels map[string]string) error
+	// Resize sets the size of the terminal of container id's task (a
+	// container with tty), as a terminal attached to it is resized.
+	Resize(ctx context.Context, id string, width, height uint32) error
 	// List returns the containers whose labels include all of match.
 	List(ctx context.Context, match map[string]string) ([]Container, error)
 }

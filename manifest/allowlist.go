@@ -38,6 +38,7 @@ var supportedPodFields = join(
 		"spec.volumes[].emptyDir.medium",
 		"spec.volumes[].emptyDir.sizeLimit",
 		"spec.volumes[].emptyDir.mode",
+		"spec.volumes[].persistentVolumeClaim", // a named local volume (volumes/claims.go)
 		// Config volumes (configvolumes.go, configrefs.go); projected
 		// serviceAccountToken, clusterTrustBundle and podCertificate sources
 		// need an API server and stay rejected.

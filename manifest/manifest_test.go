@@ -286,7 +286,7 @@ func TestInvalidInputs(t *testing.T) {
 				"testdata/invalid/unsupported.yaml (document 1): spec.containers[0].securityContext.windowsOptions: field not supported by podrun yet",
 				"testdata/invalid/unsupported.yaml (document 1): spec.containers[0].volumeDevices: field not supported by podrun yet",
 				"testdata/invalid/unsupported.yaml (document 1): spec.securityContext.seLinuxChangePolicy: field not supported by podrun yet",
-				"testdata/invalid/unsupported.yaml (document 1): spec.volumes[0].persistentVolumeClaim: field not supported by podrun yet",
+				"testdata/invalid/unsupported.yaml (document 1): spec.volumes[0].nfs: field not supported by podrun yet",
 				"testdata/invalid/unsupported.yaml (document 1): spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None",
 				`testdata/invalid/unsupported.yaml (document 1): spec.containers[0].env[1].valueFrom.fileKeyRef.volumeName: Invalid value: "config": must name an emptyDir volume of the pod`,
 			},

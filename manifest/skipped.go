@@ -49,7 +49,10 @@ func (r *reader) skip(src Source, prefix string, obj map[string]any, kind string
 		name, _ = meta["name"].(string)
 	}
 	what := "a cluster's object: one node has nothing to do with it"
-	if _, ok := clusterKinds[fmt.Sprint(obj["apiVersion"])]; !ok {
+	switch {
+	case kind == "PersistentVolumeClaim":
+		what = "its pods' volume of that name is a local directory, made when a pod first uses it: podrun volume ls"
+	case clusterKinds[fmt.Sprint(obj["apiVersion"])] == nil:
 		what = "a custom resource: podrun has no API server"
 	}
 	at := src.String()

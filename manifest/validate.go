@@ -183,6 +183,14 @@ func validateVolumeSource(src *corev1.VolumeSource, fld *field.Path) field.Error
 		return validateHostPath(src.HostPath, fld.Child("hostPath"))
 	case src.EmptyDir != nil:
 		return validateEmptyDir(src.EmptyDir, fld.Child("emptyDir"))
+	case src.PersistentVolumeClaim != nil:
+		// The claim names a directory of the node (volumes/claims.go): it
+		// must be a claim's name, as the API server would find one.
+		c := fld.Child("persistentVolumeClaim", "claimName")
+		if src.PersistentVolumeClaim.ClaimName == "" {
+			return field.ErrorList{field.Required(c, "")}
+		}
+		return validateDNS(src.PersistentVolumeClaim.ClaimName, c, validation.IsDNS1123Subdomain)
 	}
 	return validateConfigVolume(src, fld) // configvolumes.go
 }

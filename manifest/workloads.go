@@ -37,8 +37,9 @@ type workload struct {
 	meta     metav1.ObjectMeta
 	replicas int32
 	selector *metav1.LabelSelector
-	service  string // a StatefulSet's serviceName
-	start    int32  // a StatefulSet's first ordinal
+	service  string   // a StatefulSet's serviceName
+	start    int32    // a StatefulSet's first ordinal
+	claims   []string // a StatefulSet's volumeClaimTemplates' names
 }
 
 // readWorkload reads a Deployment, ReplicaSet, StatefulSet or DaemonSet.
@@ -118,8 +119,8 @@ func (r *reader) decodeWorkload(src Source, prefix string, data []byte, raw map[
 			if ss.Spec.Ordinals != nil {
 				w.start = ss.Spec.Ordinals.Start
 			}
-			if len(ss.Spec.VolumeClaimTemplates) > 0 {
-				r.problem(src, prefix+"spec.volumeClaimTemplates", notSupported)
+			for _, vct := range ss.Spec.VolumeClaimTemplates {
+				w.claims = append(w.claims, vct.Name)
 			}
 		}
 	case "DaemonSet":
@@ -149,7 +150,32 @@ func (r *reader) templatePod(src Source, prefix string, w *workload, template ma
 	}
 	podMeta["name"] = w.meta.Name // the pods' names are set below
 	podMeta["namespace"] = w.meta.Namespace
-	raw := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": podMeta, "spec": template["spec"]}
+	spec := template["spec"]
+	if m, ok := spec.(map[string]any); ok && len(w.claims) > 0 {
+		// The claims' volumes, as each pod will have them (pods), so that
+		// the template's mounts of them validate.
+		withClaims := map[string]any{}
+		for k, v := range m {
+			withClaims[k] = v
+		}
+		old, _ := m["volumes"].([]any)
+		claim := map[string]bool{}
+		for _, c := range w.claims {
+			claim[c] = true
+		}
+		var vols []any
+		for _, v := range old { // a volume of a claim's name is replaced
+			if vm, ok := v.(map[string]any); !ok || !claim[fmt.Sprint(vm["name"])] {
+				vols = append(vols, v)
+			}
+		}
+		for _, c := range w.claims {
+			vols = append(vols, map[string]any{"name": c, "persistentVolumeClaim": map[string]any{"claimName": c}})
+		}
+		withClaims["volumes"] = vols
+		spec = withClaims
+	}
+	raw := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": podMeta, "spec": spec}
 	data, err := json.Marshal(raw)
 	if err != nil {
 		r.problem(src, prefix+"spec.template", err.Error())
@@ -219,6 +245,11 @@ func (w *workload) pods(template *Pod) []*Pod {
 			pod.Labels[podIndexLabel] = ordinal
 			// A stable network identity: <name>-<ordinal>.<serviceName>.
 			pod.Spec.Hostname, pod.Spec.Subdomain = pod.Name, w.service
+			// Stable storage: the claim <template>-<pod> of each template,
+			// as the volume of the template's name.
+			for _, c := range w.claims {
+				setClaimVolume(pod, c, c+"-"+pod.Name)
+			}
 		}
 		p := &Pod{Pod: pod, Source: template.Source, PullSecrets: template.PullSecrets}
 		p.Hash, p.UID = Identity(pod)
@@ -252,6 +283,20 @@ func suffix(owner string, i int32) string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// setClaimVolume makes the pod's volume name the claim claim (replacing a
+// volume of that name, as the StatefulSet controller does).
+func setClaimVolume(pod *corev1.Pod, name, claim string) {
+	v := corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == name {
+			pod.Spec.Volumes[i] = v
+			return
+		}
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, v)
+}
 
 // Workload is the workload a pod was made from, as its file names it
 // ("Deployment/web", "StatefulSet/db"), or "" for a bare pod. A

@@ -77,9 +77,10 @@ spec:
   serviceName: db-headless
   replicas: 2
   selector: {matchLabels: {app: db}}
+  volumeClaimTemplates: [{metadata: {name: data}}]
   template:
     metadata: {labels: {app: db}}
-    spec: {containers: [{name: db, image: busybox:1.36}]}
+    spec: {containers: [{name: db, image: busybox:1.36, volumeMounts: [{name: data, mountPath: /data}]}]}
 ---
 apiVersion: apps/v1
 kind: DaemonSet
@@ -98,6 +99,9 @@ spec:
 		db1.Labels["apps.kubernetes.io/pod-index"] != "1" || Workload(db1.Pod) != "StatefulSet/db" {
 		t.Errorf("db-1: hostname %q, subdomain %q, labels %v, workload %q", db1.Spec.Hostname, db1.Spec.Subdomain, db1.Labels, Workload(db1.Pod))
 	}
+	if v := db1.Spec.Volumes; len(v) != 1 || v[0].Name != "data" || v[0].PersistentVolumeClaim == nil || v[0].PersistentVolumeClaim.ClaimName != "data-db-1" {
+		t.Errorf("db-1 volumes %+v, want data: the claim data-db-1", v)
+	}
 	if a := ss.Pods[2]; !strings.HasPrefix(a.Name, "agent-") || Workload(a.Pod) != "DaemonSet/agent" {
 		t.Errorf("the DaemonSet's pod %q, workload %q: want one agent-<suffix>", a.Name, Workload(a.Pod))
 	}
@@ -115,23 +119,12 @@ spec:
     metadata: {labels: {app: web}}
     spec:
       containers: [{name: app, image: busybox:1.36, imagePullPolicy: Sometimes}]
----
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db}
-spec:
-  selector: {matchLabels: {app: db}}
-  volumeClaimTemplates: [{metadata: {name: data}}]
-  template:
-    metadata: {labels: {app: db}}
-    spec: {containers: [{name: db, image: busybox:1.36}]}
 `))
 	for _, want := range []string{
 		"w.yaml (document 1): spec.paused: a paused Deployment is not supported",
 		"w.yaml (document 1): spec.replicas: Invalid value: -1: must be greater than or equal to 0",
 		"w.yaml (document 1): spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: `selector` does not match template `labels`",
 		`w.yaml (document 1): spec.template.spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes"`,
-		"w.yaml (document 2): spec.volumeClaimTemplates: field not supported by podrun yet",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("problems lack %q:\n%v", want, err)

@@ -67,6 +67,8 @@ func prepare(l Layout, pod *corev1.Pod, cfg *Config, o Options, adopt bool) (*Pr
 			err = p.locateEmptyDir(l, v.Name)
 		case v.EmptyDir != nil:
 			err = p.emptyDir(l, pod, v.Name, v.EmptyDir)
+		case v.PersistentVolumeClaim != nil:
+			err = p.claim(l, pod, v.Name, v.PersistentVolumeClaim, adopt) // claims.go
 		default:
 			err = errors.New("volume kind not supported by podrun yet")
 		}

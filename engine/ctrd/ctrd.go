@@ -55,12 +55,13 @@ func SetLogging(debug bool) {
 
 // Engine is engine.Engine on a containerd client.
 type Engine struct {
-	client    *containerd.Client
-	namespace string
-	logger    string // absolute path of the binary the shim runs as the log driver
-	rotation  logs.Rotation
-	ioDir     string // the stream keepers' directories, one per container
-	address   string // containerd's, for the stream keepers
+	client     *containerd.Client
+	namespace  string
+	logger     string // absolute path of the binary the shim runs as the log driver
+	rotation   logs.Rotation
+	ioDir      string // the stream keepers' directories, one per container
+	address    string // containerd's, for the stream keepers
+	importLock func(ctx context.Context) (unlock func(), err error)
 }
 
 // Options configure Connect.
@@ -75,6 +76,10 @@ type Options struct {
 	// FIFOs and the attach socket of its stream keeper (Logger cri-io).
 	IODir   string
 	Timeout time.Duration // dial and health-check timeout
+	// ImportLock, when set, is held around each Import: containerd's
+	// import creates an image record after finding none, so two at once of
+	// the same archive would race to create it.
+	ImportLock func(ctx context.Context) (unlock func(), err error)
 }
 
 // Connect dials containerd and checks that it answers. Errors wrap
@@ -92,7 +97,7 @@ func Connect(ctx context.Context, o Options) (*Engine, error) {
 		client.Close()
 		return nil, fmt.Errorf("%w: containerd at %q does not answer: %w", engine.ErrUnavailable, o.Address, err)
 	}
-	return &Engine{client: client, namespace: o.Namespace, logger: o.Logger, rotation: o.LogRotation, ioDir: o.IODir, address: o.Address}, nil
+	return &Engine{client: client, namespace: o.Namespace, logger: o.Logger, rotation: o.LogRotation, ioDir: o.IODir, address: o.Address, importLock: o.ImportLock}, nil
 }
 
 // Close releases the client connection.
@@ -161,6 +166,13 @@ func (e *Engine) describe(ctx context.Context, img containerd.Image) (engine.Ima
 // containerd's own detection).
 func (e *Engine) Import(ctx context.Context, r io.Reader) ([]engine.Image, error) {
 	ctx = e.ns(ctx)
+	if e.importLock != nil {
+		unlock, err := e.importLock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
 	dr, err := compression.DecompressStream(r)
 	if err != nil {
 		return nil, err
@@ -341,6 +353,16 @@ func (e *Engine) Start(ctx context.Context, id, logPath string) (uint32, error) 
 		return 0, fmt.Errorf("starting task: %w", err)
 	}
 	return task.Pid(), nil
+}
+
+// Resize sets the size of the task's terminal.
+func (e *Engine) Resize(ctx context.Context, id string, width, height uint32) error {
+	ctx = e.ns(ctx)
+	task, err := e.task(ctx, id)
+	if err != nil {
+		return err
+	}
+	return mapErr(task.Resize(ctx, width, height))
 }
 
 // Wait blocks until the task exits or ctx is done.

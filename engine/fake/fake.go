@@ -722,6 +722,20 @@ func (e *Engine) Exits(ctx context.Context) (<-chan engine.TaskExit, <-chan erro
 }
 
 // SetLabels adds or replaces labels.
+// Resize resizes the terminal of a task: it must exist.
+func (e *Engine) Resize(ctx context.Context, id string, width, height uint32) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.begin(ctx, "Resize", id); err != nil {
+		return err
+	}
+	c := e.ctrs[id]
+	if c == nil || c.task == nil {
+		return notFound("task", id)
+	}
+	return nil
+}
+
 func (e *Engine) SetLabels(ctx context.Context, id string, labels map[string]string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
