@@ -59,11 +59,7 @@ unit:
 FUZZTIME ?= 5s
 FUZZ_TARGETS := manifest:FuzzParse volumes:FuzzSubPath volumes:FuzzAtomicWrite logs:FuzzReadLog
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo "fuzz: $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || \
-			{ echo "fuzz: $${t#*:} failed; rerun: go test -run '^$$' -fuzz '^$${t#*:}$$' ./$${t%%:*}" >&2; exit 1; }; \
-	done
+	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 # End-to-end tests: a private containerd, runc, CNI; needs root (skips otherwise).
 e2e:
