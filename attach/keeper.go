@@ -276,7 +276,18 @@ func (k *keeper) serve(conn *net.UnixConn) {
 				return
 			}
 		case <-c.ended:
-			return
+			// What was sent before the end is still written (the last
+			// output of a container that exits).
+			for {
+				select {
+				case frame := <-c.out:
+					if _, err := conn.Write(frame); err != nil {
+						return
+					}
+				default:
+					return
+				}
+			}
 		}
 	}
 }

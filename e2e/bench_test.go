@@ -128,6 +128,63 @@ spec:
 	fmt.Printf("\ncontainer step (create + start), %d runs each, alternating: Merge median %s, Strict median %s\n", b.N, merge, strict)
 }
 
+// BenchmarkUpFourContainers: up to Running of a pod of four app
+// containers, and its down. With PODRUN_BENCH_BEFORE naming another podrun
+// binary (an older build), the two alternate, run by run, and both are
+// printed: before/after figures from one run.
+func BenchmarkUpFourContainers(b *testing.B) {
+	if H.skip != "" {
+		b.Skip(H.skip)
+	}
+	var containers strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&containers, "  - {name: c%d, image: %s, command: [\"sh\", \"-c\", \"trap 'exit 0' TERM; while true; do sleep 0.1; done\"]}\n", i, H.Image)
+	}
+	path := b.TempDir() + "/four.yaml"
+	manifest := "apiVersion: v1\nkind: Pod\nmetadata: {name: bench-four}\nspec:\n  terminationGracePeriodSeconds: 5\n  containers:\n" + containers.String()
+	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	bins := map[string]string{"after": H.Bin}
+	if before := os.Getenv("PODRUN_BENCH_BEFORE"); before != "" {
+		bins["before"] = before
+	}
+	current := H.Bin
+	b.Cleanup(func() { H.Bin = current; bnPodrun(b, "down", "--grace-period", "0", path) })
+	ups, downs := map[string][]time.Duration{}, map[string][]time.Duration{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, which := range []string{"before", "after"} {
+			bin, ok := bins[which]
+			if !ok {
+				continue
+			}
+			H.Bin = bin
+			start := time.Now()
+			if _, stderr, code := bnPodrun(b, "up", "--wait=running", path); code != 0 {
+				H.Bin = current
+				b.Fatalf("%s: podrun up: exit %d:\n%s", which, code, stderr)
+			}
+			ups[which] = append(ups[which], time.Since(start))
+			start = time.Now()
+			if _, stderr, code := bnPodrun(b, "down", path); code != 0 {
+				H.Bin = current
+				b.Fatalf("%s: podrun down: exit %d:\n%s", which, code, stderr)
+			}
+			downs[which] = append(downs[which], time.Since(start))
+		}
+	}
+	H.Bin = current
+	b.StopTimer()
+	b.ReportMetric(float64(bnMedian(ups["after"]).Milliseconds()), "ms-up-median")
+	for _, which := range []string{"before", "after"} {
+		if len(ups[which]) > 0 {
+			fmt.Printf("\n%s: 4-container pod, up --wait=running median %s (min %s), down (TERM honoured) median %s, %d runs\n",
+				which, bnMedian(ups[which]), bnMin(ups[which]), bnMedian(downs[which]), len(ups[which]))
+		}
+	}
+}
+
 // bnPodrun runs podrun quietly (b.Logf would print every call).
 func bnPodrun(b *testing.B, args ...string) (stdout, stderr string, code int) {
 	stdout, stderr, code, _ = H.run(b, "", H.Timeout, args...)

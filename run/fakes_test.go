@@ -255,7 +255,7 @@ func (hs *harness) container(name string) *corev1.Container {
 // startApp runs the pipeline step of app container name.
 func (hs *harness) startApp(name string) *supervisor.Loop {
 	hs.t.Helper()
-	if err := hs.r.startApp(hs.container(name))(hs.ctx); err != nil {
+	if err := hs.r.startApps([]*corev1.Container{hs.container(name)})(hs.ctx); err != nil {
 		hs.t.Fatalf("starting %q: %v", name, err)
 	}
 	return hs.loop(name)

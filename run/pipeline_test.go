@@ -778,3 +778,43 @@ func TestSupplementalGroupsPolicy(t *testing.T) {
 		})
 	}
 }
+
+// rendezvous holds the create of container first until the create of
+// second has begun: only creates made together get through.
+type rendezvous struct {
+	engine.Engine
+	first, second string
+	met           chan struct{}
+}
+
+func (r *rendezvous) Create(ctx context.Context, s engine.ContainerSpec) error {
+	switch s.ID {
+	case r.second:
+		close(r.met)
+	case r.first:
+		select {
+		case <-r.met:
+		case <-time.After(5 * time.Second):
+			return errors.New("the second app container was not created while the first was")
+		}
+	}
+	return r.Engine.Create(ctx, s)
+}
+
+// TestAppContainersStartTogether: a pod's app containers are created and
+// started together, not one after the other.
+func TestAppContainersStartTogether(t *testing.T) {
+	p := newPipeline(t)
+	second := p.pod.Spec.Containers[0]
+	second.Name, second.Ports = "second", nil
+	p.pod.Spec.Containers = append(p.pod.Spec.Containers, second)
+	r := &rendezvous{Engine: p.eng, first: ContainerID(p.pod.UID, "app", 0), second: ContainerID(p.pod.UID, "second", 0), met: make(chan struct{})}
+	p.h = p.hostWith(r)
+	res := p.up(p.ctx(), UpOptions{})
+	if res.Err != nil {
+		t.Fatalf("Up: %v", res.Err)
+	}
+	if got := p.containers(); !slices.Contains(got, r.first) || !slices.Contains(got, r.second) {
+		t.Errorf("containers %v", got)
+	}
+}

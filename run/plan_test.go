@@ -42,18 +42,18 @@ func TestPlan(t *testing.T) {
 		want   []string
 	}{
 		{"pod network, restartPolicy Always, wait ready", func(*corev1.Pod) {},
-			WaitReady, append(append([]string{}, sandboxed...), "init/setup", "container/app", "container/side", "wait: ready")},
+			WaitReady, append(append([]string{}, sandboxed...), "init/setup", "container/app,side", "wait: ready")},
 		{"hostNetwork skips netns and CNI", func(p *corev1.Pod) { p.Spec.HostNetwork = true },
-			WaitReady, []string{"pod directory", "volumes", "images", "pod cgroup", "sandbox: pause", "sandbox: files", "init/setup", "container/app", "container/side", "wait: ready"}},
+			WaitReady, []string{"pod directory", "volumes", "images", "pod cgroup", "sandbox: pause", "sandbox: files", "init/setup", "container/app,side", "wait: ready"}},
 		{"run to completion waits for ready (or finished)", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever; p.Spec.InitContainers = nil },
-			WaitReady, append(append([]string{}, sandboxed...), "container/app", "container/side", "wait: ready")},
+			WaitReady, append(append([]string{}, sandboxed...), "container/app,side", "wait: ready")},
 		{"--wait=completion waits for completion", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever; p.Spec.InitContainers = nil },
-			WaitCompletion, append(append([]string{}, sandboxed...), "container/app", "container/side", "wait: completion")},
+			WaitCompletion, append(append([]string{}, sandboxed...), "container/app,side", "wait: completion")},
 		{"wait running only records", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
-			WaitRunning, append(append([]string{}, sandboxed...), "init/setup", "container/app", "container/side", "record")},
+			WaitRunning, append(append([]string{}, sandboxed...), "init/setup", "container/app,side", "record")},
 		{"native sidecar keeps its place in the init order", func(p *corev1.Pod) {
 			p.Spec.InitContainers = append([]corev1.Container{{Name: "proxy", Image: "busybox:1", RestartPolicy: &always}}, p.Spec.InitContainers...)
-		}, WaitReady, append(append([]string{}, sandboxed...), "sidecar/proxy", "init/setup", "container/app", "container/side", "wait: ready")},
+		}, WaitReady, append(append([]string{}, sandboxed...), "sidecar/proxy", "init/setup", "container/app,side", "wait: ready")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

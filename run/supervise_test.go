@@ -445,7 +445,7 @@ func TestPostStartSuccess(t *testing.T) {
 		return 0
 	})
 	started := make(chan error, 1)
-	go func() { started <- hs.r.startApp(hs.container("app"))(hs.ctx) }()
+	go func() { started <- hs.r.startApps([]*corev1.Container{hs.container("app")})(hs.ctx) }()
 	select {
 	case <-entered:
 	case <-time.After(waitTimeout):
@@ -563,7 +563,7 @@ func TestStartedLabelFailureLeavesNoStrayTask(t *testing.T) {
 	hs := newHarness(t, appSpec(corev1.RestartPolicyAlways, corev1.Container{Name: "app"}))
 	id0 := hs.id("app", 0)
 	hs.eng.Fail("SetLabels", errors.New("containerd hiccup")) // the started-at label
-	go func() { _ = hs.r.startApp(hs.container("app"))(hs.ctx) }()
+	go func() { _ = hs.r.startApps([]*corev1.Container{hs.container("app")})(hs.ctx) }()
 	hs.eventually("attempt 0 running or a back-off", func() bool {
 		l := loopOf(hs.r.w, "app")
 		if l == nil {
@@ -624,7 +624,7 @@ func TestExitRightAfterStart(t *testing.T) {
 		}
 		hs.eng.Exit(id0, 1)
 	}()
-	go func() { _ = hs.r.startApp(hs.container("app"))(hs.ctx) }()
+	go func() { _ = hs.r.startApps([]*corev1.Container{hs.container("app")})(hs.ctx) }()
 	hs.eventually("loop", func() bool { return loopOf(hs.r.w, "app") != nil })
 	hs.waitRunning("app", 1)
 	time.Sleep(20 * time.Millisecond)
@@ -667,7 +667,7 @@ func TestPostStartFailureRestartsUnderAlways(t *testing.T) {
 		}
 		return 0
 	})
-	go func() { _ = hs.r.startApp(hs.container("app"))(hs.ctx) }()
+	go func() { _ = hs.r.startApps([]*corev1.Container{hs.container("app")})(hs.ctx) }()
 	hs.eventually("loop", func() bool { return loopOf(hs.r.w, "app") != nil })
 	hs.waitRunning("app", 1) // the first restart is at once
 	if !hs.called("Kill " + id0 + " SIGTERM") {

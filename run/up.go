@@ -91,10 +91,18 @@ func (r *podRun) plan() []Step {
 		}
 		steps = append(steps, Step{Name: "init/" + c.Name, Do: r.runInit(c), Undo: r.undoContainer(c.Name)})
 	}
+	// The app containers start together: Kubernetes gives them no order
+	// (beyond the init containers and sidecars before them), and each one's
+	// postStart hook holds up only its own container.
+	var apps []*corev1.Container
+	var names []string
+	var undo []func(context.Context) error
 	for i := range r.pod.Spec.Containers {
 		c := &r.pod.Spec.Containers[i]
-		steps = append(steps, Step{Name: "container/" + c.Name, Do: r.startApp(c), Undo: r.undoContainer(c.Name)})
+		apps, names = append(apps, c), append(names, c.Name)
+		undo = append([]func(context.Context) error{r.undoContainer(c.Name)}, undo...) // in reverse
 	}
+	steps = append(steps, Step{Name: "container/" + strings.Join(names, ","), Do: r.startApps(apps), Undo: inOrder(undo...)})
 	switch r.wait {
 	case WaitRunning:
 		steps = append(steps, Step{Name: "record", Do: r.recordRunning})
@@ -520,15 +528,22 @@ func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 
 // startApp starts supervising app container c and waits until it has
 // started (postStart done), or failed to.
-func (r *podRun) startApp(c *corev1.Container) func(context.Context) error {
+func (r *podRun) startApps(cs []*corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		l := r.w.Start(c, supervisor.RoleApp, 0, nil)
+		loops := make([]*supervisor.Loop, len(cs))
+		for i, c := range cs {
+			loops[i] = r.w.Start(c, supervisor.RoleApp, 0, nil)
+		}
 		return r.w.WaitFor(ctx, func() (bool, error) {
-			st := l.State()
-			if err := st.Failed(); err != nil {
-				return false, err
+			all := true
+			for _, l := range loops {
+				st := l.State()
+				if err := st.Failed(); err != nil {
+					return false, err
+				}
+				all = all && (st.RanOnce || st.Done)
 			}
-			return st.RanOnce || st.Done, nil
+			return all, nil
 		})
 	}
 }
