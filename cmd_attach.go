@@ -90,8 +90,11 @@ func attachCommand() *cli.Command {
 				}
 			}
 			err = attach.Attach(ctx, filepath.Join(ioDir(cfg), cur.ID), o)
-			if errors.Is(err, attach.ErrNoKeeper) {
+			switch {
+			case errors.Is(err, attach.ErrNoKeeper):
 				return fmt.Errorf("container %q of pod %s/%s: %w", name, p.Namespace, p.Name, err)
+			case ctx.Err() != nil && c.Context.Err() == nil:
+				return nil // SIGINT or SIGTERM: detached, the container runs on
 			}
 			return err
 		},
