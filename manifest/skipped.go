@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -33,10 +34,8 @@ var clusterKinds = map[string][]string{
 // cluster kind, or a custom resource (a group of its own, with a dot, not
 // one of Kubernetes' *.k8s.io groups).
 func skippedKind(apiVersion, kind string) bool {
-	for _, k := range clusterKinds[apiVersion] {
-		if k == kind {
-			return true
-		}
+	if slices.Contains(clusterKinds[apiVersion], kind) {
+		return true
 	}
 	group, _, ok := strings.Cut(apiVersion, "/")
 	return ok && strings.Contains(group, ".") && !strings.HasSuffix(group, ".k8s.io") && kind != ""

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -52,16 +53,8 @@ func (r *reader) readWorkload(src Source, prefix string, data []byte, raw map[st
 	}
 	// The workload's own fields, decoded strictly without the template,
 	// which is read as a Pod below.
-	own := map[string]any{}
-	for k, v := range raw {
-		own[k] = v
-	}
-	ownSpec := map[string]any{}
-	for k, v := range spec {
-		if k != "template" {
-			ownSpec[k] = v
-		}
-	}
+	own, ownSpec := maps.Clone(raw), maps.Clone(spec)
+	delete(ownSpec, "template")
 	own["spec"] = ownSpec
 	ownData, err := json.Marshal(own)
 	if err != nil {
@@ -144,9 +137,9 @@ func (r *reader) decodeWorkload(src Source, prefix string, data []byte, raw map[
 // problems at spec.template.…), without adding it to the set.
 func (r *reader) templatePod(src Source, prefix string, w *workload, template map[string]any) *Pod {
 	meta, _ := template["metadata"].(map[string]any)
-	podMeta := map[string]any{}
-	for k, v := range meta {
-		podMeta[k] = v
+	podMeta := maps.Clone(meta)
+	if podMeta == nil {
+		podMeta = map[string]any{}
 	}
 	podMeta["name"] = w.meta.Name // the pods' names are set below
 	podMeta["namespace"] = w.meta.Namespace
@@ -154,10 +147,7 @@ func (r *reader) templatePod(src Source, prefix string, w *workload, template ma
 	if m, ok := spec.(map[string]any); ok && len(w.claims) > 0 {
 		// The claims' volumes, as each pod will have them (pods), so that
 		// the template's mounts of them validate.
-		withClaims := map[string]any{}
-		for k, v := range m {
-			withClaims[k] = v
-		}
+		withClaims := maps.Clone(m)
 		old, _ := m["volumes"].([]any)
 		claim := map[string]bool{}
 		for _, c := range w.claims {
@@ -210,7 +200,7 @@ func validateWorkload(w *workload, podLabels map[string]string) field.ErrorList 
 func (w *workload) pods(template *Pod) []*Pod {
 	hash := templateHash(template.Pod)
 	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: w.kind, Name: w.meta.Name,
-		Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}
+		Controller: ptr(true), BlockOwnerDeletion: ptr(true)}
 	n := w.replicas
 	switch w.kind {
 	case "Deployment":
@@ -281,8 +271,6 @@ func suffix(owner string, i int32) string {
 	}
 	return string(b)
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // setClaimVolume makes the pod's volume name the claim claim (replacing a
 // volume of that name, as the StatefulSet controller does).

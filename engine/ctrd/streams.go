@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,14 +44,8 @@ func (e *Engine) keeperDir(id string) string { return filepath.Join(e.ioDir, id)
 // and returns the task's I/O: the keeper's FIFOs, as containerd's CRI sets
 // them up for a container with stdin or a terminal.
 func (e *Engine) startKeeper(id, streams, logPath string) (*attach.Keeper, cio.Creator, error) {
-	has := func(s string) bool {
-		for _, v := range strings.Split(streams, ",") {
-			if v == s {
-				return true
-			}
-		}
-		return false
-	}
+	set := strings.Split(streams, ",")
+	has := func(s string) bool { return slices.Contains(set, s) }
 	dir := e.keeperDir(id)
 	if err := os.RemoveAll(dir); err != nil { // a killed keeper's
 		return nil, nil, err
