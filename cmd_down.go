@@ -26,7 +26,7 @@ func downCommand() *cli.Command {
 			&cli.IntFlag{Name: "grace-period", Value: -1, Usage: "seconds to wait after the stop signal, overriding the pods' terminationGracePeriodSeconds (-1: the pods' own)"},
 		},
 		Action: func(c *cli.Context) error {
-			targets, workloads, err := downTargets(c)
+			targets, set, err := downTargets(c)
 			if err != nil {
 				return err
 			}
@@ -40,7 +40,7 @@ func downCommand() *cli.Command {
 				return err
 			}
 			defer h.Close()
-			if len(workloads) > 0 {
+			if workloads := set.Workloads; len(workloads) > 0 {
 				// Every pod of the file's workloads, of an older template or
 				// a larger scale too.
 				pods, err := h.Pods(c.Context)
@@ -66,6 +66,14 @@ func downCommand() *cli.Command {
 				}
 			}
 			var errs []error
+			for _, j := range set.Jobs {
+				// As deleting the Job: applied again, it runs again.
+				if err := h.ForgetJob(j.Namespace, j.Name); err != nil {
+					errs = append(errs, err)
+				} else {
+					fmt.Printf("job/%s deleted\n", j.Key())
+				}
+			}
 			for _, r := range h.Down(c.Context, targets, o) {
 				switch {
 				case r.Err != nil:
@@ -82,8 +90,9 @@ func downCommand() *cli.Command {
 }
 
 // downTargets reads pod names from manifests ("-", files, directories) and
-// from NAME or NAMESPACE/NAME arguments.
-func downTargets(c *cli.Context) ([]run.Target, []string, error) {
+// from NAME or NAMESPACE/NAME arguments; the set read has the manifests'
+// workloads and Jobs.
+func downTargets(c *cli.Context) ([]run.Target, *manifest.Set, error) {
 	if c.NArg() == 0 {
 		return nil, nil, usageError{"down: name at least one FILE, DIR, - or POD"}
 	}
@@ -111,7 +120,7 @@ func downTargets(c *cli.Context) ([]run.Target, []string, error) {
 		for _, p := range set.Pods {
 			targets = append(targets, run.Target{Namespace: p.Namespace, Name: p.Name})
 		}
-		return targets, set.Workloads, nil
+		return targets, set, nil
 	}
-	return targets, nil, nil
+	return targets, &manifest.Set{}, nil
 }

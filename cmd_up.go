@@ -3,8 +3,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/plan"
 	"github.com/podrun/podrun/run"
 )
 
@@ -55,11 +58,17 @@ func upCommand() *cli.Command {
 				return err
 			}
 			defer h.Close()
-			want := run.Want{Pods: set.Pods}
+			want := run.Want{Pods: set.Pods, Rollouts: set.Rollouts}
 			if len(set.Workloads) > 0 {
 				// As applying a workload to a cluster: its pods that it no
-				// longer makes (scaled down, template changed) go.
-				want.Owns, want.Prune = ownedByWorkloads(set.Workloads), true
+				// longer makes (scaled down, template changed, a Job that
+				// changed) go; the pods of the Jobs are the Jobs' own.
+				owned, jobs := ownedByWorkloads(set.Workloads), map[string]bool{}
+				for _, j := range set.Jobs {
+					jobs[j.UID] = true
+				}
+				want.Owns = func(p *run.PodInfo) bool { return owned(p) && !jobs[manifest.JobOf(p.Pod)] }
+				want.Prune = true
 			}
 			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
 				want.Yield = st.Owns // its pods are the daemon's (docs/daemon.md)
@@ -70,11 +79,17 @@ func upCommand() *cli.Command {
 					errs = append(errs, r.Err)
 					continue
 				}
-				if r.Phase == "" { // removed
-					fmt.Printf("pod/%s %s\n", r.Pod, r.Action)
+				printResult(r)
+			}
+			for _, r := range runJobs(ctx, h, set.Jobs, o) {
+				for _, p := range r.Pods {
+					printResult(p)
+				}
+				if r.Err != nil {
+					errs = append(errs, r.Err)
 					continue
 				}
-				fmt.Printf("pod/%s %s (%s)\n", r.Pod, r.Action, r.Phase)
+				fmt.Printf("job/%s %s\n", r.Job, describeJob(r.Status))
 			}
 			if o.Foreground {
 				// Also when a signal came during start-up: the pods already up
@@ -99,4 +114,37 @@ func ownedByWorkloads(workloads []string) func(*run.PodInfo) bool {
 	return func(p *run.PodInfo) bool {
 		return p.Pod != nil && set[p.Namespace+"/"+manifest.Workload(p.Pod)]
 	}
+}
+
+// printResult prints what up did with a pod.
+func printResult(r run.Result) {
+	if r.Phase == "" { // removed
+		fmt.Printf("pod/%s %s\n", r.Pod, r.Action)
+		return
+	}
+	fmt.Printf("pod/%s %s (%s)\n", r.Pod, r.Action, r.Phase)
+}
+
+// runJobs runs the Jobs concurrently (run.RunJob) and returns their
+// results in order.
+func runJobs(ctx context.Context, h *run.Host, jobs []*manifest.Job, o run.UpOptions) []run.JobResult {
+	out := make([]run.JobResult, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() { out[i] = h.RunJob(ctx, j, o) })
+	}
+	wg.Wait()
+	return out
+}
+
+// describeJob says where a Job stands, as kubectl's COMPLETIONS and
+// conditions would.
+func describeJob(st plan.JobStatus) string {
+	switch st.Condition {
+	case plan.JobComplete:
+		return fmt.Sprintf("complete (succeeded %d, failed %d)", st.Succeeded, st.Failed)
+	case plan.JobSuspended:
+		return "suspended"
+	}
+	return fmt.Sprintf("started (active %d, succeeded %d, failed %d)", st.Active, st.Succeeded, st.Failed)
 }

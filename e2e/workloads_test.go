@@ -1,17 +1,20 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // wlDeployment is a Deployment of replicas pods of the test image, VALUE in
-// its template, with a Service beside it (a bundle as people have them).
+// its template, with a Service and a Job beside it (a bundle as people
+// have them).
 func wlDeployment(replicas, value string) string {
 	return `apiVersion: apps/v1
 kind: Deployment
@@ -35,7 +38,32 @@ metadata: {name: wl-web}
 spec:
   selector: {app: wl-web}
   ports: [{port: 80}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: wl-migrate}
+spec:
+  completions: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: migrate
+        image: ` + H.Image + `
+        command: ["sh", "-c", "echo migrated"]
 `
+}
+
+// wlJobPods lists the pods of Job name by name, with their phase.
+func wlJobPods(t *testing.T, name string) map[string]corev1.PodPhase {
+	t.Helper()
+	out := map[string]corev1.PodPhase{}
+	for _, p := range plPods(t) {
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "Job" && ref.Name == name {
+			out[p.Name] = p.Status.Phase
+		}
+	}
+	return out
 }
 
 // wlPods lists the pods of Deployment wl-web by name, with VALUE.
@@ -61,15 +89,16 @@ func wlNames(m map[string]string) []string {
 
 // TestWorkloadDeployment: a Deployment runs replicas pods named as its
 // controllers name them, owned by it (ps -o wide OWNER); a Service beside
-// it is skipped with a note; applying the file again changes nothing,
-// scaling adds or removes only the difference, a changed template
-// replaces the pods, and down FILE removes them all.
+// it is skipped with a note and a Job runs to completion; applying the file
+// again changes nothing, scaling adds or removes only the difference, a
+// changed template is rolled out one pod at a time (never fewer than 2
+// Ready, never more than 3 pods), and down FILE removes it all.
 func TestWorkloadDeployment(t *testing.T) {
 	H.require(t)
 	file := H.WriteManifest(t, "wl-web.yaml", wlDeployment("2", "v1"))
 	plDownOnCleanup(t, file)
 	stdout, stderr, code := H.Podrun(t, "", "up", file)
-	if code != 0 || strings.Count(stdout, " created (Running)") != 2 {
+	if code != 0 || strings.Count(stdout, " created (Running)") != 2 || !strings.Contains(stdout, "job/default/wl-migrate complete (succeeded 2, failed 0)") {
 		t.Fatalf("up: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stderr, `note: `+file+` (document 2): Service "wl-web" skipped`) {
@@ -82,6 +111,15 @@ func TestWorkloadDeployment(t *testing.T) {
 	for _, name := range wlNames(two) {
 		if row := plPsRow(t, name, "-o", "wide"); len(row) < 10 || row[9] != "Deployment/wl-web" {
 			t.Errorf("ps -o wide row %q: want OWNER Deployment/wl-web", row)
+		}
+	}
+	job := wlJobPods(t, "wl-migrate")
+	if len(job) != 2 {
+		t.Errorf("pods of Job wl-migrate: %v, want 2 Succeeded", job)
+	}
+	for name, phase := range job {
+		if row := plPsRow(t, name, "-a", "-o", "wide"); phase != corev1.PodSucceeded || len(row) < 10 || row[9] != "Job/wl-migrate" {
+			t.Errorf("Job pod %s: phase %s, ps -a -o wide row %q: want Succeeded, OWNER Job/wl-migrate", name, phase, row)
 		}
 	}
 
@@ -98,6 +136,9 @@ func TestWorkloadDeployment(t *testing.T) {
 	if again := wlPods(t); strings.Join(wlNames(again), ",") != strings.Join(wlNames(two), ",") {
 		t.Errorf("the same file applied again: pods %v, were %v", wlNames(again), wlNames(two))
 	}
+	if again := wlJobPods(t, "wl-migrate"); len(again) != 2 {
+		t.Errorf("the same file applied again: the Job's pods %v, want the 2 that completed", again)
+	}
 	up(wlDeployment("3", "v1"))
 	three := wlPods(t)
 	kept := 0
@@ -109,28 +150,176 @@ func TestWorkloadDeployment(t *testing.T) {
 	if len(three) != 3 || kept != 2 {
 		t.Errorf("scaled to 3: pods %v (%d of the 2 kept)", wlNames(three), kept)
 	}
-	up(wlDeployment("1", "v1"))
-	one := wlPods(t)
-	if len(one) != 1 {
-		t.Errorf("scaled to 1: pods %v", wlNames(one))
+	up(wlDeployment("2", "v1"))
+	back := wlPods(t)
+	if len(back) != 2 {
+		t.Errorf("scaled to 2: pods %v", wlNames(back))
 	}
-	for n := range one {
+	for n := range back {
 		if _, ok := three[n]; !ok {
-			t.Errorf("scaled to 1: pod %s is new", n)
+			t.Errorf("scaled to 2: pod %s is new", n)
 		}
 	}
-	up(wlDeployment("1", "v2"))
+
+	// The rollout, watched from outside: ps every 100 ms while up runs.
+	stop := make(chan struct{})
+	samples := make(chan [2]int, 1000) // Ready pods, pods not finished
+	go func() {
+		defer close(samples)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			out, _, code, _ := H.run(t, "", 30*time.Second, "ps", "-a", "-o", "json")
+			var list corev1.PodList
+			if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
+				continue
+			}
+			var s [2]int
+			for _, p := range list.Items {
+				if ref := metav1.GetControllerOf(&p); ref == nil || !strings.HasPrefix(ref.Name, "wl-web-") {
+					continue
+				}
+				if p.Status.Phase == corev1.PodPending || p.Status.Phase == corev1.PodRunning {
+					s[1]++
+				}
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+						s[0]++
+					}
+				}
+			}
+			samples <- s
+		}
+	}()
+	if err := os.WriteFile(file, []byte(wlDeployment("2", "v2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = H.Podrun(t, "", "up", file)
+	close(stop)
+	if code != 0 {
+		t.Fatalf("up: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
+	}
+	// In up's own order: a new pod Ready, an old one down, the next new one.
+	var order []string
+	for _, line := range strings.Split(stderr, "\n") {
+		switch {
+		case strings.Contains(line, "wait: ready"):
+			order = append(order, "ready")
+		case strings.Contains(line, " down ("):
+			order = append(order, "down")
+		}
+	}
+	if strings.Join(order, ",") != "ready,down,ready,down" {
+		t.Errorf("rollout steps %v, want a new pod ready, an old one down, and again", order)
+	}
+	n, minReady, maxPods := 0, 99, 0
+	for s := range samples {
+		n, minReady, maxPods = n+1, min(minReady, s[0]), max(maxPods, s[1])
+	}
+	t.Logf("rollout: %d samples, Ready at least %d, at most %d pods", n, minReady, maxPods)
+	if n < 3 || minReady < 2 || maxPods > 3 {
+		t.Errorf("rollout of a changed template: %d samples, Ready at least %d (want 2), at most %d pods (want 3)", n, minReady, maxPods)
+	}
 	changed := wlPods(t)
 	for n, v := range changed {
-		if _, old := one[n]; old || v != "v2" {
+		if _, old := back[n]; old || v != "v2" {
 			t.Errorf("after a template change: pod %s VALUE %s (old: %v), want a new pod with v2", n, v, old)
 		}
 	}
-	if len(changed) != 1 {
-		t.Errorf("after a template change: pods %v, want 1", wlNames(changed))
+	if len(changed) != 2 {
+		t.Errorf("after a template change: pods %v, want 2", wlNames(changed))
 	}
-	if stdout, stderr, code := H.Podrun(t, "", "down", file); code != 0 || len(wlPods(t)) != 0 {
-		t.Errorf("down: exit %d, stdout %q, pods left %v; stderr:\n%s", code, stdout, wlPods(t), stderr)
+	if stdout, stderr, code := H.Podrun(t, "", "down", file); code != 0 || len(wlPods(t)) != 0 || len(wlJobPods(t, "wl-migrate")) != 0 {
+		t.Errorf("down: exit %d, stdout %q, pods left %v, %v; stderr:\n%s", code, stdout, wlPods(t), wlJobPods(t, "wl-migrate"), stderr)
+	}
+}
+
+// TestWorkloadJobs: Jobs run as the job controller runs them: completions
+// and parallelism (Indexed: JOB_COMPLETION_INDEX), backoffLimit with the
+// back-off between attempts, activeDeadlineSeconds, and
+// ttlSecondsAfterFinished 0; up returns each Job's result (exit 1 when one
+// failed); applied again, a finished Job stays as it ended; down FILE
+// removes every pod.
+func TestWorkloadJobs(t *testing.T) {
+	H.require(t)
+	job := func(name, spec, command string) string {
+		return `apiVersion: batch/v1
+kind: Job
+metadata: {name: ` + name + `}
+spec:
+` + spec + `
+  template:
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: work
+        image: ` + H.Image + `
+        command: ["sh", "-c", "` + command + `"]
+---
+`
+	}
+	doc := job("wl-indexed", "  completions: 3\n  parallelism: 2\n  completionMode: Indexed", "echo index $JOB_COMPLETION_INDEX") +
+		job("wl-fail", "  backoffLimit: 1", "echo failing; exit 3") +
+		job("wl-deadline", "  activeDeadlineSeconds: 2", "trap 'exit 0' TERM; while true; do sleep 0.1; done") +
+		job("wl-ttl", "  ttlSecondsAfterFinished: 0", "true")
+	file := H.WriteManifest(t, "wl-jobs.yaml", doc)
+	plDownOnCleanup(t, file)
+	start := time.Now()
+	stdout, stderr, code := H.Podrun(t, "", "up", file)
+	took := time.Since(start)
+	if code != 1 || !strings.Contains(stdout, "job/default/wl-indexed complete (succeeded 3, failed 0)") ||
+		!strings.Contains(stdout, "job/default/wl-ttl complete (succeeded 1, failed 0)") {
+		t.Fatalf("up: exit %d (want 1), stdout %q; stderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"job default/wl-fail failed: BackoffLimitExceeded: Job has reached the specified backoff limit; the last failed pod:",
+		"exited with code 3", "failing",
+		"job default/wl-deadline failed: DeadlineExceeded: Job was active longer than specified deadline",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("up stderr lacks %q", want)
+		}
+	}
+	// Two attempts of wl-fail, 10 s apart (the job controller's back-off).
+	if took < 10*time.Second {
+		t.Errorf("up took %v: the second attempt of wl-fail came before its 10 s back-off", took)
+	}
+	indexes := map[string]bool{}
+	for name, phase := range wlJobPods(t, "wl-indexed") {
+		p := plPod(t, name)
+		if phase != corev1.PodSucceeded || !strings.HasPrefix(name, "wl-indexed-"+p.Annotations["batch.kubernetes.io/job-completion-index"]+"-") {
+			t.Errorf("pod %s: phase %s, annotations %v", name, phase, p.Annotations)
+		}
+		for _, line := range plLog(t, p, "work", 0) {
+			indexes[line[strings.LastIndex(line, " ")+1:]] = true
+		}
+	}
+	if len(indexes) != 3 || !indexes["0"] || !indexes["1"] || !indexes["2"] {
+		t.Errorf("the indexed Job's pods wrote indexes %v, want 0, 1 and 2", indexes)
+	}
+	if fail := wlJobPods(t, "wl-fail"); len(fail) != 2 {
+		t.Errorf("pods of wl-fail: %v, want 2 Failed (backoffLimit 1)", fail)
+	}
+	if pods := wlJobPods(t, "wl-deadline"); len(pods) != 0 {
+		t.Errorf("pods of wl-deadline: %v, want none (deleted at the deadline)", pods)
+	}
+	if pods := wlJobPods(t, "wl-ttl"); len(pods) != 0 {
+		t.Errorf("pods of wl-ttl: %v, want none (ttlSecondsAfterFinished 0)", pods)
+	}
+	// Applied again: the finished Jobs stay as they ended, nothing runs
+	// again but the Job its TTL removed (as applying it to a cluster again).
+	stdout, stderr, code = H.Podrun(t, "", "up", file)
+	if code != 1 || !strings.Contains(stdout, "job/default/wl-indexed complete (succeeded 3, failed 0)") ||
+		!strings.Contains(stderr, "job default/wl-deadline failed: DeadlineExceeded") || len(wlJobPods(t, "wl-fail")) != 2 ||
+		len(wlJobPods(t, "wl-indexed")) != 3 {
+		t.Errorf("up again: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
+	}
+	if stdout, stderr, code := H.Podrun(t, "", "down", file); code != 0 || len(wlJobPods(t, "wl-indexed")) != 0 || len(wlJobPods(t, "wl-fail")) != 0 {
+		t.Errorf("down: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 	}
 }
 

@@ -78,9 +78,9 @@ func Resolve(set *Set, others ...*Set) (*Set, error) {
 
 func resolve(set *Set, others ...*Set) (*Set, Problems) {
 	idx := newObjectIndex(append([]*Set{set}, others...))
-	out := &Set{ConfigMaps: set.ConfigMaps, Secrets: set.Secrets, Notes: set.Notes, Workloads: set.Workloads, where: set.where}
+	out := &Set{ConfigMaps: set.ConfigMaps, Secrets: set.Secrets, Notes: set.Notes, Workloads: set.Workloads, Rollouts: set.Rollouts, where: set.where}
 	var problems Problems
-	for _, p := range set.Pods {
+	one := func(p *Pod) *Pod {
 		c := *p
 		c.PullSecrets, c.ConfigMaps, c.Secrets = nil, map[string]*corev1.ConfigMap{}, map[string]*corev1.Secret{}
 		w := set.where[p.Pod]
@@ -88,7 +88,15 @@ func resolve(set *Set, others ...*Set) (*Set, Problems) {
 		res.pullSecrets()
 		res.configRefs()
 		problems = append(problems, res.problems...)
-		out.Pods = append(out.Pods, &c)
+		return &c
+	}
+	for _, p := range set.Pods {
+		out.Pods = append(out.Pods, one(p))
+	}
+	for _, j := range set.Jobs {
+		c := *j
+		c.template = one(j.template)
+		out.Jobs = append(out.Jobs, &c)
 	}
 	return out, problems
 }

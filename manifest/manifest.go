@@ -86,6 +86,12 @@ type Set struct {
 	// Workloads are the workload objects read, as "namespace/Kind/name"
 	// (workloads.go): the pods of each are in Pods.
 	Workloads []string
+	// Jobs are the batch/v1 Jobs read (jobs.go); their pods are made as
+	// they run, not listed in Pods.
+	Jobs []*Job
+	// Rollouts are how each workload's pods are replaced, by the same
+	// "namespace/Kind/name".
+	Rollouts map[string]Rollout
 
 	where map[any]where // of pods and Secrets, for Resolve's field paths
 }

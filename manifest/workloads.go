@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"maps"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -41,24 +43,33 @@ type workload struct {
 	service  string   // a StatefulSet's serviceName
 	start    int32    // a StatefulSet's first ordinal
 	claims   []string // a StatefulSet's volumeClaimTemplates' names
+	rollout  Rollout
+}
+
+// Rollout is how a workload's controller replaces its pods when the
+// template or the scale changes, as podrun carries it out (run.Sync, with
+// plan.Waves): a rollout, not a teardown.
+type Rollout struct {
+	Kind string
+	// Replicas is the number of pods the workload wants.
+	Replicas int
+	// MaxSurge and MaxUnavailable bound the pods above and below Replicas
+	// while old pods are replaced by new ones (a Deployment's
+	// RollingUpdate, 25% and 25% by default; a DaemonSet's, 0 and 1).
+	MaxSurge, MaxUnavailable int
+	// Recreate: every old pod goes before a new one starts (a Deployment's
+	// strategy Recreate).
+	Recreate bool
+	// Ordered: a StatefulSet's OrderedReady pod management: its pods start
+	// one at a time in ordinal order, each Ready before the next, and go
+	// the other way round.
+	Ordered bool
 }
 
 // readWorkload reads a Deployment, ReplicaSet, StatefulSet or DaemonSet.
 func (r *reader) readWorkload(src Source, prefix string, data []byte, raw map[string]any, kind string) {
-	spec, _ := raw["spec"].(map[string]any)
-	template, _ := spec["template"].(map[string]any)
-	if template == nil {
-		r.problem(src, prefix+"spec.template", "Required value")
-		return
-	}
-	// The workload's own fields, decoded strictly without the template,
-	// which is read as a Pod below.
-	own, ownSpec := maps.Clone(raw), maps.Clone(spec)
-	delete(ownSpec, "template")
-	own["spec"] = ownSpec
-	ownData, err := json.Marshal(own)
-	if err != nil {
-		r.problem(src, strings.TrimSuffix(prefix, "."), err.Error())
+	own, ownData, template, ok := r.splitTemplate(src, prefix, raw)
+	if !ok {
 		return
 	}
 	w, ok := r.decodeWorkload(src, prefix, ownData, own, kind)
@@ -70,11 +81,41 @@ func (r *reader) readWorkload(src Source, prefix string, data []byte, raw map[st
 		return
 	}
 	r.fieldProblems(src, prefix, validateWorkload(w, pod.Labels))
-	r.set.Workloads = append(r.set.Workloads, w.meta.Namespace+"/"+kind+"/"+w.meta.Name)
+	key := w.meta.Namespace + "/" + kind + "/" + w.meta.Name
+	r.set.Workloads = append(r.set.Workloads, key)
+	if r.set.Rollouts == nil {
+		r.set.Rollouts = map[string]Rollout{}
+	}
+	w.rollout.Kind, w.rollout.Replicas = kind, int(w.replicas)
+	if kind == "DaemonSet" {
+		w.rollout.Replicas = 1
+	}
+	r.set.Rollouts[key] = w.rollout
 	r.names = append(r.names, named{strings.ToLower(kind), w.meta.Namespace + "/" + w.meta.Name, src})
 	for _, p := range w.pods(pod) {
 		r.addPod(p, src, prefix+"spec.template.")
 	}
+}
+
+// splitTemplate splits an object into its own fields (raw without
+// spec.template, and their JSON), decoded strictly by the caller, and its
+// pod template, read as a Pod (templatePod).
+func (r *reader) splitTemplate(src Source, prefix string, raw map[string]any) (own map[string]any, data []byte, template map[string]any, ok bool) {
+	spec, _ := raw["spec"].(map[string]any)
+	template, _ = spec["template"].(map[string]any)
+	if template == nil {
+		r.problem(src, prefix+"spec.template", "Required value")
+		return nil, nil, nil, false
+	}
+	own, ownSpec := maps.Clone(raw), maps.Clone(spec)
+	delete(ownSpec, "template")
+	own["spec"] = ownSpec
+	data, err := json.Marshal(own)
+	if err != nil {
+		r.problem(src, strings.TrimSuffix(prefix, "."), err.Error())
+		return nil, nil, nil, false
+	}
+	return own, data, template, true
 }
 
 // decodeWorkload decodes the workload's own fields and refuses those podrun
@@ -93,6 +134,7 @@ func (r *reader) decodeWorkload(src Source, prefix string, data []byte, raw map[
 			if d.Spec.Paused {
 				r.problem(src, prefix+"spec.paused", "a paused Deployment is not supported by podrun (it would never apply a change)")
 			}
+			w.rollout = r.deploymentRollout(src, prefix, d.Spec.Strategy, int(w.replicas))
 		}
 	case "ReplicaSet":
 		var rs appsv1.ReplicaSet
@@ -115,11 +157,20 @@ func (r *reader) decodeWorkload(src Source, prefix string, data []byte, raw map[
 			for _, vct := range ss.Spec.VolumeClaimTemplates {
 				w.claims = append(w.claims, vct.Name)
 			}
+			// One pod at a time whatever the policy (the rolling update's
+			// maxUnavailable 1); OrderedReady also starts them in order.
+			w.rollout = Rollout{MaxUnavailable: 1, Ordered: ss.Spec.PodManagementPolicy != appsv1.ParallelPodManagement}
+			if u := ss.Spec.UpdateStrategy; u.Type == appsv1.OnDeleteStatefulSetStrategyType {
+				r.problem(src, prefix+"spec.updateStrategy.type", "OnDelete is not supported by podrun: a changed template replaces the pods (RollingUpdate)")
+			} else if u.RollingUpdate != nil && (u.RollingUpdate.Partition != nil && *u.RollingUpdate.Partition != 0 || u.RollingUpdate.MaxUnavailable != nil) {
+				r.problem(src, prefix+"spec.updateStrategy.rollingUpdate", "partition and maxUnavailable are not supported by podrun: every pod is updated, one at a time")
+			}
 		}
 	case "DaemonSet":
 		var ds appsv1.DaemonSet
 		if _, ok = r.decode(src, prefix, data, raw, &ds); ok {
 			w.meta, w.selector = ds.ObjectMeta, ds.Spec.Selector
+			w.rollout = r.daemonSetRollout(src, prefix, ds.Spec.UpdateStrategy)
 		}
 	}
 	if !ok {
@@ -131,6 +182,89 @@ func (r *reader) decodeWorkload(src Source, prefix string, data []byte, raw map[
 	}
 	r.readMeta(src, prefix, &w.meta)
 	return w, true
+}
+
+// deploymentRollout reads a Deployment's strategy: RollingUpdate's
+// maxSurge (rounded up) and maxUnavailable (rounded down) of replicas, as
+// the deployment controller resolves them, or Recreate.
+func (r *reader) deploymentRollout(src Source, prefix string, s appsv1.DeploymentStrategy, replicas int) Rollout {
+	if s.Type == appsv1.RecreateDeploymentStrategyType {
+		if s.RollingUpdate != nil {
+			r.problem(src, prefix+"spec.strategy.rollingUpdate", "Forbidden: may not be specified when strategy `type` is 'Recreate'")
+		}
+		return Rollout{Recreate: true}
+	}
+	surge, unavailable := intstr.FromString("25%"), intstr.FromString("25%")
+	if ru := s.RollingUpdate; ru != nil {
+		if ru.MaxSurge != nil {
+			surge = *ru.MaxSurge
+		}
+		if ru.MaxUnavailable != nil {
+			unavailable = *ru.MaxUnavailable
+		}
+	}
+	return r.rollingUpdate(src, prefix+"spec.strategy.rollingUpdate.", surge, unavailable, replicas)
+}
+
+// daemonSetRollout reads a DaemonSet's update strategy (maxUnavailable 1,
+// maxSurge 0 by default) for its one pod on this node.
+func (r *reader) daemonSetRollout(src Source, prefix string, s appsv1.DaemonSetUpdateStrategy) Rollout {
+	if s.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		r.problem(src, prefix+"spec.updateStrategy.type", "OnDelete is not supported by podrun: a changed template replaces the pod (RollingUpdate)")
+	}
+	surge, unavailable := intstr.FromInt32(0), intstr.FromInt32(1)
+	if ru := s.RollingUpdate; ru != nil {
+		if ru.MaxSurge != nil {
+			surge = *ru.MaxSurge
+		}
+		if ru.MaxUnavailable != nil {
+			unavailable = *ru.MaxUnavailable
+		}
+	}
+	return r.rollingUpdate(src, prefix+"spec.updateStrategy.rollingUpdate.", surge, unavailable, 1)
+}
+
+// rollingUpdate resolves maxSurge (rounded up) and maxUnavailable (rounded
+// down) against replicas as the controllers' ResolveFenceposts does, after
+// the API server's checks: each a count or a percentage, not negative, not
+// both 0.
+func (r *reader) rollingUpdate(src Source, prefix string, surge, unavailable intstr.IntOrString, replicas int) Rollout {
+	s, serr := intstr.GetScaledValueFromIntOrPercent(&surge, replicas, true)
+	u, uerr := intstr.GetScaledValueFromIntOrPercent(&unavailable, replicas, false)
+	bad := false
+	for _, e := range []struct {
+		name string
+		v    int
+		err  error
+	}{{"maxSurge", s, serr}, {"maxUnavailable", u, uerr}} {
+		switch {
+		case e.err != nil:
+			r.problem(src, prefix+e.name, "Invalid value: "+e.err.Error())
+			bad = true
+		case e.v < 0:
+			r.problem(src, prefix+e.name, "Invalid value: must be greater than or equal to 0")
+			bad = true
+		}
+	}
+	if !bad && intOrPercent(surge) == 0 && intOrPercent(unavailable) == 0 {
+		r.problem(src, prefix+"maxUnavailable", "Invalid value: may not be 0 when `maxSurge` is 0")
+	}
+	if s == 0 && u == 0 {
+		u = 1 // a percentage that rounds to nothing: one at a time
+	}
+	return Rollout{MaxSurge: max(s, 0), MaxUnavailable: max(u, 0)}
+}
+
+// intOrPercent is the number of a count or a percentage ("25%" is 25).
+func intOrPercent(v intstr.IntOrString) int {
+	if v.Type == intstr.Int {
+		return v.IntValue()
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%"))
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // templatePod reads the template as a Pod of the workload's namespace (its
@@ -287,11 +421,11 @@ func setClaimVolume(pod *corev1.Pod, name, claim string) {
 }
 
 // Workload is the workload a pod was made from, as its file names it
-// ("Deployment/web", "StatefulSet/db"), or "" for a bare pod. A
+// ("Deployment/web", "StatefulSet/db", "Job/pi"), or "" for a bare pod. A
 // Deployment's pods are owned by its ReplicaSet <name>-<pod-template-hash>.
 func Workload(pod *corev1.Pod) string {
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.APIVersion != "apps/v1" {
+	if ref == nil || (ref.APIVersion != "apps/v1" && (ref.APIVersion != "batch/v1" || ref.Kind != "Job")) {
 		return ""
 	}
 	if hash := pod.Labels[podTemplateHashLabel]; ref.Kind == "ReplicaSet" && hash != "" {

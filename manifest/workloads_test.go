@@ -163,3 +163,62 @@ spec: {containers: [{name: app, image: busybox:1.36}]}
 		t.Error("a kind of a Kubernetes group that does not exist (a typo) is not a problem")
 	}
 }
+
+func TestWorkloadRollouts(t *testing.T) {
+	withStrategy := func(replicas, strategy string) string {
+		return strings.Replace(deploymentDoc(replicas, "busybox:1.36"), "  selector:", strategy+"  selector:", 1)
+	}
+	for _, tc := range []struct {
+		name, doc string
+		want      Rollout
+		problem   string
+	}{
+		{"defaults of 2 replicas", deploymentDoc("2", "busybox:1.36"), Rollout{Kind: "Deployment", Replicas: 2, MaxSurge: 1}, ""},
+		{"defaults of 10 replicas", deploymentDoc("10", "busybox:1.36"), Rollout{Kind: "Deployment", Replicas: 10, MaxSurge: 3, MaxUnavailable: 2}, ""},
+		{"defaults of 1 replica", deploymentDoc("1", "busybox:1.36"), Rollout{Kind: "Deployment", Replicas: 1, MaxSurge: 1}, ""},
+		{"counts", withStrategy("3", "  strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 2}}\n"), Rollout{Kind: "Deployment", Replicas: 3, MaxUnavailable: 2}, ""},
+		{"recreate", withStrategy("3", "  strategy: {type: Recreate}\n"), Rollout{Kind: "Deployment", Replicas: 3, Recreate: true}, ""},
+		{"both 0", withStrategy("3", "  strategy: {rollingUpdate: {maxSurge: 0, maxUnavailable: 0%}}\n"), Rollout{},
+			"w.yaml (document 1): spec.strategy.rollingUpdate.maxUnavailable: Invalid value: may not be 0 when `maxSurge` is 0"},
+		{"negative", withStrategy("3", "  strategy: {rollingUpdate: {maxSurge: -1}}\n"), Rollout{},
+			"w.yaml (document 1): spec.strategy.rollingUpdate.maxSurge: Invalid value: must be greater than or equal to 0"},
+		{"statefulset OnDelete", `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  selector: {matchLabels: {app: db}}
+  updateStrategy: {type: OnDelete}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: c, image: busybox:1.36}]}
+`, Rollout{}, "w.yaml (document 1): spec.updateStrategy.type: OnDelete is not supported by podrun: a changed template replaces the pods (RollingUpdate)"},
+		{"statefulset parallel", `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  podManagementPolicy: Parallel
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: c, image: busybox:1.36}]}
+`, Rollout{Kind: "StatefulSet", Replicas: 2, MaxUnavailable: 1}, ""},
+	} {
+		set, err := Options{}.ParseUnresolved("w.yaml", []byte(tc.doc))
+		if tc.problem != "" {
+			if err == nil || err.Error() != tc.problem {
+				t.Errorf("%s: error %v, want %s", tc.name, err, tc.problem)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		for _, r := range set.Rollouts {
+			if r != tc.want {
+				t.Errorf("%s: rollout %+v, want %+v", tc.name, r, tc.want)
+			}
+		}
+	}
+}

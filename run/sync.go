@@ -51,6 +51,9 @@ type Want struct {
 	Owns   func(p *PodInfo) bool
 	Broken map[string]bool
 	Prune  bool
+	// Rollouts are how the workloads of Pods replace their pods, by
+	// "namespace/Kind/name" (manifest.Set.Rollouts).
+	Rollouts map[string]manifest.Rollout
 	// Yield tells which pods on the node belong to another owner (a
 	// running daemon's sources): one of them is never replaced by a wanted
 	// pod from elsewhere, which is rejected instead.
@@ -82,33 +85,54 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 	if err != nil {
 		return failAll(w.Pods, err)
 	}
-	var removed, adopted []Result
+	// A workload's changes are rolled out in waves (rollout.go); the other
+	// pods are acted on together, removals first.
+	rollouts, rolled := w.rollouts(snapshot)
 	var mu sync.Mutex
-	h.eachKey(w.Others(snapshot), func(key string) {
-		for _, r := range h.SyncPod(ctx, key, w, o, snapshot) {
-			mu.Lock()
+	byKey := map[string][]Result{}
+	record := func(key string, rs []Result) {
+		mu.Lock()
+		byKey[key] = append(byKey[key], rs...)
+		mu.Unlock()
+	}
+	var others []string
+	for _, k := range w.Others(snapshot) {
+		if !rolled[k] {
+			others = append(others, k)
+		}
+	}
+	h.eachKey(others, func(key string) { record(key, h.SyncPod(ctx, key, w, o, snapshot)) })
+	keys := make([]string, len(w.Pods))
+	var plain []string
+	for i, p := range w.Pods {
+		keys[i] = p.Key()
+		if !rolled[keys[i]] {
+			plain = append(plain, keys[i])
+		}
+	}
+	var wg sync.WaitGroup
+	for _, r := range rollouts {
+		wg.Go(func() { h.rollOut(ctx, r, w, o, snapshot, record) })
+	}
+	h.eachKey(plain, func(key string) { record(key, h.SyncPod(ctx, key, w, o, snapshot)) })
+	wg.Wait()
+	var removed, adopted []Result
+	for _, k := range w.Others(snapshot) {
+		for _, r := range byKey[k] {
 			if r.Action == Removed {
 				removed = append(removed, r)
 			} else {
 				adopted = append(adopted, r)
 			}
-			mu.Unlock()
 		}
-	})
-	byKey := map[string][]Result{}
-	keys := make([]string, len(w.Pods))
-	for i, p := range w.Pods {
-		keys[i] = p.Key()
 	}
-	h.eachKey(keys, func(key string) {
-		rs := h.SyncPod(ctx, key, w, o, snapshot) // one result: the pod's action
-		mu.Lock()
-		byKey[key] = rs
-		mu.Unlock()
-	})
 	out := removed
+	seen := map[string]bool{}
 	for _, k := range keys {
-		out = append(out, byKey[k]...)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, byKey[k]...)
+		}
 	}
 	return append(out, adopted...)
 }
@@ -156,13 +180,7 @@ func (h *Host) eachKey(keys []string, fn func(key string)) {
 // from snapshot, a listing taken before) and the pod's own carried out.
 func (h *Host) SyncPod(ctx context.Context, key string, w Want, o UpOptions, snapshot []*PodInfo) []Result {
 	fail := func(err error) []Result {
-		r := Result{Pod: key, Err: err}
-		for _, p := range w.Pods {
-			if p.Key() == key {
-				r.UID = p.UID
-			}
-		}
-		return []Result{r}
+		return []Result{{Pod: key, UID: wantedUID(w, key), Err: err}}
 	}
 	unlock, err := h.lockPod(ctx, key, o.Timeout)
 	if err != nil {
