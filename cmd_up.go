@@ -44,6 +44,9 @@ func upCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			for _, cj := range set.CronJobs {
+				return usageError{fmt.Sprintf("up: CronJob %s (%s) runs on its schedule, which needs a process that stays: put its file in the manifest directory of podrun daemon; nothing was changed", cj.Key(), cj.Source)}
+			}
 			if o.Wait == run.WaitCompletion {
 				for _, p := range set.Pods {
 					if p.Spec.RestartPolicy == corev1.RestartPolicyAlways {
@@ -105,14 +108,18 @@ func upCommand() *cli.Command {
 }
 
 // ownedByWorkloads tells the pods made from one of workloads
-// ("namespace/Kind/name", manifest.Set.Workloads).
+// ("namespace/Kind/name", manifest.Set.Workloads), a CronJob's Jobs' too.
 func ownedByWorkloads(workloads []string) func(*run.PodInfo) bool {
 	set := map[string]bool{}
 	for _, w := range workloads {
 		set[w] = true
 	}
 	return func(p *run.PodInfo) bool {
-		return p.Pod != nil && set[p.Namespace+"/"+manifest.Workload(p.Pod)]
+		if p.Pod == nil {
+			return false
+		}
+		cj := manifest.CronJobOf(p.Pod)
+		return set[p.Namespace+"/"+manifest.Workload(p.Pod)] || cj != "" && set[p.Namespace+"/CronJob/"+cj]
 	}
 }
 

@@ -93,6 +93,11 @@ type Daemon struct {
 	pubMu    sync.Mutex
 	problems []Problem
 	sources  map[string]string // namespace/name -> source
+	// jobRuns are the goroutines of the sources' Jobs and CronJobs, by
+	// UID; current names those the sources define (jobs.go).
+	jobsMu  sync.Mutex
+	jobRuns map[string]*jobRun
+	current map[string]bool
 }
 
 // New returns a daemon on a connected host.
@@ -100,7 +105,7 @@ func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
 	src := NewSources(o.ManifestDir, o.URL)
 	src.Admission, src.URLHeaderFile = o.Admission, o.URLHeaderFile
 	d := &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{},
-		archives: map[string]archiveState{}, sources: map[string]string{}}
+		archives: map[string]archiveState{}, sources: map[string]string{}, jobRuns: map[string]*jobRun{}}
 	d.workers = newWorkers(d.syncPod)
 	return d
 }
@@ -254,6 +259,7 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 		d.writeStatus(problems, nil)
 		return true
 	}
+	d.syncJobs(ctx, broken) // before dispatch, which prunes the pods of no source and no Job
 	d.dispatch(ctx, wants, broken, pods)
 	d.pubMu.Lock()
 	d.problems = problems
@@ -296,7 +302,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 		sources[k] = w.Source
 	}
 	sort.Strings(keys)
-	w := run.Want{Owns: func(p *run.PodInfo) bool { return d.src.Owns(p.Source) }, Broken: broken, Prune: true}
+	w := run.Want{Owns: func(p *run.PodInfo) bool { return d.src.Owns(p.Source) && !d.jobPod(p) }, Broken: broken, Prune: true}
 	for _, k := range keys {
 		w.Pods = append(w.Pods, wants[k].Pod)
 	}
@@ -369,6 +375,7 @@ func (d *Daemon) shutdown() error {
 	// In-flight changes end first: creates are cancelled (and undone),
 	// removals finish (a teardown is never cancelled half-way).
 	d.workers.wait()
+	d.stopJobs()
 	if d.o.StopPodsOnExit {
 		d.log.Info("stopping pods before exit")
 		return d.h.TerminateAll(context.Background())

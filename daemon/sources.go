@@ -45,7 +45,14 @@ type Sources struct {
 	Admission manifest.Options
 	client    *http.Client
 	state     map[string]*sourceState
+	// jobs and cronJobs are those of the last Scan (Jobs).
+	jobs     []*manifest.Job
+	cronJobs []*manifest.CronJob
 }
+
+// Jobs are the Jobs and CronJobs the sources defined at the last Scan (of
+// the sources that resolve).
+func (s *Sources) Jobs() ([]*manifest.Job, []*manifest.CronJob) { return s.jobs, s.cronJobs }
 
 // NewSources returns Sources for an absolute directory and an optional URL.
 func NewSources(dir, url string) *Sources {
@@ -342,6 +349,7 @@ func (s *Sources) update(source string, data []byte, readErr error) {
 func (s *Sources) collect(files []string, problems []Problem) (map[string]Want, map[string]bool, []Problem) {
 	wants := map[string]Want{}
 	broken := map[string]bool{}
+	s.jobs, s.cronJobs = nil, nil
 	order := files
 	if s.URL != "" {
 		order = append(append([]string{}, files...), s.URLName())
@@ -372,6 +380,8 @@ func (s *Sources) collect(files []string, problems []Problem) (map[string]Want, 
 			problems = append(problems, Problem{Source: source, Msg: problemText(err)})
 			continue
 		}
+		s.jobs = append(s.jobs, set.Jobs...)
+		s.cronJobs = append(s.cronJobs, set.CronJobs...)
 		for _, p := range set.Pods {
 			key := p.Key()
 			if first, ok := wants[key]; ok {

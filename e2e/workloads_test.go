@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -348,4 +350,76 @@ spec:
 			t.Errorf("exec %s -- hostname: %q (exit %d)", name, out, code)
 		}
 	}
+}
+
+// TestDaemonJobs: in the daemon's directory a Job runs to completion and a
+// CronJob makes its Job at the next minute (named <cronjob>-<minutes>, its
+// pods annotated with the scheduled time); with the file gone, their pods go.
+func TestDaemonJobs(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "dm-jobs.yaml")
+	doc := `apiVersion: batch/v1
+kind: Job
+metadata: {name: dm-job}
+spec:
+  completions: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: work, image: ` + H.Image + `, command: ["sh", "-c", "echo job"]}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: dm-cron}
+spec:
+  schedule: "* * * * *"
+  concurrencyPolicy: Forbid
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: tick, image: ` + H.Image + `, command: ["sh", "-c", "echo tick"]}]
+`
+	d := dmStart(t, dir, nil, "--resync", "1m")
+	dmWaitSynced(t, d, 60*time.Second)
+	t.Cleanup(func() {
+		if _, stderr, code := H.Podrun(t, doc, "down", "-"); code != 0 {
+			t.Errorf("cleanup: down: exit %d; stderr:\n%s", code, stderr)
+		}
+	})
+	dmRename(t, dir, "dm-jobs.yaml", doc)
+	dmWaitLog(t, d, `msg="job Complete" job=default/dm-job succeeded=2 failed=0`, 30*time.Second)
+	if pods := wlJobPods(t, "dm-job"); len(pods) != 2 {
+		t.Errorf("pods of Job dm-job: %v, want 2 Succeeded", pods)
+	}
+	var cron corev1.Pod
+	svEventually(t, 80*time.Second, "a Succeeded pod of CronJob dm-cron", func() (bool, string) {
+		for _, p := range plPods(t) {
+			if strings.HasPrefix(p.Name, "dm-cron-") && p.Status.Phase == corev1.PodSucceeded {
+				cron = p
+				return true, ""
+			}
+		}
+		return false, "none yet"
+	})
+	at, err := time.Parse(time.RFC3339, cron.Annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"])
+	job := metav1.GetControllerOf(&cron)
+	if err != nil || at.Second() != 0 || job == nil || job.Kind != "Job" || job.Name != fmt.Sprintf("dm-cron-%d", at.Unix()/60) ||
+		!strings.HasPrefix(cron.Name, job.Name+"-") {
+		t.Errorf("the CronJob's pod %s: scheduled %q (%v), owner %+v", cron.Name, cron.Annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"], err, job)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	svEventually(t, 30*time.Second, "the pods of the removed file gone", func() (bool, string) {
+		var left []string
+		for _, p := range plPods(t) {
+			if strings.HasPrefix(p.Name, "dm-job-") || strings.HasPrefix(p.Name, "dm-cron-") {
+				left = append(left, p.Name)
+			}
+		}
+		return len(left) == 0, fmt.Sprint("left: ", left)
+	})
 }

@@ -98,6 +98,12 @@ func resolve(set *Set, others ...*Set) (*Set, Problems) {
 		c.template = one(j.template)
 		out.Jobs = append(out.Jobs, &c)
 	}
+	for _, cj := range set.CronJobs {
+		c, job := *cj, *cj.job
+		job.template = one(cj.job.template)
+		c.job = &job
+		out.CronJobs = append(out.CronJobs, &c)
+	}
 	return out, problems
 }
 

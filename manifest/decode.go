@@ -57,11 +57,13 @@ func (r *reader) readObject(src Source, prefix string, data []byte) {
 		r.readWorkload(src, prefix, data, obj, kind) // workloads.go
 	case apiVersion == "batch/v1" && kind == "Job":
 		r.readJob(src, prefix, obj) // jobs.go
+	case apiVersion == "batch/v1" && kind == "CronJob":
+		r.readCronJob(src, prefix, obj) // cronjobs.go
 	case skippedKind(apiVersion, kind):
 		r.skip(src, prefix, obj, kind) // skipped.go
 	default:
 		r.problem(src, strings.TrimSuffix(prefix, "."), fmt.Sprintf(
-			"kind %q of apiVersion %q is not supported (podrun reads v1 Pod, ConfigMap, Secret and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, batch/v1 Job, and skips the kinds only a cluster uses)", kind, apiVersion))
+			"kind %q of apiVersion %q is not supported (podrun reads v1 Pod, ConfigMap, Secret and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, batch/v1 Job and CronJob, and skips the kinds only a cluster uses)", kind, apiVersion))
 	}
 }
 

@@ -41,7 +41,7 @@ func (j *Job) RestartPolicy() corev1.RestartPolicy { return j.template.Spec.Rest
 // The labels and annotation the job controller puts on its pods.
 const (
 	JobUIDLabel       = batchv1.ControllerUidLabel // "batch.kubernetes.io/controller-uid"
-	jobNameLabel      = batchv1.JobNameLabel
+	JobNameLabel      = batchv1.JobNameLabel
 	legacyJobUID      = "controller-uid"
 	legacyJobName     = "job-name"
 	JobIndexLabel     = batchv1.JobCompletionIndexAnnotation // label and annotation alike
@@ -60,7 +60,7 @@ func (j *Job) Pod(n, index int) *Pod {
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[JobUIDLabel], pod.Labels[legacyJobUID] = j.UID, j.UID
-	pod.Labels[jobNameLabel], pod.Labels[legacyJobName] = j.Name, j.Name
+	pod.Labels[JobNameLabel], pod.Labels[legacyJobName] = j.Name, j.Name
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: j.Name,
 		UID: types.UID(j.UID), Controller: ptr(true), BlockOwnerDeletion: ptr(true)}}
 	prefix := j.Name + "-"
@@ -93,29 +93,38 @@ func (j *Job) Pod(n, index int) *Pod {
 
 // readJob reads a batch/v1 Job.
 func (r *reader) readJob(src Source, prefix string, raw map[string]any) {
+	j := r.decodeJob(src, prefix, raw)
+	if j == nil {
+		return
+	}
+	r.set.Jobs = append(r.set.Jobs, j)
+	r.set.Workloads = append(r.set.Workloads, j.Namespace+"/Job/"+j.Name)
+	r.names = append(r.names, named{"job", j.Key(), src})
+	r.located(j.template.Pod, src, prefix+"spec.template.")
+}
+
+// decodeJob decodes, defaults and validates a Job at prefix of src (a
+// CronJob's jobTemplate too), nil when it does not decode.
+func (r *reader) decodeJob(src Source, prefix string, raw map[string]any) *Job {
 	own, ownData, template, ok := r.splitTemplate(src, prefix, raw)
 	if !ok {
-		return
+		return nil
 	}
 	var job batchv1.Job
 	if _, ok := r.decode(src, prefix, ownData, own, &job); !ok {
-		return
+		return nil
 	}
 	r.readMeta(src, prefix, &job.ObjectMeta)
 	w := &workload{kind: "Job", meta: job.ObjectMeta}
 	pod := r.templatePod(src, prefix, w, template)
 	if pod == nil {
-		return
+		return nil
 	}
 	defaultJob(&job.Spec)
 	r.fieldProblems(src, prefix, validateJob(&job.Spec, pod.Pod))
 	sum := sha256.Sum256(append(ownData, pod.Hash...))
-	j := &Job{Namespace: job.Namespace, Name: job.Name, Spec: job.Spec, Source: src, template: pod,
+	return &Job{Namespace: job.Namespace, Name: job.Name, Spec: job.Spec, Source: src, template: pod,
 		UID: nameUUID(job.Namespace + "/Job/" + job.Name + "/" + hex.EncodeToString(sum[:]))}
-	r.set.Jobs = append(r.set.Jobs, j)
-	r.set.Workloads = append(r.set.Workloads, j.Namespace+"/Job/"+j.Name)
-	r.names = append(r.names, named{"job", j.Key(), src})
-	r.located(pod.Pod, src, prefix+"spec.template.")
 }
 
 // defaultJob sets the API server's defaults of a Job: completions and

@@ -89,6 +89,9 @@ type Set struct {
 	// Jobs are the batch/v1 Jobs read (jobs.go); their pods are made as
 	// they run, not listed in Pods.
 	Jobs []*Job
+	// CronJobs are the batch/v1 CronJobs read (cronjobs.go): the daemon
+	// runs them.
+	CronJobs []*CronJob
 	// Rollouts are how each workload's pods are replaced, by the same
 	// "namespace/Kind/name".
 	Rollouts map[string]Rollout

@@ -194,8 +194,8 @@ func TestInvalidInputs(t *testing.T) {
 			name:  "unknown kinds",
 			paths: []string{"testdata/invalid/unknown-kind.yaml"},
 			want: []string{
-				`testdata/invalid/unknown-kind.yaml (document 1): kind "Deploymnet" of apiVersion "apps/v1" is not supported (podrun reads v1 Pod, ConfigMap, Secret and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, batch/v1 Job, and skips the kinds only a cluster uses)`,
-				`testdata/invalid/unknown-kind.yaml (document 2): kind "Pod" of apiVersion "v2" is not supported (podrun reads v1 Pod, ConfigMap, Secret and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, batch/v1 Job, and skips the kinds only a cluster uses)`,
+				`testdata/invalid/unknown-kind.yaml (document 1): kind "Deploymnet" of apiVersion "apps/v1" is not supported (podrun reads v1 Pod, ConfigMap, Secret and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, batch/v1 Job and CronJob, and skips the kinds only a cluster uses)`,
+				`testdata/invalid/unknown-kind.yaml (document 2): kind "Pod" of apiVersion "v2" is not supported (podrun reads v1 Pod, ConfigMap, Secret and List, apps/v1 Deployment, ReplicaSet, StatefulSet and DaemonSet, batch/v1 Job and CronJob, and skips the kinds only a cluster uses)`,
 				"testdata/invalid/unknown-kind.yaml (document 3): kind: Required value",
 				"testdata/invalid/unknown-kind.yaml (document 4): expected a Kubernetes object, got array",
 			},

@@ -93,6 +93,9 @@ type UpOptions struct {
 	// with the kubelet's reason and message (the daemon); otherwise a
 	// refused pod leaves nothing.
 	RecordRefusals bool
+	// AwaitTTL: RunJob returns only once a finished Job's
+	// ttlSecondsAfterFinished has removed it (the daemon, which stays).
+	AwaitTTL bool
 }
 
 // DownOptions tune Down.

@@ -35,9 +35,11 @@ const jobPodPoll = time.Second
 // (plan.DecideJob) from the Job's pods on the node which pods to make, makes
 // them (each run to completion, unless o.Wait is WaitRunning), and decides
 // again whenever one ends, a back-off or the deadline passes, until the Job
-// is Complete or Failed (and its ttlSecondsAfterFinished, if 0, has removed
-// its pods). With WaitRunning it makes the pods of one decision and
-// returns: a later RunJob (up, the daemon) goes on from what is there.
+// is Complete or Failed (and its ttlSecondsAfterFinished, if 0 or with
+// o.AwaitTTL, has removed its pods). With WaitRunning it makes the pods of
+// one decision and returns: a later RunJob (up, the daemon) goes on from
+// what is there; with WaitRunning and Foreground (the daemon) the pods are
+// supervised and looked at every second until they end.
 func (h *Host) RunJob(ctx context.Context, j *manifest.Job, o UpOptions) JobResult {
 	res := JobResult{Job: j.Key()}
 	type made struct {
@@ -155,6 +157,10 @@ func (h *Host) RunJob(ctx context.Context, j *manifest.Job, o UpOptions) JobResu
 				return res
 			}
 		}
+		if a.Status.Finished() && len(inflight) == 0 && o.AwaitTTL && !a.Next.IsZero() {
+			wait(a.Next, false) // until its TTL removes it
+			continue
+		}
 		if a.Status.Finished() && len(inflight) == 0 {
 			if a.Status.Condition == plan.JobFailed {
 				res.Err = fmt.Errorf("job %s failed: %s: %s", j.Key(), a.Status.Reason, a.Status.Message)
@@ -178,7 +184,7 @@ func (h *Host) RunJob(ctx context.Context, j *manifest.Job, o UpOptions) JobResu
 				done <- m
 			}()
 		}
-		if o.Wait == WaitRunning {
+		if o.Wait == WaitRunning && !o.Foreground {
 			for len(inflight) > 0 {
 				wait(time.Time{}, false)
 			}
