@@ -86,6 +86,10 @@ bench-supervise:
 	flock /tmp/podrun-e2e.lock bash bench/supervise-cpu.sh
 
 # podrun daemon: rename-to-Running reaction time, 50 pods from one directory, resident memory (prints figures, asserts nothing).
+.PHONY: bench-compare
+bench-compare: deps
+	flock /tmp/podrun-e2e.lock bash bench/compare.sh
+
 .PHONY: bench-daemon
 bench-daemon: deps
 	flock /tmp/podrun-e2e.lock bash bench/daemon.sh

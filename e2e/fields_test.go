@@ -85,7 +85,8 @@ spec:
 }
 
 // TestRestartPolicyRules: a rule restarting the container on exit code 42
-// only: its first run exits 42 and is restarted, its second exits 3 and is
+// only (an init container's too: its first run exits 42 and is restarted,
+// its second exits 0 under the pod's Never): the app's first run exits 42 and is restarted, its second exits 3 and is
 // not (its own restartPolicy Never).
 func TestRestartPolicyRules(t *testing.T) {
 	H.require(t)
@@ -95,6 +96,15 @@ metadata:
   name: fd-rules
 spec:
   restartPolicy: Never
+  initContainers:
+  - name: setup
+    image: `+H.Image+`
+    command: ["sh", "-c", "if [ -e /data/init ]; then exit 0; fi; touch /data/init; exit 42"]
+    restartPolicy: Never
+    restartPolicyRules:
+    - action: Restart
+      exitCodes: {operator: In, values: [42]}
+    volumeMounts: [{name: data, mountPath: /data}]
   containers:
   - name: app
     image: `+H.Image+`
@@ -110,7 +120,11 @@ spec:
 	if code != 1 || !strings.Contains(stderr, `container "app" exited with code 3`) {
 		t.Fatalf("up: exit %d, want 1 (exit code 3 is not restarted)\n%s", code, stderr)
 	}
-	cs := svMustCS(t, svStatus(t, "fd-rules"), "app")
+	st := svStatus(t, "fd-rules")
+	if ics := st.Status.InitContainerStatuses; len(ics) != 1 || ics[0].RestartCount != 1 || ics[0].State.Terminated == nil || ics[0].State.Terminated.ExitCode != 0 {
+		t.Errorf("init container setup: %+v; want restarted once (42), then 0", ics)
+	}
+	cs := svMustCS(t, st, "app")
 	if cs.RestartCount != 1 || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 3 ||
 		cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 42 {
 		t.Errorf("container app: restartCount %d, state %+v, lastState %+v; want 1 restart, 3 after 42", cs.RestartCount, cs.State, cs.LastTerminationState)

@@ -326,28 +326,61 @@ spec:
 }
 
 // TestWorkloadStatefulSet: a StatefulSet's pods are <name>-<ordinal>, with
-// that hostname.
+// that hostname, started one at a time in order (OrderedReady), each with
+// its claim of the volumeClaimTemplate: wl-db-0 keeps its data across down
+// and up.
 func TestWorkloadStatefulSet(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "wl-db", `apiVersion: apps/v1
+	t.Cleanup(func() {
+		for _, v := range []string{"data-wl-db-0", "data-wl-db-1"} {
+			if _, stderr, code := H.Podrun(t, "", "volume", "rm", v); code != 0 {
+				t.Errorf("cleanup: volume rm %s: exit %d\n%s", v, code, stderr)
+			}
+		}
+	})
+	doc := `apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: wl-db}
 spec:
   serviceName: wl-db
   replicas: 2
   selector: {matchLabels: {app: wl-db}}
+  volumeClaimTemplates: [{metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]
   template:
     metadata: {labels: {app: wl-db}}
     spec:
       terminationGracePeriodSeconds: 1
       containers:
       - name: db
-        image: `+H.Image+`
+        image: ` + H.Image + `
         command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
-`)
+        volumeMounts: [{name: data, mountPath: /data}]
+`
+	file, _, stderr, code := plUp(t, "wl-db", doc)
+	if code != 0 {
+		t.Fatalf("up: exit %d\n%s", code, stderr)
+	}
+	// OrderedReady: wl-db-1 starts once wl-db-0 is Ready.
+	if ready, next := strings.Index(stderr, "default/wl-db-0 [9/9] wait: ready"), strings.Index(stderr, "default/wl-db-1 [1/9]"); ready < 0 || next < ready {
+		t.Errorf("wl-db-1 began (at %d) before wl-db-0 was ready (at %d)", next, ready)
+	}
 	for _, name := range []string{"wl-db-0", "wl-db-1"} {
 		if out, _, code := H.Podrun(t, "", "exec", name, "--", "hostname"); code != 0 || strings.TrimSpace(out) != name {
 			t.Errorf("exec %s -- hostname: %q (exit %d)", name, out, code)
+		}
+		if _, _, code := H.Podrun(t, "", "exec", name, "--", "sh", "-c", "echo "+name+" > /data/who"); code != 0 {
+			t.Errorf("exec %s: writing /data/who: exit %d", name, code)
+		}
+	}
+	if _, _, code := H.Podrun(t, "", "down", file); code != 0 {
+		t.Fatalf("down: exit %d", code)
+	}
+	if _, _, stderr, code := plUp(t, "wl-db", doc); code != 0 {
+		t.Fatalf("up again: exit %d\n%s", code, stderr)
+	}
+	for _, name := range []string{"wl-db-0", "wl-db-1"} {
+		if out, _, code := H.Podrun(t, "", "exec", name, "--", "cat", "/data/who"); code != 0 || strings.TrimSpace(out) != name {
+			t.Errorf("after down and up, %s reads %q (exit %d), want what it wrote", name, out, code)
 		}
 	}
 }

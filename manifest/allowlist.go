@@ -105,7 +105,9 @@ var supportedPodFields = join(
 		"spec.resources.limits",
 	},
 	prefixed("spec.initContainers[].", supportedContainerFields),
-	[]string{"spec.initContainers[].restartPolicy"}, // "Always": a native sidecar
+	// "Always": a native sidecar; else the init container's own policy and
+	// rules (supervisor/supervisor.go).
+	[]string{"spec.initContainers[].restartPolicy", "spec.initContainers[].restartPolicyRules"},
 	prefixed("spec.containers[].", supportedContainerFields),
 	// A container's own restart policy and rules (supervisor/restart.go).
 	[]string{"spec.containers[].restartPolicy", "spec.containers[].restartPolicyRules"},

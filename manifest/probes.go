@@ -47,15 +47,18 @@ func setIfZero(v *int32, d int32) {
 }
 
 // validateInitLifecycle: only a native sidecar (restartPolicy Always) may
-// have probes and hooks, as the API server enforces.
+// have probes and hooks, as the API server enforces; another init
+// container may have its own restartPolicy (OnFailure, Never) and
+// restartPolicyRules (ContainerRestartRules), a sidecar no rules.
 func validateInitLifecycle(c *corev1.Container, fld *field.Path) field.ErrorList {
-	if c.RestartPolicy != nil {
-		if *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-			return field.ErrorList{field.NotSupported(fld.Child("restartPolicy"), *c.RestartPolicy, []string{string(corev1.ContainerRestartPolicyAlways)})}
+	if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		errs := validateLifecycle(c, fld)
+		if len(c.RestartPolicyRules) > 0 {
+			errs = append(errs, field.Forbidden(fld.Child("restartPolicyRules"), "may not be set for init containers with restartPolicy=Always"))
 		}
-		return validateLifecycle(c, fld)
+		return errs
 	}
-	var errs field.ErrorList
+	errs := validateRestartRules(c, fld)
 	forbid := func(set bool, name string) {
 		if set {
 			errs = append(errs, field.Forbidden(fld.Child(name), "may not be set for init containers without restartPolicy=Always"))

@@ -29,8 +29,11 @@ func TestProbeAndLifecycleValidation(t *testing.T) {
 		{"probes on a plain init container", pod("", "  initContainers:\n  - name: setup\n    image: busybox:1\n    readinessProbe: {exec: {command: [\"true\"]}}\n"),
 			[]string{"spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always"}},
 		{"a sidecar may have probes", pod("", "  initContainers:\n  - name: proxy\n    image: busybox:1\n    restartPolicy: Always\n    startupProbe: {exec: {command: [\"true\"]}}\n"), nil},
-		{"init restartPolicy other than Always", pod("", "  initContainers:\n  - name: setup\n    image: busybox:1\n    restartPolicy: Never\n"),
-			[]string{`spec.initContainers[0].restartPolicy: Unsupported value: "Never"`}},
+		{"an init container's own restartPolicy and rules", pod("", "  initContainers:\n  - name: setup\n    image: busybox:1\n    restartPolicy: OnFailure\n    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n"), nil},
+		{"init restartPolicy unknown", pod("", "  initContainers:\n  - name: setup\n    image: busybox:1\n    restartPolicy: Sometimes\n"),
+			[]string{`spec.initContainers[0].restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"`}},
+		{"rules on a sidecar", pod("", "  initContainers:\n  - name: proxy\n    image: busybox:1\n    restartPolicy: Always\n    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n"),
+			[]string{`spec.initContainers[0].restartPolicyRules: Forbidden: may not be set for init containers with restartPolicy=Always`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -439,7 +439,7 @@ func sortedStringKeys(m map[string]string) []string {
 	return keys
 }
 
-// validateRestartRules checks an app container's restartPolicy and
+// validateRestartRules checks a container's restartPolicy and
 // restartPolicyRules as the API server does (ContainerRestartRules): the
 // rules need an explicit restartPolicy; at most 20, each Restart on exit
 // codes In or NotIn at most 255 values.

@@ -45,6 +45,7 @@ func (h *Host) RunJob(ctx context.Context, j *manifest.Job, o UpOptions) JobResu
 	type made struct {
 		key    string
 		uid    string
+		index  int
 		rs     []Result
 		cancel context.CancelFunc
 	}
@@ -93,7 +94,9 @@ func (h *Host) RunJob(ctx context.Context, j *manifest.Job, o UpOptions) JobResu
 	}
 	defer func() {
 		for _, m := range inflight {
-			m.cancel()
+			if m.cancel != nil {
+				m.cancel()
+			}
 		}
 		for len(inflight) > 0 {
 			wait(time.Time{}, false)
@@ -116,19 +119,11 @@ func (h *Host) RunJob(ctx context.Context, j *manifest.Job, o UpOptions) JobResu
 			res.Err = err
 			return res
 		}
-		var pods []plan.JobPod
-		listed := map[string]bool{}
-		for _, p := range node {
-			if p.Pod != nil && manifest.JobOf(p.Pod) == j.UID {
-				pods = append(pods, jobPod(p, h.clock.Now()))
-				listed[p.UID] = true
-			}
+		making := make([]plan.JobPod, 0, len(inflight))
+		for _, m := range inflight {
+			making = append(making, plan.JobPod{UID: m.uid, Index: m.index, Phase: corev1.PodPending, Created: h.clock.Now()})
 		}
-		for uid := range inflight {
-			if !listed[uid] { // being made, not listed yet
-				pods = append(pods, plan.JobPod{UID: uid, Index: -1, Phase: corev1.PodPending, Created: h.clock.Now()})
-			}
-		}
+		pods := jobPods(node, j, making, h.clock.Now())
 		a := plan.DecideJob(j.Spec, j.RestartPolicy(), pods, recorded, h.clock.Now())
 		res.Status = a.Status
 		if a.Status.Finished() && !recorded.Finished() {
@@ -176,7 +171,7 @@ func (h *Host) RunJob(ctx context.Context, j *manifest.Job, o UpOptions) JobResu
 		for i, index := range a.Create {
 			p := j.Pod(len(pods)+i, index) // attempts are numbered by the pods made so far
 			pctx, cancel := context.WithCancel(ctx)
-			m := &made{key: p.Key(), uid: p.UID, cancel: cancel}
+			m := &made{key: p.Key(), uid: p.UID, index: index, cancel: cancel}
 			inflight[p.UID] = m
 			go func() {
 				defer cancel()
@@ -197,6 +192,25 @@ func (h *Host) RunJob(ctx context.Context, j *manifest.Job, o UpOptions) JobResu
 	}
 	res.Err = ctx.Err()
 	return res
+}
+
+// jobPods are the pods of Job j: those node lists, and those being made
+// (making) that it does not list yet.
+func jobPods(node []*PodInfo, j *manifest.Job, making []plan.JobPod, now time.Time) []plan.JobPod {
+	var pods []plan.JobPod
+	listed := map[string]bool{}
+	for _, p := range node {
+		if p.Pod != nil && manifest.JobOf(p.Pod) == j.UID {
+			pods = append(pods, jobPod(p, now))
+			listed[p.UID] = true
+		}
+	}
+	for _, m := range making {
+		if !listed[m.UID] {
+			pods = append(pods, m)
+		}
+	}
+	return pods
 }
 
 // jobPod is what the job controller knows of one of a Job's pods.

@@ -978,3 +978,27 @@ func TestRestartPolicyRules(t *testing.T) {
 		t.Errorf("state %+v, want done with code 3 after one restart", st)
 	}
 }
+
+// TestInitRestartPolicyRules: an init container's own rules and policy
+// decide over the pod's: under a Never pod, restarted on exit code 42 (at
+// once, the first restart), and a failure no rule matches fails the step.
+func TestInitRestartPolicyRules(t *testing.T) {
+	never := corev1.ContainerRestartPolicyNever
+	ps := appSpec(corev1.RestartPolicyNever, corev1.Container{Name: "app"})
+	ps.InitContainers = []corev1.Container{{Name: "setup", Image: testImage, RestartPolicy: &never,
+		RestartPolicyRules: []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}}}
+	hs := newHarness(t, ps)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.r.runInit(&hs.r.pod.Spec.InitContainers[0])(hs.ctx) }()
+	hs.eventually("the init loop", func() bool { return loopOf(hs.r.w, "setup") != nil })
+	hs.eng.Exit(hs.waitRunning("setup", 0), 42)
+	hs.eng.Exit(hs.waitRunning("setup", 1), 3)
+	var xerr *ExitError
+	if err := <-errc; !errors.As(err, &xerr) || xerr.Code != 3 {
+		t.Fatalf("init step = %v, want exit code 3 after one restart", err)
+	}
+	if st := hs.loop("setup").State(); st.Restarts != 1 {
+		t.Errorf("state %+v, want one restart", st)
+	}
+}

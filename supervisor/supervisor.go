@@ -302,14 +302,11 @@ func (l *Loop) Stop() {
 // container on failure unless the policy is Never.
 func (l *Loop) shouldRestart(code uint32) bool {
 	killed := l.killed.Swap(false)
-	switch {
-	case l.role == RoleSidecar:
+	if l.role == RoleSidecar {
 		return true
-	case l.role == RoleInit:
-		return code != 0 && l.w.policy != corev1.RestartPolicyNever
 	}
-	// An app container's own rules, then its own policy, override the
-	// pod's (ContainerRestartRules): the first rule whose exit codes match
+	// A container's own rules, then its own policy, override the pod's
+	// (ContainerRestartRules): the first rule whose exit codes match
 	// decides.
 	if restart, matched := ruleFor(l.c.RestartPolicyRules, code); matched {
 		return restart
@@ -317,6 +314,9 @@ func (l *Loop) shouldRestart(code uint32) bool {
 	policy := l.w.policy
 	if l.c.RestartPolicy != nil {
 		policy = corev1.RestartPolicy(*l.c.RestartPolicy)
+	}
+	if l.role == RoleInit {
+		return code != 0 && policy != corev1.RestartPolicyNever
 	}
 	switch policy {
 	case corev1.RestartPolicyAlways:
