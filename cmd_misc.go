@@ -25,6 +25,12 @@ func validateCommand() *cli.Command {
 			for _, p := range set.Pods {
 				fmt.Printf("pod/%s/%s valid (%s)\n", p.Namespace, p.Name, p.Source)
 			}
+			for _, j := range set.Jobs {
+				fmt.Printf("job/%s valid (%s)\n", j.Key(), j.Source)
+			}
+			for _, cj := range set.CronJobs {
+				fmt.Printf("cronjob/%s valid (%s)\n", cj.Key(), cj.Source)
+			}
 			return nil
 		},
 	}

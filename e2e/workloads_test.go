@@ -270,6 +270,9 @@ spec:
 		job("wl-ttl", "  ttlSecondsAfterFinished: 0", "true")
 	file := H.WriteManifest(t, "wl-jobs.yaml", doc)
 	plDownOnCleanup(t, file)
+	if out, _, code := H.Podrun(t, "", "validate", file); code != 0 || !strings.Contains(out, "job/default/wl-indexed valid ("+file+" (document 1))\n") {
+		t.Errorf("validate: exit %d, %q", code, out)
+	}
 	start := time.Now()
 	stdout, stderr, code := H.Podrun(t, "", "up", file)
 	took := time.Since(start)
