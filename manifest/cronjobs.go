@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -66,18 +65,8 @@ func CronJobOf(pod *corev1.Pod) string {
 
 // readCronJob reads a batch/v1 CronJob.
 func (r *reader) readCronJob(src Source, prefix string, raw map[string]any) {
-	spec, _ := raw["spec"].(map[string]any)
-	jt, _ := spec["jobTemplate"].(map[string]any)
-	if jt == nil {
-		r.problem(src, prefix+"spec.jobTemplate", "Required value")
-		return
-	}
-	own, ownSpec := maps.Clone(raw), maps.Clone(spec)
-	delete(ownSpec, "jobTemplate")
-	own["spec"] = ownSpec
-	data, err := json.Marshal(own)
-	if err != nil {
-		r.problem(src, strings.TrimSuffix(prefix, "."), err.Error())
+	own, data, jt, ok := r.splitSpec(src, prefix, raw, "jobTemplate")
+	if !ok {
 		return
 	}
 	var cj batchv1.CronJob

@@ -101,21 +101,27 @@ func (r *reader) readWorkload(src Source, prefix string, data []byte, raw map[st
 // spec.template, and their JSON), decoded strictly by the caller, and its
 // pod template, read as a Pod (templatePod).
 func (r *reader) splitTemplate(src Source, prefix string, raw map[string]any) (own map[string]any, data []byte, template map[string]any, ok bool) {
+	return r.splitSpec(src, prefix, raw, "template")
+}
+
+// splitSpec splits an object into its own fields (raw without spec.<key>,
+// and their JSON) and spec.<key>, which must be an object.
+func (r *reader) splitSpec(src Source, prefix string, raw map[string]any, key string) (own map[string]any, data []byte, part map[string]any, ok bool) {
 	spec, _ := raw["spec"].(map[string]any)
-	template, _ = spec["template"].(map[string]any)
-	if template == nil {
-		r.problem(src, prefix+"spec.template", "Required value")
+	part, _ = spec[key].(map[string]any)
+	if part == nil {
+		r.problem(src, prefix+"spec."+key, "Required value")
 		return nil, nil, nil, false
 	}
 	own, ownSpec := maps.Clone(raw), maps.Clone(spec)
-	delete(ownSpec, "template")
+	delete(ownSpec, key)
 	own["spec"] = ownSpec
 	data, err := json.Marshal(own)
 	if err != nil {
 		r.problem(src, strings.TrimSuffix(prefix, "."), err.Error())
 		return nil, nil, nil, false
 	}
-	return own, data, template, true
+	return own, data, part, true
 }
 
 // decodeWorkload decodes the workload's own fields and refuses those podrun
