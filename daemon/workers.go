@@ -2,8 +2,11 @@ package daemon
 
 import (
 	"context"
+	"runtime"
+	"slices"
 	"sync"
 
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
 )
 
@@ -21,6 +24,10 @@ type workers struct {
 	last map[string][]run.Result // each pod's latest outcome
 	wg   sync.WaitGroup
 	done chan struct{} // a worker finished a change (capacity 1)
+	// starts bounds the pods being started or replaced at once to what
+	// the cores can do (a batch of 50 files makes the first pods Running
+	// sooner than 50 pipelines sharing 2 cores); removals are not bounded.
+	starts chan struct{}
 }
 
 // job is one wanted state of the node, as one sync saw it.
@@ -31,7 +38,7 @@ type job struct {
 
 func newWorkers(sync func(ctx context.Context, key string, j job) []run.Result) *workers {
 	return &workers{sync: sync, busy: map[string]bool{}, next: map[string]job{}, last: map[string][]run.Result{},
-		done: make(chan struct{}, 1)}
+		done: make(chan struct{}, 1), starts: make(chan struct{}, max(4, 2*runtime.NumCPU()))}
 }
 
 // update hands pod key's wanted state to its worker, starting one if none
@@ -51,7 +58,14 @@ func (ws *workers) update(ctx context.Context, key string, j job) {
 func (ws *workers) work(ctx context.Context, key string, j job) {
 	defer ws.wg.Done()
 	for {
+		start := slices.ContainsFunc(j.want.Pods, func(p *manifest.Pod) bool { return p.Pod != nil && p.Key() == key })
+		if start {
+			ws.starts <- struct{}{}
+		}
 		rs := ws.sync(ctx, key, j)
+		if start {
+			<-ws.starts
+		}
 		ws.mu.Lock()
 		ws.last[key] = rs
 		next, more := ws.next[key]

@@ -2,10 +2,14 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
@@ -63,5 +67,60 @@ func TestWorkersNeverWaitForEachOther(t *testing.T) {
 	}
 	if got := ws.results(func(k string) bool { return k == "default/fast" }); len(got) != 1 {
 		t.Errorf("results of pods no longer wanted are kept: %v", got)
+	}
+}
+
+// TestWorkersBoundStarts: pods started at once are bounded by the slots
+// (so the first of a batch is up sooner); removals take no slot.
+func TestWorkersBoundStarts(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	running, most, removing := 0, 0, 0
+	ws := newWorkers(func(ctx context.Context, key string, j job) []run.Result {
+		mu.Lock()
+		if len(j.want.Pods) == 0 {
+			removing++
+		} else {
+			running++
+			most = max(most, running)
+		}
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		if len(j.want.Pods) > 0 {
+			running--
+		}
+		mu.Unlock()
+		return nil
+	})
+	slots := cap(ws.starts)
+	ctx := context.Background()
+	var pods []*manifest.Pod
+	for i := range 3 * slots {
+		pods = append(pods, &manifest.Pod{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprint("p", i)}}})
+	}
+	for _, p := range pods {
+		ws.update(ctx, p.Key(), job{want: run.Want{Pods: pods}})
+	}
+	for i := range 3 {
+		ws.update(ctx, fmt.Sprint("default/gone", i), job{})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		r, g := running, removing
+		mu.Unlock()
+		if r == slots && g == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d starts and %d removals under way, want %d and 3", r, g, slots)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	ws.wait()
+	if most != slots {
+		t.Errorf("at most %d pods started at once, want %d", most, slots)
 	}
 }
