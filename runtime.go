@@ -81,6 +81,7 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 		Engine:    e,
 		Network:   sandbox.NewNetwork(cfg.CNIConfDir, cfg.CNIBinDirs, filepath.Join(cfg.Root, "cni")),
 		NetNS:     sandbox.Namespaces{},
+		Pins:      sandbox.Pinner{},
 		Cgroups:   cgroup.Manager{},
 		Disk:      volumes.Disk{},
 		Locks:     lock.Pods{Dir: filepath.Join(cfg.Root, "locks", "pods")},

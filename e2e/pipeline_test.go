@@ -28,6 +28,7 @@ import (
 	"github.com/containerd/containerd"
 	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/errdefs"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -221,6 +222,16 @@ func plTaskPIDs(t *testing.T, ctrs []containerd.Container) map[string]uint32 {
 		out[ctr.ID()] = task.Pid()
 	}
 	return out
+}
+
+// plNSInode is the inode of the namespace file at path.
+func plNSInode(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatalf("namespace %s: %v", path, err)
+	}
+	return st.Ino
 }
 
 // plTasksOf returns the IDs of the tasks in the suite's namespace whose
@@ -631,9 +642,12 @@ func TestPipelineIdempotentUp(t *testing.T) {
 		t.Errorf("no IP reservation for the sandbox %s of the running pod", sandbox1)
 	}
 	for id, pid := range pids1 {
-		if pid == 0 {
+		if pid == 0 && id != sandbox1 {
 			t.Errorf("container %s has no running task after up", id)
 		}
+	}
+	if pid := pids1[sandbox1]; pid != 0 {
+		t.Errorf("the sandbox %s runs a pause (pid %d); a plain pod needs none", sandbox1, pid)
 	}
 
 	stdout, stderr, code := H.Podrun(t, "", "up", file)
@@ -678,8 +692,9 @@ func TestPipelineIdempotentUp(t *testing.T) {
 	if len(ctrs3) != 2 {
 		t.Errorf("after replace pl-idem has %d containers, want 2", len(ctrs3))
 	}
+	sandbox3 := plSandboxID(t, ctrs3)
 	for id, pid := range plTaskPIDs(t, ctrs3) {
-		if pid == 0 {
+		if pid == 0 && id != sandbox3 {
 			t.Errorf("container %s has no running task after replace", id)
 		}
 		if _, old := pids1[id]; old {
@@ -1096,19 +1111,33 @@ spec:
 	ctrs := plContainers(t, "pl-shim")
 	names := map[string]bool{}
 	parents := map[string][]string{} // PPid -> containers
+	pod := plPod(t, "pl-shim")
 	for _, ctr := range ctrs {
 		l, err := ctr.Labels(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
+		name := l[plLabelContainer]
+		names[name] = true
 		task, err := ctr.Task(ctx, nil)
+		if name == "POD" {
+			if !errdefs.IsNotFound(err) {
+				t.Errorf("the sandbox of a plain pod has a task (err %v): no pause is needed", err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("task of %s: %v", ctr.ID(), err)
 		}
-		name := l[plLabelContainer]
-		names[name] = true
 		ppid := plProcStatus(t, task.Pid(), "PPid")
 		parents[ppid] = append(parents[ppid], name)
+		// Both containers are in the pod's pinned IPC and UTS namespaces.
+		for _, ns := range []string{"ipc", "uts"} {
+			pin := filepath.Join(H.Root, "pods", string(pod.UID), ns+"-ns")
+			if got, want := plNSInode(t, fmt.Sprintf("/proc/%d/ns/%s", task.Pid(), ns)), plNSInode(t, pin); got != want {
+				t.Errorf("container %s is in %s namespace %d, not the pod's pinned %d (%s)", name, ns, got, want, pin)
+			}
+		}
 	}
 	if !names["POD"] || !names["one"] || !names["two"] || len(ctrs) != 3 {
 		t.Fatalf("containers of pl-shim: %v, want POD, one and two", names)

@@ -101,11 +101,14 @@ func (h *Host) rebuild(ctx context.Context, uid string) (*podRun, error) {
 		}
 		r.images[c.Image] = img
 	}
-	t, err := h.engine.Task(ctx, r.sandboxID)
-	if err != nil || t.State != engine.TaskRunning {
-		return nil, fmt.Errorf("%w: its sandbox is not running", ErrNotAdoptable)
+	r.pins = h.pinsOf(uid, pod.Pod)
+	if r.pinID, r.pinned = h.pinnedID(uid, pod.Pod); !r.pinned {
+		t, err := h.engine.Task(ctx, r.sandboxID)
+		if err != nil || t.State != engine.TaskRunning {
+			return nil, fmt.Errorf("%w: its sandbox is not running", ErrNotAdoptable)
+		}
+		r.pausePID = t.PID
 	}
-	r.pausePID = t.PID
 	if !pod.Spec.HostNetwork {
 		r.netns = sandbox.NetNSPath(sandbox.NetNSName(uid))
 	}

@@ -19,6 +19,7 @@ type Host struct {
 	engine     engine.Engine
 	network    Network
 	netns      NetNS
+	pins       Pins
 	cgroups    Cgroups
 	disk       Disk
 	locks      Locks
@@ -59,6 +60,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		engine:   d.Engine,
 		network:  d.Network,
 		netns:    d.NetNS,
+		pins:     d.Pins,
 		cgroups:  d.Cgroups,
 		disk:     d.Disk,
 		locks:    d.Locks,

@@ -86,6 +86,11 @@ func (h *Host) list(ctx context.Context, match map[string]string, uids []string)
 			// Ended while no podrun watched: its cgroup still tells an OOM kill.
 			c.Labels[labels.Reason] = status.ReasonOOMKilled
 		}
+		if c.Labels[labels.Container] == labels.SandboxName && c.Task.State == "" {
+			if _, ok := h.pinnedID(uid, nil); ok {
+				c.Task.State = engine.TaskRunning // no pause: the sandbox runs while its namespaces are pinned
+			}
+		}
 		p := get(uid)
 		p.Containers = append(p.Containers, c)
 		p.Namespace, p.Name, p.Source = c.Labels[labels.PodNamespace], c.Labels[labels.PodName], c.Labels[labels.Source]

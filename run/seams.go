@@ -38,6 +38,17 @@ type NetNS interface {
 	Remove(name string) error
 }
 
+// Pins pin a pod's IPC and UTS namespaces to files, so that no pause
+// process has to hold them (sandbox.Pinner).
+type Pins interface {
+	// Pin makes the namespaces (the UTS one with hostname) and pins them.
+	Pin(p sandbox.Pins, hostname string) error
+	// Unpin unmounts and removes the pins; gone is success.
+	Unpin(p sandbox.Pins) error
+	// ID is the inode of the namespace pinned at path; false when none is.
+	ID(path string) (uint64, bool)
+}
+
 // Cgroups makes and removes pod cgroups (cgroup.Manager).
 type Cgroups interface {
 	Create(path string, r *specs.LinuxResources) error
@@ -78,6 +89,7 @@ type Deps struct {
 	Engine  engine.Engine
 	Network Network
 	NetNS   NetNS
+	Pins    Pins
 	Cgroups Cgroups
 	Disk    Disk
 	// Locks is lock.Pods on a host; nil serializes within this process only.

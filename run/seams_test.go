@@ -31,6 +31,8 @@ type fakeMachine struct {
 	mu       sync.Mutex
 	log      []string
 	netns    map[string]bool
+	pins     map[string]uint64 // pinned namespaces, by path
+	pinSeq   uint64
 	cgroups  map[string]bool
 	oomKills map[string]uint64     // the OOM-kill counter of a cgroup
 	attached map[string]bool       // by sandbox container id
@@ -40,7 +42,7 @@ type fakeMachine struct {
 }
 
 func newFakeMachine() *fakeMachine {
-	return &fakeMachine{netns: map[string]bool{}, cgroups: map[string]bool{}, oomKills: map[string]uint64{}, attached: map[string]bool{}, dirs: map[string]bool{}, fail: map[string]int{}}
+	return &fakeMachine{netns: map[string]bool{}, pins: map[string]uint64{}, cgroups: map[string]bool{}, oomKills: map[string]uint64{}, attached: map[string]bool{}, dirs: map[string]bool{}, fail: map[string]int{}}
 }
 
 // errInjected is the failure tests inject.
@@ -114,6 +116,9 @@ func (m *fakeMachine) left() []string {
 			out = append(out, set.kind+" "+k)
 		}
 	}
+	for k := range m.pins {
+		out = append(out, "pin "+k)
+	}
 	slices.Sort(out)
 	return out
 }
@@ -138,6 +143,41 @@ func (f fakeNetNS) Remove(name string) error {
 	defer f.m.mu.Unlock()
 	delete(f.m.netns, name)
 	return nil
+}
+
+type fakePins struct{ m *fakeMachine }
+
+func (f fakePins) Pin(p sandbox.Pins, _ string) error {
+	if err := f.m.op("pins.pin " + p.Identity()); err != nil {
+		return err
+	}
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	for _, path := range []string{p.IPC, p.UTS} {
+		if path != "" {
+			f.m.pinSeq++
+			f.m.pins[path] = f.m.pinSeq
+		}
+	}
+	return nil
+}
+
+func (f fakePins) Unpin(p sandbox.Pins) error {
+	if err := f.m.op("pins.unpin " + p.Identity()); err != nil {
+		return err
+	}
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	delete(f.m.pins, p.IPC)
+	delete(f.m.pins, p.UTS)
+	return nil
+}
+
+func (f fakePins) ID(path string) (uint64, bool) {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	id, ok := f.m.pins[path]
+	return id, ok
 }
 
 type fakeCgroups struct{ m *fakeMachine }
@@ -278,7 +318,7 @@ func (f fakeDisk) RemoveFile(path string) error {
 // deps are fakes of every seam on machine m, with engine e.
 func (m *fakeMachine) deps(e *fake.Engine) Deps {
 	e.OnCall = m.engineCall
-	return Deps{Engine: e, Network: fakeNetwork{m}, NetNS: fakeNetNS{m}, Cgroups: fakeCgroups{m}, Disk: fakeDisk{m},
+	return Deps{Engine: e, Network: fakeNetwork{m}, NetNS: fakeNetNS{m}, Pins: fakePins{m}, Cgroups: fakeCgroups{m}, Disk: fakeDisk{m},
 		Admission: func() (admission.Node, error) { return roomyNode, nil }}
 }
 

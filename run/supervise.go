@@ -179,6 +179,10 @@ var _ supervisor.Pod = (*podRun)(nil)
 // supervisor started or adopted: after a `podrun down` from another process,
 // or a replacement, its containers must not be restarted into it.
 func (r *podRun) SandboxAlive(ctx context.Context) bool {
+	if r.pinned {
+		id, ok := r.h.pins.ID(r.pins.Identity())
+		return ok && id == r.pinID
+	}
 	t, err := r.h.engine.Task(ctx, r.sandboxID)
 	return err == nil && t.State == engine.TaskRunning && t.PID == r.pausePID
 }

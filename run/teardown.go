@@ -303,8 +303,8 @@ func StopSignal(s string) (syscall.Signal, error) {
 	return 0, fmt.Errorf("unknown stop signal %q", s)
 }
 
-// stopSandbox ends a finished pod's sandbox: the pause task, the network and
-// the namespace. Containers and the pod directory stay until `down`.
+// stopSandbox ends a finished pod's sandbox: the pause task or the pinned
+// namespaces, the network and the network namespace. Containers and the pod directory stay until `down`.
 // Each part is tried whatever the others did; CNI DEL runs from the pod's
 // record even when the sandbox or its namespace are gone.
 func (h *Host) stopSandbox(ctx context.Context, uid string, a sandbox.Attachment) error {
@@ -320,5 +320,5 @@ func (h *Host) stopSandbox(ctx context.Context, uid string, a sandbox.Attachment
 	}
 	nctx, cancel := stepContext(ctx)
 	defer cancel()
-	return errors.Join(append(errs, h.delNetwork(nctx, uid, a), h.netns.Remove(sandbox.NetNSName(uid)))...)
+	return errors.Join(append(errs, h.delNetwork(nctx, uid, a), h.netns.Remove(sandbox.NetNSName(uid)), h.pins.Unpin(h.pinsOf(uid, nil)))...)
 }

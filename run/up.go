@@ -48,10 +48,16 @@ type podRun struct {
 	// container starts read and UpdateConfigVolumes replaces.
 	objMu sync.Mutex
 
-	state     *State
-	vols      *volumes.Prepared
-	images    map[string]engine.Image // by image reference as written
-	netns     string
+	state  *State
+	vols   *volumes.Prepared
+	images map[string]engine.Image // by image reference as written
+	netns  string
+	// pinned: the pod's sandbox is its pinned IPC and UTS namespaces (pins),
+	// the namespace at pins.Identity() being pinID; else a pause process,
+	// pausePID.
+	pinned    bool
+	pins      sandbox.Pins
+	pinID     uint64
 	pausePID  uint32
 	ips       []net.IP
 	hostname  string
@@ -74,13 +80,17 @@ func (r *podRun) plan() []Step {
 	if !r.hostNetwork() {
 		steps = append(steps, Step{Name: "sandbox: netns", Do: r.createNetNS, Undo: r.removeNetNS})
 	}
+	name := "sandbox: pause"
+	if r.pinned {
+		name = "sandbox: namespaces"
+	}
 	if r.hostNetwork() {
-		steps = append(steps, Step{Name: "sandbox: pause", Do: r.startPause, Undo: r.undoContainer(labels.SandboxName)})
+		steps = append(steps, Step{Name: name, Do: r.startSandbox, Undo: inOrder(r.undoContainer(labels.SandboxName), r.unpin)})
 	} else {
-		// The namespace exists already, so the pause container and CNI ADD
+		// The network namespace exists already, so the sandbox and CNI ADD
 		// do not wait for each other.
-		steps = append(steps, Step{Name: "sandbox: pause + network", Do: both(r.startPause, r.addNetwork),
-			Undo: inOrder(r.delNetwork, r.undoContainer(labels.SandboxName))})
+		steps = append(steps, Step{Name: name + " + network", Do: both(r.startSandbox, r.addNetwork),
+			Undo: inOrder(r.delNetwork, r.undoContainer(labels.SandboxName), r.unpin)})
 	}
 	steps = append(steps, Step{Name: "sandbox: files", Do: r.writeFiles})
 	for i := range r.pod.Spec.InitContainers {
@@ -224,25 +234,82 @@ func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[s
 	return l
 }
 
-func (r *podRun) startPause(ctx context.Context) error {
+// pinnedSandbox reports whether the pod's sandbox is its IPC and UTS
+// namespaces pinned to files, with no pause process (CRI-O's
+// drop_infra_ctr): unless the pod needs a pause — with
+// shareProcessNamespace it is the pod's PID 1, sysctls are set in its
+// namespaces, with the host's network and IPC there is nothing of the pod's
+// to hold — or one was asked for (pauseImage).
+func pinnedSandbox(pod *corev1.Pod, pauseImage string) bool {
+	share := pod.Spec.ShareProcessNamespace
+	psc := pod.Spec.SecurityContext
+	switch {
+	case pauseImage != "", share != nil && *share, psc != nil && len(psc.Sysctls) > 0, pod.Spec.HostNetwork && pod.Spec.HostIPC:
+		return false
+	}
+	return true
+}
+
+// pinsOf is where pod uid's namespaces are pinned: the IPC namespace unless
+// hostIPC, the UTS namespace unless hostNetwork (a nil pod: both, to remove).
+func (h *Host) pinsOf(uid string, pod *corev1.Pod) sandbox.Pins {
+	l := h.layout(uid)
+	var p sandbox.Pins
+	if pod == nil || !pod.Spec.HostIPC {
+		p.IPC = l.File("ipc-ns")
+	}
+	if pod == nil || !pod.Spec.HostNetwork {
+		p.UTS = l.File("uts-ns")
+	}
+	return p
+}
+
+// pinnedID is the identity of pod uid's pinned sandbox; false when it has
+// none (a pause's pod, or one whose sandbox was stopped).
+func (h *Host) pinnedID(uid string, pod *corev1.Pod) (uint64, bool) {
+	p := h.pinsOf(uid, pod)
+	for _, path := range []string{p.Identity(), p.IPC} { // a nil pod's hostNetwork pin is IPC
+		if id, ok := h.pins.ID(path); path != "" && ok {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+func (r *podRun) unpin(context.Context) error { return r.h.pins.Unpin(r.pins) }
+
+// startSandbox makes the pod's sandbox: its pinned namespaces and a
+// container that records it (never started), or its pause container.
+func (r *podRun) startSandbox(ctx context.Context) error {
 	var err error
 	if r.hostname, err = sandbox.Hostname(r.pod.Pod, r.h.cfg.ClusterDomain); err != nil {
 		return err
 	}
 	in := spec.PauseInput{ID: r.sandboxID, Pod: r.pod.Pod, NetNSPath: r.netns, Hostname: r.hostname,
 		Security: spec.DetectHost(r.h.cfg.Root)} // seccomp on this host (spec/security.go)
+	if r.pinned {
+		if err := r.h.pins.Pin(r.pins, r.hostname); err != nil {
+			return err
+		}
+		var ok bool
+		if r.pinID, ok = r.h.pins.ID(r.pins.Identity()); !ok {
+			return fmt.Errorf("the pod's namespaces are not pinned at %s", r.pins.Identity())
+		}
+		in.IPC, in.UTS = r.pins.IPC, r.pins.UTS
+	}
 	in.Cgroup = r.h.podCgroup(r.pod.UID)
 	in.Resources, in.OOMScoreAdj = r.h.pauseResources() // cgroups.go
 	image := r.h.cfg.PauseImage
-	if image == "" {
+	in.Args = []string{"/pause", "pause"}
+	switch {
+	case image != "":
+		cfg := r.images[image].Config
+		in.Args = append(append([]string{}, cfg.Entrypoint...), cfg.Cmd...)
+	case !r.pinned: // a pinned sandbox's record never runs: no root
 		if in.Rootfs, err = r.h.pauseRootfs(); err != nil {
 			return err
 		}
-		in.Args = []string{"/pause", "pause"}
 		in.ExtraMounts = []spec.Mount{{Source: r.h.cfg.Exe, Destination: "/pause", ReadOnly: true}}
-	} else {
-		cfg := r.images[image].Config
-		in.Args = append(append([]string{}, cfg.Entrypoint...), cfg.Cmd...)
 	}
 	s, err := spec.Pause(ctx, in)
 	if err != nil {
@@ -252,8 +319,26 @@ func (r *podRun) startPause(ctx context.Context) error {
 	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: r.sandboxID, Image: image, Labels: l, Spec: s}); err != nil {
 		return err
 	}
+	if r.pinned {
+		return nil
+	}
 	r.pausePID, err = r.h.engine.Start(ctx, r.sandboxID, "")
 	return err
+}
+
+// sandboxNamespaces are the IPC and UTS namespaces the pod's containers
+// join ("": the host's).
+func (r *podRun) sandboxNamespaces() (ipc, uts string) {
+	if r.pinned {
+		return r.pins.IPC, r.pins.UTS
+	}
+	if !r.pod.Spec.HostIPC {
+		ipc = spec.ProcNS(int(r.pausePID), "ipc")
+	}
+	if !r.hostNetwork() {
+		uts = spec.ProcNS(int(r.pausePID), "uts")
+	}
+	return ipc, uts
 }
 
 // pauseRootfs is the empty directory the built-in pause runs in; podrun's
@@ -384,12 +469,13 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 		return "", err
 	}
 	limits, oomScoreAdj := resources.Container(r.pod.Pod, c, r.h.node())
+	ipc, uts := r.sandboxNamespaces()
 	s, err := spec.Container(ctx, spec.ContainerInput{
 		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Env: env, Mounts: mounts, TerminationLog: termLog,
 		Security:  spec.DetectHost(r.h.cfg.Root), // seccomp, AppArmor, <root>/seccomp profiles (spec/security.go)
 		Resources: limits, OOMScoreAdj: oomScoreAdj,
 		Sandbox: spec.Sandbox{
-			ID: r.sandboxID, PID: int(r.pausePID), NetNSPath: r.netns, HostNetwork: r.hostNetwork(), Hostname: r.hostname,
+			ID: r.sandboxID, IPC: ipc, UTS: uts, PID: int(r.pausePID), NetNSPath: r.netns, HostNetwork: r.hostNetwork(), Hostname: r.hostname,
 			EtcHosts: r.layout.File("etc-hosts"), ResolvConf: r.layout.File("resolv.conf"),
 			HostnameFile: r.layout.File("hostname"), Shm: r.layout.Shm(), Cgroup: r.h.podCgroup(r.pod.UID),
 		},

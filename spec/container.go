@@ -44,9 +44,12 @@ type Sandbox struct {
 	// ID is the pause container's id, set as the labels.ShimGroup annotation
 	// on every container of the pod.
 	ID string
-	// PID is the pause task's pid: containers join /proc/<PID>/ns/ipc and
-	// /proc/<PID>/ns/uts, and /proc/<PID>/ns/pid with hostPID or
-	// shareProcessNamespace.
+	// IPC and UTS are the namespace files containers join: the pod's
+	// pinned namespaces (sandbox.Pins) or its pause's (ProcNS); "" is the
+	// host's (hostIPC; hostNetwork's UTS).
+	IPC, UTS string
+	// PID is the pause task's pid: with shareProcessNamespace containers
+	// join /proc/<PID>/ns/pid, where the pause is PID 1.
 	PID int
 	// NetNSPath is the pod's network namespace (e.g. /run/netns/podrun-xxx);
 	// "" with HostNetwork.
@@ -156,8 +159,12 @@ func checkContainerInput(in ContainerInput) error {
 		return errors.New("no container")
 	case in.Sandbox.ID == "":
 		return errors.New("sandbox id is empty")
-	case in.Sandbox.PID <= 0:
+	case shareProcessNamespace(in.Pod) && !in.Pod.Spec.HostPID && in.Sandbox.PID <= 0:
 		return fmt.Errorf("sandbox pid %d is not a process id", in.Sandbox.PID)
+	case in.Sandbox.IPC == "" && !in.Pod.Spec.HostIPC:
+		return errors.New("sandbox IPC namespace is empty")
+	case in.Sandbox.UTS == "" && !in.Sandbox.HostNetwork:
+		return errors.New("sandbox UTS namespace is empty")
 	case !in.Sandbox.HostNetwork && in.Sandbox.NetNSPath == "":
 		return errors.New("sandbox network namespace path is empty")
 	case in.Sandbox.Hostname == "":
@@ -224,31 +231,46 @@ func withNoNewPrivileges(on bool) oci.SpecOpts {
 }
 
 // withSandboxNamespaces joins the sandbox's IPC, UTS and network namespaces
-// (no network namespace entry with HostNetwork) and keeps a new mount
-// namespace, as the CRI plugin does (WithPodNamespaces): with hostIPC the
-// sandbox's IPC namespace is the host's. The PID namespace is the
-// container's own, or with hostPID (the host's) or shareProcessNamespace
-// (the pod's, where the pause is PID 1) the sandbox's. Hostname stays
-// empty: the joined UTS namespace already has it.
+// (the host's with hostIPC, and the host's network and UTS namespaces with
+// HostNetwork) and keeps a new mount namespace, as the CRI plugin does
+// (WithPodNamespaces). The PID namespace is the container's own, or the
+// host's with hostPID, or with shareProcessNamespace the pod's, where the
+// pause is PID 1. Hostname stays empty: the joined UTS namespace already
+// has it.
 func withSandboxNamespaces(sb Sandbox, pod *corev1.Pod) oci.SpecOpts {
-	opts := []oci.SpecOpts{
-		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.IPCNamespace, Path: procNS(sb.PID, "ipc")}),
-		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.UTSNamespace, Path: procNS(sb.PID, "uts")}),
-		oci.WithHostname(""),
-	}
-	if share := pod.Spec.ShareProcessNamespace; pod.Spec.HostPID || share != nil && *share {
-		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.PIDNamespace, Path: procNS(sb.PID, "pid")}))
+	opts := []oci.SpecOpts{join(specs.IPCNamespace, sb.IPC), join(specs.UTSNamespace, sb.UTS), oci.WithHostname("")}
+	switch {
+	case pod.Spec.HostPID:
+		opts = append(opts, oci.WithHostNamespace(specs.PIDNamespace))
+	case shareProcessNamespace(pod):
+		opts = append(opts, join(specs.PIDNamespace, ProcNS(sb.PID, "pid")))
 	}
 	if sb.HostNetwork {
 		opts = append(opts, oci.WithHostNamespace(specs.NetworkNamespace))
 	} else {
-		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sb.NetNSPath}))
+		opts = append(opts, join(specs.NetworkNamespace, sb.NetNSPath))
 	}
 	return oci.Compose(opts...)
 }
 
-func procNS(pid int, ns string) string {
-	return "/proc/" + strconv.Itoa(pid) + "/ns/" + ns
+// shareProcessNamespace reports whether the pod's containers share one PID
+// namespace (the pause's).
+func shareProcessNamespace(pod *corev1.Pod) bool {
+	share := pod.Spec.ShareProcessNamespace
+	return share != nil && *share
+}
+
+// join joins the namespace at path, or the host's when path is "".
+func join(t specs.LinuxNamespaceType, path string) oci.SpecOpts {
+	if path == "" {
+		return oci.WithHostNamespace(t)
+	}
+	return oci.WithLinuxNamespace(specs.LinuxNamespace{Type: t, Path: path})
+}
+
+// ProcNS is process pid's namespace file of kind ("ipc", "uts", "pid").
+func ProcNS(pid int, kind string) string {
+	return "/proc/" + strconv.Itoa(pid) + "/ns/" + kind
 }
 
 // containerMounts returns the bind mounts of a container in the order the

@@ -36,6 +36,8 @@ func baseInput() ContainerInput {
 		Image: Image{Ref: "docker.io/library/busybox:latest", Entrypoint: []string{"/bin/sh", "-c"}, Env: []string{"PATH=/bin"}},
 		Sandbox: Sandbox{
 			ID:           testSbxID,
+			IPC:          "/proc/4242/ns/ipc",
+			UTS:          "/proc/4242/ns/uts",
 			PID:          4242,
 			NetNSPath:    "/run/netns/podrun-abc",
 			Hostname:     "web",
@@ -369,7 +371,9 @@ func TestContainerErrors(t *testing.T) {
 		want   string
 	}{
 		{"no sandbox id", func(in *ContainerInput) { in.Sandbox.ID = "" }, "sandbox id is empty"},
-		{"no sandbox pid", func(in *ContainerInput) { in.Sandbox.PID = 0 }, "sandbox pid 0 is not a process id"},
+		{"no sandbox pid to share", func(in *ContainerInput) { in.Pod.Spec.ShareProcessNamespace, in.Sandbox.PID = secPtr(true), 0 }, "sandbox pid 0 is not a process id"},
+		{"no IPC namespace", func(in *ContainerInput) { in.Sandbox.IPC = "" }, "sandbox IPC namespace is empty"},
+		{"no UTS namespace", func(in *ContainerInput) { in.Sandbox.UTS = "" }, "sandbox UTS namespace is empty"},
 		{"no netns", func(in *ContainerInput) { in.Sandbox.NetNSPath = "" }, "sandbox network namespace path is empty"},
 		{"no hostname", func(in *ContainerInput) { in.Sandbox.Hostname = "" }, "sandbox hostname is empty"},
 		{"no pod uid", func(in *ContainerInput) { in.Pod.UID = "" }, "pod default/web has no uid"},

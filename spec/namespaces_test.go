@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -33,18 +34,22 @@ func TestPodNamespaces(t *testing.T) {
 			map[specs.LinuxNamespaceType]string{specs.PIDNamespace: "", specs.IPCNamespace: "", specs.UTSNamespace: "", specs.MountNamespace: "", specs.NetworkNamespace: net},
 			map[specs.LinuxNamespaceType]string{specs.PIDNamespace: "", specs.IPCNamespace: ipc, specs.UTSNamespace: uts, specs.MountNamespace: "", specs.NetworkNamespace: net},
 			"/pods/uid/shm"},
-		{"hostPID: the pause in the host's, the containers join it", func(s *corev1.PodSpec) { s.HostPID = true },
+		{"hostPID: the pause and the containers in the host's", func(s *corev1.PodSpec) { s.HostPID = true },
 			map[specs.LinuxNamespaceType]string{specs.IPCNamespace: "", specs.UTSNamespace: "", specs.MountNamespace: "", specs.NetworkNamespace: net},
-			map[specs.LinuxNamespaceType]string{specs.PIDNamespace: pid, specs.IPCNamespace: ipc, specs.UTSNamespace: uts, specs.MountNamespace: "", specs.NetworkNamespace: net},
+			map[specs.LinuxNamespaceType]string{specs.IPCNamespace: ipc, specs.UTSNamespace: uts, specs.MountNamespace: "", specs.NetworkNamespace: net},
 			"/pods/uid/shm"},
 		{"hostIPC: the host's IPC namespace and /dev/shm", func(s *corev1.PodSpec) { s.HostIPC = true },
 			map[specs.LinuxNamespaceType]string{specs.PIDNamespace: "", specs.UTSNamespace: "", specs.MountNamespace: "", specs.NetworkNamespace: net},
-			map[specs.LinuxNamespaceType]string{specs.PIDNamespace: "", specs.IPCNamespace: ipc, specs.UTSNamespace: uts, specs.MountNamespace: "", specs.NetworkNamespace: net},
+			map[specs.LinuxNamespaceType]string{specs.PIDNamespace: "", specs.UTSNamespace: uts, specs.MountNamespace: "", specs.NetworkNamespace: net},
 			"/dev/shm"},
 		{"hostPID and hostIPC", func(s *corev1.PodSpec) { s.HostPID, s.HostIPC = true, true },
 			map[specs.LinuxNamespaceType]string{specs.UTSNamespace: "", specs.MountNamespace: "", specs.NetworkNamespace: net},
-			map[specs.LinuxNamespaceType]string{specs.PIDNamespace: pid, specs.IPCNamespace: ipc, specs.UTSNamespace: uts, specs.MountNamespace: "", specs.NetworkNamespace: net},
+			map[specs.LinuxNamespaceType]string{specs.UTSNamespace: uts, specs.MountNamespace: "", specs.NetworkNamespace: net},
 			"/dev/shm"},
+		{"no pause: the pinned IPC and UTS namespaces", func(s *corev1.PodSpec) {},
+			map[specs.LinuxNamespaceType]string{specs.PIDNamespace: "", specs.IPCNamespace: "", specs.UTSNamespace: "", specs.MountNamespace: "", specs.NetworkNamespace: net},
+			map[specs.LinuxNamespaceType]string{specs.PIDNamespace: "", specs.IPCNamespace: "/pods/uid/ipc-ns", specs.UTSNamespace: "/pods/uid/uts-ns", specs.MountNamespace: "", specs.NetworkNamespace: net},
+			"/pods/uid/shm"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +57,12 @@ func TestPodNamespaces(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(&pin.Pod.Spec)
 				tt.mutate(&cin.Pod.Spec)
+			}
+			if cin.Pod.Spec.HostIPC {
+				cin.Sandbox.IPC = "" // the host's, as run passes it
+			}
+			if strings.HasPrefix(tt.name, "no pause") {
+				cin.Sandbox.IPC, cin.Sandbox.UTS, cin.Sandbox.PID = "/pods/uid/ipc-ns", "/pods/uid/uts-ns", 0
 			}
 			p, err := Pause(context.Background(), pin)
 			if err != nil {

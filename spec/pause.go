@@ -38,6 +38,9 @@ type PauseInput struct {
 	// oom_score_adj (the CRI plugin's: 2 cpu shares, -998); nil: no limits.
 	Resources   *specs.LinuxResources
 	OOMScoreAdj int
+	// IPC and UTS are namespaces pinned for the pod (sandbox.Pins) that the
+	// sandbox joins instead of making its own ("": its own, or the host's).
+	IPC, UTS string
 }
 
 // Pause builds the spec of a pod's sandbox (pause) container: new IPC, UTS and
@@ -64,6 +67,7 @@ func Pause(ctx context.Context, in PauseInput) (*specs.Spec, error) {
 		pauseSecurityOpts(in.Pod, in.Security),
 		withPauseNetwork(in.NetNSPath, in.Hostname),
 		withHostNamespaces(in.Pod),
+		withPinnedNamespaces(in.IPC, in.UTS),
 		oci.WithCgroup(cgroups),
 		withResources(in.Resources, in.OOMScoreAdj),
 		oci.WithAnnotations(podAnnotations(in.Pod, in.ID, containerTypeSandbox)),
@@ -136,6 +140,19 @@ func withHostNamespaces(pod *corev1.Pod) oci.SpecOpts {
 	}
 	if pod.Spec.HostIPC {
 		opts = append(opts, oci.WithHostNamespace(specs.IPCNamespace))
+	}
+	return oci.Compose(opts...)
+}
+
+// withPinnedNamespaces joins the namespaces pinned at ipc and uts ("": not
+// pinned); the pinned UTS namespace has the pod's hostname already.
+func withPinnedNamespaces(ipc, uts string) oci.SpecOpts {
+	var opts []oci.SpecOpts
+	if ipc != "" {
+		opts = append(opts, join(specs.IPCNamespace, ipc))
+	}
+	if uts != "" {
+		opts = append(opts, join(specs.UTSNamespace, uts), oci.WithHostname(""))
 	}
 	return oci.Compose(opts...)
 }
