@@ -6,12 +6,15 @@ package e2e
 // Helpers are prefixed po; the pl helpers of pipeline_test.go are reused.
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/podrun/podrun/internal/testimage"
 )
 
 // poLoose breaks the restricted level: no runAsNonRoot, no seccompProfile,
@@ -306,5 +309,90 @@ spec:
 	}
 	if want := []string{"1", "0"}; !reflect.DeepEqual(ownShm, want) {
 		t.Errorf("files of the host's /dev/shm seen by hostIPC and default pods: %v, want %v", ownShm, want)
+	}
+}
+
+// TestPolicySandboxWithoutPause: a plain pod runs with no pause: its
+// containers share the IPC and UTS namespaces pinned in the pod directory
+// (with the pod's hostname), and down unpins them. With --pause-image every
+// pod gets a pause of that image, whose namespaces its containers join.
+func TestPolicySandboxWithoutPause(t *testing.T) {
+	H.require(t)
+	const pod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: a
+    image: ` + e2eImage + `
+    command: ["sleep", "3601"]
+  - name: b
+    image: ` + e2eImage + `
+    command: ["sleep", "3602"]
+`
+	file, _ := plMustUp(t, "po-pinned", fmt.Sprintf(pod, "po-pinned"), "--wait", "running")
+	p := plPod(t, "po-pinned")
+	dir := filepath.Join(H.Root, "pods", string(p.UID))
+	for _, ns := range []string{"ipc", "uts"} {
+		pin := fmt.Sprintf("%d", plNSInode(t, filepath.Join(dir, ns+"-ns")))
+		for _, c := range []string{"a", "b"} {
+			got := poExec(t, "po-pinned", c, "readlink", "/proc/self/ns/"+ns)
+			if !strings.Contains(got, "["+pin+"]") || got == poHostNS(t, ns) {
+				t.Errorf("container %s is in %s, want the pod's pinned %s namespace [%s]", c, got, ns, pin)
+			}
+		}
+	}
+	if got := poExec(t, "po-pinned", "a", "hostname"); got != "po-pinned" {
+		t.Errorf("hostname in the pinned UTS namespace = %q, want po-pinned", got)
+	}
+	if got := poExec(t, "po-pinned", "b", "sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline"); got != "sleep 3602" {
+		t.Errorf("PID 1 of container b runs %q, want its own sleep (a PID namespace of its own)", got)
+	}
+	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
+		t.Fatalf("down: exit %d\n%s", code, stderr)
+	}
+	for _, ns := range []string{"ipc", "uts"} {
+		if _, err := os.Lstat(filepath.Join(dir, ns+"-ns")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the %s pin is still there after down (err %v)", ns, err)
+		}
+	}
+
+	// --pause-image: the sandbox is a pause container of that image.
+	ref := H.ImportImage(t, testimage.Config{Ref: "podrun.test/pause:1", Cmd: []string{"sleep", "3603"}})
+	t.Cleanup(func() {
+		c, ctx := H.Client(t)
+		_ = c.ImageService().Delete(ctx, ref)
+	})
+	file = H.WriteManifest(t, "po-paused.yaml", fmt.Sprintf(pod, "po-paused"))
+	plDownOnCleanup(t, file)
+	if _, stderr, code := H.Podrun(t, "", "--pause-image", ref, "up", "--wait", "running", file); code != 0 {
+		t.Fatalf("up with --pause-image: exit %d\n%s", code, stderr)
+	}
+	p = plPod(t, "po-paused")
+	short := strings.ReplaceAll(string(p.UID), "-", "")[:12]
+	pids := plTaskPIDs(t, plContainers(t, "po-paused"))
+	pause := pids[short+"-pause"]
+	if pause == 0 {
+		t.Fatalf("with --pause-image the sandbox has no running pause: %v", pids)
+	}
+	if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pause)); err != nil || strings.ReplaceAll(string(cmd), "\x00", " ") != "sleep 3603 " {
+		t.Errorf("the pause runs %q (%v), want the image's command", cmd, err)
+	}
+	for _, ns := range []string{"ipc", "uts"} {
+		want, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pause, ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := poExec(t, "po-paused", "a", "readlink", "/proc/self/ns/"+ns); got != want {
+			t.Errorf("container a is in %s, want the pause's %s", got, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(H.Root, "pods", string(p.UID), "uts-ns")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a pod with a pause has a UTS pin (err %v)", err)
+	}
+	if got := poExec(t, "po-paused", "a", "hostname"); got != "po-paused" {
+		t.Errorf("hostname in the pause's UTS namespace = %q, want po-paused", got)
 	}
 }

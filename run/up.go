@@ -304,7 +304,7 @@ func (r *podRun) startSandbox(ctx context.Context) error {
 	switch {
 	case image != "":
 		cfg := r.images[image].Config
-		in.Args = append(append([]string{}, cfg.Entrypoint...), cfg.Cmd...)
+		in.Args, in.Env = append(append([]string{}, cfg.Entrypoint...), cfg.Cmd...), cfg.Env
 	case !r.pinned: // a pinned sandbox's record never runs: no root
 		if in.Rootfs, err = r.h.pauseRootfs(); err != nil {
 			return err

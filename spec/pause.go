@@ -28,7 +28,9 @@ type PauseInput struct {
 	// Args are the process arguments, e.g. ["/pause"] (podrun's built-in
 	// pause, whose binary the caller bind-mounts through ExtraMounts) or the
 	// image's entrypoint.
-	Args        []string
+	Args []string
+	// Env is the pause image's environment, as the CRI plugin gives it.
+	Env         []string
 	ExtraMounts []Mount
 	// Security is what the host offers for confining the pause (seccomp).
 	Security HostSecurity
@@ -62,6 +64,7 @@ func Pause(ctx context.Context, in PauseInput) (*specs.Spec, error) {
 		oci.WithoutRunMount,
 		withoutRlimits,
 		oci.WithProcessArgs(in.Args...),
+		oci.WithEnv(in.Env),
 		oci.WithRootFSReadonly(),
 		withNoCapabilities,
 		pauseSecurityOpts(in.Pod, in.Security),
