@@ -20,6 +20,10 @@
 # private containerd (lib.sh) with its own bridge. The load average is
 # printed before and after.
 #
+# BEFORE=<git revision> adds that revision's podrun (built from `git
+# archive`) to every round, on the same containerd and state, so that a
+# change is measured before and after in one run.
+#
 # Run it through the e2e lock: `make bench-compare`. Everything it starts
 # is stopped by PID, everything it made is removed on any exit; it never
 # kills by name; traffic stays on the host.
@@ -89,6 +93,13 @@ trap 'exit 143' TERM
 
 bench_make_tmp
 bench_build
+if [[ -n ${BEFORE:-} ]]; then
+	mkdir -p "$TMP/before-src"
+	git -C "$REPO" archive "$BEFORE" | tar -x -C "$TMP/before-src"
+	(cd "$TMP/before-src" && CGO_ENABLED=0 go build -o "$TMP/podrun-before" .)
+	rm -rf "$TMP/before-src"
+	log "built podrun at $BEFORE (BEFORE) as well"
+fi
 bench_start_containerd
 bench_import_image "$IMAGE"
 mkdir -p "$TMP/podman/root" "$TMP/podman/run" "$TMP/podman/cni" "$TMP/podman/tmp" "$TMP/m"
@@ -172,6 +183,10 @@ round() {
 		f=$TMP/m/$w.yaml
 		timed "podrun.up.$w" "$TMP/podrun" "${G[@]}" up -d "$f"
 		timed "podrun.down.$w" "$TMP/podrun" "${G[@]}" down "$f"
+		if [[ -n ${BEFORE:-} ]]; then
+			timed "before.up.$w" "$TMP/podrun-before" "${G[@]}" up -d "$f"
+			timed "before.down.$w" "$TMP/podrun-before" "${G[@]}" down "$f"
+		fi
 		if tried "podman.up.$w" "${P[@]}" kube play "$f"; then
 			tried "podman.down.$w" "${P[@]}" kube down "$f" || true
 		else
@@ -200,6 +215,12 @@ for w in "${WORKLOADS[@]}"; do
 	printf '%-8s %12s %12s %8s %14s %14s %8s\n' "$w" "$pu" "$mu" "$(awk -v a="$pu" -v b="$mu" 'BEGIN { printf "%.2f", a / b }')" \
 		"$pd" "$md" "$(awk -v a="$pd" -v b="$md" 'BEGIN { printf "%.2f", a / b }')"
 done
+if [[ -n ${BEFORE:-} ]]; then
+	printf '%-8s %12s %12s %14s %14s   (podrun at %s, same rounds)\n' workload "before up" "after up" "before down" "after down" "$BEFORE"
+	for w in "${WORKLOADS[@]}"; do
+		printf '%-8s %12s %12s %14s %14s\n' "$w" "$(median "before.up.$w")" "$(median "podrun.up.$w")" "$(median "before.down.$w")" "$(median "podrun.down.$w")"
+	done
+fi
 printf '%-8s %12s %12s %8s %14s\n' floor "$(median floor.up)" "" "" "$(median floor.down)"
 printf 'podman failures not counted: %d\n' "$FAILS"
 printf '(floor: ctr run -d of one container on the same containerd; its "down" is task rm -f (SIGKILL) + container rm)\n'

@@ -14,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/leases"
 	"github.com/containerd/containerd/snapshots"
+	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // crPod has what a teardown must undo: an init container, a disk and a
@@ -318,5 +320,65 @@ func TestUpAfterCreatesCutOff(t *testing.T) {
 		if strings.HasPrefix(l.ID, "podrun-create-"+prefix) {
 			t.Errorf("lease %s left", l.ID)
 		}
+	}
+}
+
+// TestDownWaitsOutCreateInFlight: a task create that a killed `up` left in
+// flight in containerd (its runtime's work directory there, no task yet)
+// would make the task and its cgroups after `down` removed the pod: down
+// waits until the create is over before it removes the container.
+func TestDownWaitsOutCreateInFlight(t *testing.T) {
+	H.require(t)
+	file, _ := plMustUp(t, "cr-flight", `apiVersion: v1
+kind: Pod
+metadata:
+  name: cr-flight
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sleep", "3600"]
+`, "--wait", "running")
+	c, ctx := H.Client(t)
+	pod := plPod(t, "cr-flight")
+	// A second container of the pod whose task create is "in flight".
+	id := strings.ReplaceAll(string(pod.UID), "-", "")[:12] + "-late-0"
+	ls := map[string]string{plLabelPodUID: string(pod.UID), plLabelPodNS: "default", plLabelPodName: "cr-flight",
+		plLabelContainer: "late", plLabelKind: "app"}
+	if _, err := c.NewContainer(ctx, id, containerd.WithContainerLabels(ls), containerd.WithRuntime("io.containerd.runc.v2", nil),
+		containerd.WithSpec(&specs.Spec{Version: specs.Version})); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.IntrospectionService().Plugins(ctx, []string{`type=="io.containerd.snapshotter.v1",id=="overlayfs"`})
+	if err != nil || len(resp.Plugins) == 0 {
+		t.Fatalf("snapshotter root: %v", err)
+	}
+	work := filepath.Join(filepath.Dir(resp.Plugins[0].Exports["root"]), "io.containerd.runtime.v2.task", H.Namespace, id)
+	if err := os.MkdirAll(work, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(work) })
+	down := H.Start(t, "down", file)
+	done := make(chan error, 1)
+	go func() { done <- down.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("down ended (%v) while a create of the pod was in flight", err)
+	case <-time.After(time.Second):
+	}
+	if err := os.Remove(work); err != nil { // the create failed: containerd removed its work directory
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("down: %v\n%s", err, down.Stderr.(*CmdOutput).String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("down still waits 30 s after the create ended")
+	}
+	if left := plContainers(t, "cr-flight"); len(left) != 0 {
+		t.Errorf("%d containers left after down", len(left))
 	}
 }

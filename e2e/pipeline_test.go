@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -1090,15 +1091,22 @@ spec:
 	}
 }
 
-// ---- 8. one shim per pod ----
+// ---- 8. shims: the pod's, and one per core for app containers ----
 
-func TestPipelineOneShimPerPod(t *testing.T) {
+// TestPipelineShimsPerPod: a shim creates one task at a time, so a pod's app
+// containers, which start together, are spread over as many shims as the
+// machine has cores (containers i and j share one when i = j mod lanes).
+func TestPipelineShimsPerPod(t *testing.T) {
 	H.require(t)
 	plMustUp(t, "shim", `apiVersion: v1
 kind: Pod
 metadata:
   name: pl-shim
 spec:
+  initContainers:
+  - name: setup
+    image: `+H.Image+`
+    command: ["true"]
   containers:
   - name: one
     image: `+H.Image+`
@@ -1106,11 +1114,14 @@ spec:
   - name: two
     image: `+H.Image+`
     command: `+plSleeper+`
+  - name: three
+    image: `+H.Image+`
+    command: `+plSleeper+`
 `)
 	_, ctx := H.Client(t)
 	ctrs := plContainers(t, "pl-shim")
 	names := map[string]bool{}
-	parents := map[string][]string{} // PPid -> containers
+	shimOf := map[string]string{} // container -> its task's parent (the shim)
 	pod := plPod(t, "pl-shim")
 	for _, ctr := range ctrs {
 		l, err := ctr.Labels(ctx)
@@ -1126,12 +1137,22 @@ spec:
 			}
 			continue
 		}
+		if name == "setup" {
+			continue // exited, its task removed
+		}
 		if err != nil {
 			t.Fatalf("task of %s: %v", ctr.ID(), err)
 		}
+		shimOf[name] = plShimAddress(t, ctr.ID())
 		ppid := plProcStatus(t, task.Pid(), "PPid")
-		parents[ppid] = append(parents[ppid], name)
-		// Both containers are in the pod's pinned IPC and UTS namespaces.
+		cmdline, err := os.ReadFile("/proc/" + ppid + "/cmdline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(cmdline), "containerd-shim") {
+			t.Errorf("the parent %s of %s is %q, not a containerd shim", ppid, name, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+		// The containers are in the pod's pinned IPC and UTS namespaces.
 		for _, ns := range []string{"ipc", "uts"} {
 			pin := filepath.Join(H.Root, "pods", string(pod.UID), ns+"-ns")
 			if got, want := plNSInode(t, fmt.Sprintf("/proc/%d/ns/%s", task.Pid(), ns)), plNSInode(t, pin); got != want {
@@ -1139,21 +1160,33 @@ spec:
 			}
 		}
 	}
-	if !names["POD"] || !names["one"] || !names["two"] || len(ctrs) != 3 {
-		t.Fatalf("containers of pl-shim: %v, want POD, one and two", names)
+	if len(names) != 5 || !names["POD"] || !names["setup"] {
+		t.Fatalf("containers of pl-shim: %v, want POD, setup, one, two and three", names)
 	}
-	if len(parents) != 1 {
-		t.Fatalf("the pod's init processes have %d different parents %v, want one shim", len(parents), parents)
-	}
-	for ppid := range parents {
-		cmdline, err := os.ReadFile("/proc/" + ppid + "/cmdline")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(cmdline), "containerd-shim") {
-			t.Errorf("the common parent %s is %q, not a containerd shim", ppid, strings.ReplaceAll(string(cmdline), "\x00", " "))
+	apps := []string{"one", "two", "three"}
+	lanes := min(len(apps), runtime.NumCPU())
+	for i, a := range apps {
+		for j, b := range apps[:i] {
+			if same := shimOf[a] == shimOf[b]; same != (i%lanes == j%lanes) {
+				t.Errorf("containers %s and %s share a shim: %v, want %v (%d lanes; shims %v)", a, b, same, !same, lanes, shimOf)
+			}
 		}
 	}
+}
+
+// plShimAddress is the address of the shim containerd runs container id's
+// task in (the bundle's "address" file in containerd's state directory).
+func plShimAddress(t *testing.T, id string) string {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join(H.TmpDir, "containerd", "state", "io.containerd.runtime.v2.task", H.Namespace, id, "address"))
+	if err != nil || len(matches) != 1 {
+		t.Fatalf("the shim address of %s: %v (%d found)", id, err, len(matches))
+	}
+	b, err := os.ReadFile(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // ---- 9. env expansion, workingDir, readOnly and subPath ----

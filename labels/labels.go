@@ -66,7 +66,10 @@ const (
 	// kubelet names it.
 	SandboxName = "POD"
 
-	// ShimGroup is the annotation the runc v2 shim groups containers by: every
-	// container of a pod carrying the same value shares one shim process.
-	ShimGroup = "io.kubernetes.cri.sandbox-id"
+	// SandboxID is the CRI plugin's annotation of a container's sandbox id.
+	SandboxID = "io.kubernetes.cri.sandbox-id"
+	// ShimGroup is the annotation the runc v2 shim groups containers by
+	// (before SandboxID): the containers carrying the same value share one
+	// shim process.
+	ShimGroup = "io.containerd.runc.v2.group"
 )

@@ -347,23 +347,25 @@ func TestUpThenDown(t *testing.T) {
 		t.Fatalf("Down = %+v", down[0])
 	}
 	log := p.m.Log()[start:]
-	order := []string{
-		"engine.Kill " + ContainerID(p.pod.UID, "app", 0) + " SIGTERM",
-		"engine.Kill " + ContainerID(p.pod.UID, "log", 0) + " SIGTERM",
-		"engine.Kill " + SandboxID(p.pod.UID) + " SIGKILL",
-		"cni.del " + SandboxID(p.pod.UID),
-		"netns.remove " + sandbox.NetNSName(p.pod.UID),
-		"engine.Delete " + SandboxID(p.pod.UID),
-		"cgroup.remove " + p.h.podCgroup(p.pod.UID),
-		"disk.remove " + p.pod.UID,
-	}
-	last := -1
-	for _, op := range order {
-		i := slices.Index(log, op)
-		if i < 0 || i < last {
-			t.Fatalf("%q missing or out of order in %v", op, log)
+	// The containers stop (the app, then the sidecar), then the pause and
+	// the network go together while the stopped containers are removed;
+	// the namespace once both are gone, the pause's container, the cgroup
+	// and last the pod directory.
+	app, sidecar, pause := ContainerID(p.pod.UID, "app", 0), ContainerID(p.pod.UID, "log", 0), SandboxID(p.pod.UID)
+	for _, order := range [][]string{
+		{"engine.Kill " + app + " SIGTERM", "engine.Kill " + sidecar + " SIGTERM", "engine.Kill " + pause + " SIGKILL",
+			"netns.remove " + sandbox.NetNSName(p.pod.UID), "engine.Delete " + pause, "cgroup.remove " + p.h.podCgroup(p.pod.UID), "disk.remove " + p.pod.UID},
+		{"engine.Kill " + sidecar + " SIGTERM", "cni.del " + pause, "netns.remove " + sandbox.NetNSName(p.pod.UID)},
+		{"engine.Kill " + sidecar + " SIGTERM", "engine.Delete " + app, "cgroup.remove " + p.h.podCgroup(p.pod.UID)},
+	} {
+		last := -1
+		for _, op := range order {
+			i := slices.Index(log, op)
+			if i < 0 || i < last {
+				t.Fatalf("%q missing or out of order in %v", op, log)
+			}
+			last = i
 		}
-		last = i
 	}
 	p.checkNothingLeft()
 }

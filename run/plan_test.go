@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/manifest"
 )
 
@@ -166,5 +167,26 @@ func TestPinnedSandboxAlive(t *testing.T) {
 	}
 	if _, ok := hs.h.pinnedID(r.pod.UID, nil); ok || r.SandboxAlive(hs.ctx) {
 		t.Error("an unpinned sandbox is alive")
+	}
+}
+
+// TestShimGroup: a pod's app containers are spread over as many shims as
+// there are cores; everything else runs in the pod's.
+func TestShimGroup(t *testing.T) {
+	pod := basePod().Pod
+	pod.Spec.Containers = []corev1.Container{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
+	for _, tt := range []struct {
+		name, kind string
+		cores      int
+		want       string
+	}{
+		{"a", labels.KindApp, 2, ""}, {"b", labels.KindApp, 2, "sb-1"}, {"c", labels.KindApp, 2, ""}, {"d", labels.KindApp, 2, "sb-1"},
+		{"c", labels.KindApp, 8, "sb-2"}, {"d", labels.KindApp, 8, "sb-3"},
+		{"b", labels.KindApp, 1, ""},
+		{"setup", labels.KindInit, 8, ""},
+	} {
+		if got := shimGroup("sb", pod, tt.name, tt.kind, tt.cores); got != tt.want {
+			t.Errorf("shimGroup(%s, %s, %d cores) = %q, want %q", tt.name, tt.kind, tt.cores, got, tt.want)
+		}
 	}
 }

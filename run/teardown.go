@@ -93,15 +93,28 @@ func (h *Host) killPod(ctx context.Context, t teardown) error {
 			errs = append(errs, h.recordExits(ctx, group))
 		}
 	}
+	// The stopped containers are removed while the sandbox stops (they
+	// need nothing of it), the sandbox's own container after it.
+	var others, sandboxes []engine.Container
+	if t.remove {
+		for _, c := range ctrs {
+			if c.Labels[labels.Container] == labels.SandboxName {
+				sandboxes = append(sandboxes, c)
+			} else {
+				others = append(others, c)
+			}
+		}
+	}
+	var removed error
+	var wg sync.WaitGroup
+	wg.Go(func() { removed = h.deleteAll(ctx, others) })
 	if t.sandbox {
 		errs = append(errs, h.stopSandbox(ctx, t.uid, attachment(t.uid, t.pod)))
 	}
+	wg.Wait()
+	errs = append(errs, removed)
 	if t.remove {
-		for _, c := range ctrs {
-			dctx, cancel := stepContext(ctx)
-			errs = append(errs, h.engine.Delete(dctx, c.ID))
-			cancel()
-		}
+		errs = append(errs, h.deleteAll(ctx, sandboxes))
 		// Snapshots of creates cut off (a killed podrun) have no container
 		// to list: they are found by their keys, the pod's container ids.
 		prefix := shortUID(t.uid) + "-"
@@ -119,6 +132,22 @@ func (h *Host) killPod(ctx context.Context, t teardown) error {
 			return h.disk.Remove(h.layout(t.uid))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// deleteAll removes containers (their exited tasks and snapshots too),
+// together, each under its own deadline.
+func (h *Host) deleteAll(ctx context.Context, ctrs []engine.Container) error {
+	errs := make([]error, len(ctrs))
+	var wg sync.WaitGroup
+	for i, c := range ctrs {
+		wg.Go(func() {
+			dctx, cancel := stepContext(ctx)
+			defer cancel()
+			errs[i] = h.engine.Delete(dctx, c.ID)
+		})
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -304,21 +333,31 @@ func StopSignal(s string) (syscall.Signal, error) {
 }
 
 // stopSandbox ends a finished pod's sandbox: the pause task or the pinned
-// namespaces, the network and the network namespace. Containers and the pod directory stay until `down`.
+// namespaces, the network and the network namespace. Containers and the
+// pod directory stay until `down`.
 // Each part is tried whatever the others did; CNI DEL runs from the pod's
 // record even when the sandbox or its namespace are gone.
 func (h *Host) stopSandbox(ctx context.Context, uid string, a sandbox.Attachment) error {
 	id := SandboxID(uid)
-	kctx, cancel := stepContext(ctx)
-	defer cancel()
-	var errs []error
-	if err := h.engine.Kill(kctx, id, unix.SIGKILL); err != nil && !errors.Is(err, engine.ErrNotFound) {
-		errs = append(errs, err)
-	}
-	if _, err := h.engine.DeleteTask(kctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
-		errs = append(errs, err)
-	}
+	// The pause task and the network go together: CNI DEL needs the
+	// namespace, which is a file of podrun's, not the pause's.
+	var killed error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		kctx, cancel := stepContext(ctx)
+		defer cancel()
+		var errs []error
+		if err := h.engine.Kill(kctx, id, unix.SIGKILL); err != nil && !errors.Is(err, engine.ErrNotFound) {
+			errs = append(errs, err)
+		}
+		if _, err := h.engine.DeleteTask(kctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
+			errs = append(errs, err)
+		}
+		killed = errors.Join(errs...)
+	})
 	nctx, cancel := stepContext(ctx)
 	defer cancel()
-	return errors.Join(append(errs, h.delNetwork(nctx, uid, a), h.netns.Remove(sandbox.NetNSName(uid)), h.pins.Unpin(h.pinsOf(uid, nil)))...)
+	netErr := h.delNetwork(nctx, uid, a)
+	wg.Wait()
+	return errors.Join(killed, netErr, h.netns.Remove(sandbox.NetNSName(uid)), h.pins.Unpin(h.pinsOf(uid, nil)))
 }

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -442,6 +444,23 @@ func (r *podRun) writeFiles(ctx context.Context) error {
 	return nil
 }
 
+// shimGroup is the shim an app container's tasks run in ("": the pod's).
+// A shim creates one task at a time, and a pod's app containers start
+// together, so they are spread over as many shims as the machine has cores
+// (at most one each): the pod's own and <sandbox id>-1, -2... by their
+// index. Init containers and sidecars start one at a time: the pod's shim.
+func shimGroup(sandboxID string, pod *corev1.Pod, name, kind string, cores int) string {
+	if kind != labels.KindApp {
+		return ""
+	}
+	lanes := min(len(pod.Spec.Containers), cores)
+	i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name })
+	if lanes <= 1 || i%lanes == 0 {
+		return ""
+	}
+	return sandboxID + "-" + strconv.Itoa(i%lanes)
+}
+
 // startContainer creates and starts attempt `restart` of container c.
 func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind string, restart int) (string, error) {
 	id := ContainerID(r.pod.UID, c.Name, restart)
@@ -473,7 +492,7 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	s, err := spec.Container(ctx, spec.ContainerInput{
 		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Env: env, Mounts: mounts, TerminationLog: termLog,
 		Security:  spec.DetectHost(r.h.cfg.Root), // seccomp, AppArmor, <root>/seccomp profiles (spec/security.go)
-		Resources: limits, OOMScoreAdj: oomScoreAdj,
+		Resources: limits, OOMScoreAdj: oomScoreAdj, ShimGroup: shimGroup(r.sandboxID, r.pod.Pod, c.Name, kind, runtime.NumCPU()),
 		Sandbox: spec.Sandbox{
 			ID: r.sandboxID, IPC: ipc, UTS: uts, PID: int(r.pausePID), NetNSPath: r.netns, HostNetwork: r.hostNetwork(), Hostname: r.hostname,
 			EtcHosts: r.layout.File("etc-hosts"), ResolvConf: r.layout.File("resolv.conf"),

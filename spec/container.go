@@ -14,6 +14,8 @@ import (
 	"github.com/containerd/containerd/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/labels"
 )
 
 // Image is what podrun needs from an image's config (the ocispec.ImageConfig
@@ -41,8 +43,9 @@ type Mount struct {
 
 // Sandbox describes the pod-level things a container joins.
 type Sandbox struct {
-	// ID is the pause container's id, set as the labels.ShimGroup annotation
-	// on every container of the pod.
+	// ID is the sandbox container's id, set as the labels.SandboxID
+	// annotation on every container of the pod, and as its shim group
+	// unless the container has a ShimGroup of its own.
 	ID string
 	// IPC and UTS are the namespace files containers join: the pod's
 	// pinned namespaces (sandbox.Pins) or its pause's (ProcNS); "" is the
@@ -88,6 +91,9 @@ type ContainerInput struct {
 	// oom_score_adj, as package resources computes them; nil: no limits.
 	Resources   *specs.LinuxResources
 	OOMScoreAdj int
+	// ShimGroup is the shim the container's task runs in (labels.ShimGroup);
+	// "": the pod's (Sandbox.ID).
+	ShimGroup string
 }
 
 // Paths of the files the kubelet and the CRI plugin mount into containers.
@@ -126,6 +132,9 @@ func Container(ctx context.Context, in ContainerInput) (*specs.Spec, error) {
 	readOnlyRoot := readOnlyRootFilesystem(c)
 	annotations := podAnnotations(in.Pod, in.Sandbox.ID, containerTypeContainer)
 	annotations[annContainerName] = c.Name
+	if in.ShimGroup != "" {
+		annotations[labels.ShimGroup] = in.ShimGroup
+	}
 	annotations[annImageName] = in.Image.Ref
 
 	opts := []oci.SpecOpts{

@@ -223,6 +223,7 @@ func TestContainerAnnotations(t *testing.T) {
 	s := mustContainer(t, baseInput())
 	want := map[string]string{
 		labels.ShimGroup:                      testSbxID,
+		labels.SandboxID:                      testSbxID,
 		"io.kubernetes.cri.container-type":    "container",
 		"io.kubernetes.cri.sandbox-namespace": "default",
 		"io.kubernetes.cri.sandbox-uid":       testPodUID,
@@ -235,6 +236,12 @@ func TestContainerAnnotations(t *testing.T) {
 	}
 	if got := s.Annotations["io.kubernetes.cri.sandbox-id"]; got != testSbxID {
 		t.Errorf("CRI sandbox-id annotation = %q, want %q", got, testSbxID)
+	}
+	in := baseInput()
+	in.ShimGroup = testSbxID + "-1"
+	s = mustContainer(t, in)
+	if g, id := s.Annotations["io.containerd.runc.v2.group"], s.Annotations["io.kubernetes.cri.sandbox-id"]; g != in.ShimGroup || id != testSbxID {
+		t.Errorf("with a shim group of its own: group %q, sandbox-id %q; want %q, %q", g, id, in.ShimGroup, testSbxID)
 	}
 }
 

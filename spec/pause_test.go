@@ -57,6 +57,7 @@ func TestPause(t *testing.T) {
 	}
 	wantAnn := map[string]string{
 		labels.ShimGroup:                      "pause-1",
+		labels.SandboxID:                      "pause-1",
 		"io.kubernetes.cri.container-type":    "sandbox",
 		"io.kubernetes.cri.sandbox-namespace": "default",
 		"io.kubernetes.cri.sandbox-uid":       testPodUID,

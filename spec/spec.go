@@ -28,7 +28,7 @@ import (
 )
 
 // Annotation keys and values containerd's CRI plugin puts on every spec
-// (pkg/cri/annotations). The sandbox id key is labels.ShimGroup.
+// (pkg/cri/annotations). The sandbox id key is labels.SandboxID.
 const (
 	annContainerType    = "io.kubernetes.cri.container-type"
 	annSandboxNamespace = "io.kubernetes.cri.sandbox-namespace"
@@ -104,6 +104,7 @@ func withResources(r *specs.LinuxResources, oomScoreAdj int) oci.SpecOpts {
 // container of a pod, sandbox or not.
 func podAnnotations(pod *corev1.Pod, sandboxID, containerType string) map[string]string {
 	return map[string]string{
+		labels.SandboxID:    sandboxID,
 		labels.ShimGroup:    sandboxID,
 		annContainerType:    containerType,
 		annSandboxNamespace: pod.Namespace,

@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -62,6 +64,10 @@ type Engine struct {
 	ioDir      string // the stream keepers' directories, one per container
 	address    string // containerd's, for the stream keepers
 	importLock func(ctx context.Context) (unlock func(), err error)
+
+	rootMu      sync.Mutex
+	rootKnown   bool
+	runtimeRoot string // taskRoot
 }
 
 // Options configure Connect.
@@ -430,7 +436,13 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if task, err := ctr.Task(ctx, nil); err == nil {
+	task, err := ctr.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		// A create that a killed podrun left in flight in containerd would
+		// make the task (and its cgroups) after this delete: it is waited out.
+		task, err = e.settleCreate(ctx, ctr)
+	}
+	if err == nil {
 		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("deleting task of %q: %w", id, err)
 		}
@@ -445,6 +457,74 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("removing the streams of %q: %w", id, err)
 	}
 	return nil
+}
+
+// settleWait bounds the wait for a task create in flight, and settlePoll
+// is how often it looks.
+const (
+	settleWait = 30 * time.Second
+	settlePoll = 20 * time.Millisecond
+)
+
+// settleCreate waits while a create of ctr's task is in flight in
+// containerd: from its start, containerd's runtime keeps a work directory
+// for the task (<runtime root>/<namespace>/<id>), removed when the create
+// fails; the task is returned when it is made, an error wrapping NotFound
+// when none is. Without the runtime's root (an older containerd), nothing
+// is waited for.
+func (e *Engine) settleCreate(ctx context.Context, ctr containerd.Container) (containerd.Task, error) {
+	root := e.taskRoot(ctx)
+	if root == "" {
+		return nil, errdefs.ErrNotFound
+	}
+	work := filepath.Join(root, e.namespace, ctr.ID())
+	deadline := time.Now().Add(settleWait)
+	for {
+		task, err := ctr.Task(ctx, nil)
+		if !errdefs.IsNotFound(err) {
+			return task, err
+		}
+		if _, serr := os.Lstat(work); errors.Is(serr, os.ErrNotExist) || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(settlePoll):
+		}
+	}
+}
+
+// taskRoot is the root of containerd's runtime v2 task plugin, as its
+// introspection reports it (containerd 1.7), or else beside the
+// snapshotter's (every plugin's root is <containerd root>/<plugin>); ""
+// when neither is there. Looked up once.
+func (e *Engine) taskRoot(ctx context.Context) string {
+	e.rootMu.Lock()
+	defer e.rootMu.Unlock()
+	if e.rootKnown {
+		return e.runtimeRoot
+	}
+	resp, err := e.client.IntrospectionService().Plugins(ctx, []string{`type=="io.containerd.runtime.v2",id=="task"`})
+	if err != nil {
+		return "" // asked again next time
+	}
+	var root string
+	for _, p := range resp.Plugins {
+		root = p.Exports["root"]
+	}
+	if root == "" {
+		fs, err := e.ImageFS(ctx)
+		if err != nil {
+			return ""
+		}
+		root = filepath.Join(filepath.Dir(fs), "io.containerd.runtime.v2.task")
+	}
+	e.rootKnown = true
+	if st, err := os.Stat(root); err == nil && st.IsDir() && filepath.IsAbs(root) {
+		e.runtimeRoot = root
+	}
+	return e.runtimeRoot
 }
 
 // RemoveSnapshots removes the snapshots whose key starts with prefix and
