@@ -47,9 +47,9 @@ func downCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				owned := ownedByWorkloads(workloads)
+				owned := manifest.OwnedBy(workloads)
 				for _, p := range pods {
-					if t := (run.Target{Namespace: p.Namespace, Name: p.Name}); owned(p) && !slices.Contains(targets, t) {
+					if t := (run.Target{Namespace: p.Namespace, Name: p.Name}); owned(p.Pod) && !slices.Contains(targets, t) {
 						targets = append(targets, t)
 					}
 				}

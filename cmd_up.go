@@ -66,11 +66,11 @@ func upCommand() *cli.Command {
 				// As applying a workload to a cluster: its pods that it no
 				// longer makes (scaled down, template changed, a Job that
 				// changed) go; the pods of the Jobs are the Jobs' own.
-				owned, jobs := ownedByWorkloads(set.Workloads), map[string]bool{}
+				owned, jobs := manifest.OwnedBy(set.Workloads), map[string]bool{}
 				for _, j := range set.Jobs {
 					jobs[j.UID] = true
 				}
-				want.Owns = func(p *run.PodInfo) bool { return owned(p) && !jobs[manifest.JobOf(p.Pod)] }
+				want.Owns = func(p *run.PodInfo) bool { return owned(p.Pod) && !jobs[manifest.JobOf(p.Pod)] }
 				want.Prune = true
 			}
 			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
@@ -104,22 +104,6 @@ func upCommand() *cli.Command {
 			}
 			return errors.Join(errs...)
 		},
-	}
-}
-
-// ownedByWorkloads tells the pods made from one of workloads
-// ("namespace/Kind/name", manifest.Set.Workloads), a CronJob's Jobs' too.
-func ownedByWorkloads(workloads []string) func(*run.PodInfo) bool {
-	set := map[string]bool{}
-	for _, w := range workloads {
-		set[w] = true
-	}
-	return func(p *run.PodInfo) bool {
-		if p.Pod == nil {
-			return false
-		}
-		cj := manifest.CronJobOf(p.Pod)
-		return set[p.Namespace+"/"+manifest.Workload(p.Pod)] || cj != "" && set[p.Namespace+"/CronJob/"+cj]
 	}
 }
 

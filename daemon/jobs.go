@@ -20,8 +20,25 @@ type jobRun struct {
 // syncJobs starts a goroutine for each Job and CronJob of the sources that
 // has none (a changed one is another one, by UID), and stops those of the
 // ones no source defines any more, except those of broken sources; the
-// records of a Job no source names any more are forgotten.
+// records of a Job no source names any more are forgotten. A stopped one is
+// waited for (its pods being made are undone) without holding jobsMu, which
+// the workers' prune checks take.
 func (d *Daemon) syncJobs(ctx context.Context, broken map[string]bool) {
+	stopped, forget := d.assignJobs(ctx, broken)
+	for _, jr := range stopped {
+		<-jr.done
+	}
+	for _, jr := range forget {
+		if err := d.h.ForgetJob(jr.ns, jr.name); err != nil {
+			d.log.Error("forgetting a removed Job", "job", jr.ns+"/"+jr.name, "err", err)
+		}
+	}
+}
+
+// assignJobs is syncJobs' part under jobsMu: it starts the goroutines
+// wanted, cancels those not, and returns them and the Jobs to forget once
+// they have ended.
+func (d *Daemon) assignJobs(ctx context.Context, broken map[string]bool) (stopped, forget []*jobRun) {
 	jobs, cronJobs := d.src.Jobs()
 	wanted := map[string]func(context.Context){}
 	names := map[string]bool{} // kind/namespace/name
@@ -49,13 +66,13 @@ func (d *Daemon) syncJobs(ctx context.Context, broken map[string]bool) {
 		case start == nil && broken[jr.source]:
 			d.current[uid] = true // kept as last applied
 		case start == nil:
-			jr.cancel()
-			<-jr.done
 			delete(d.jobRuns, uid)
+			if jr.cancel != nil {
+				jr.cancel()
+				stopped = append(stopped, jr)
+			}
 			if !names[jr.kind+"/"+jr.ns+"/"+jr.name] && jr.kind == "Job" {
-				if err := d.h.ForgetJob(jr.ns, jr.name); err != nil {
-					d.log.Error("forgetting a removed Job", "job", jr.ns+"/"+jr.name, "err", err)
-				}
+				forget = append(forget, jr)
 			}
 		case jr.cancel == nil:
 			jctx, cancel := context.WithCancel(ctx)
@@ -74,6 +91,7 @@ func (d *Daemon) syncJobs(ctx context.Context, broken map[string]bool) {
 			d.current[jr.kind+"/"+jr.ns+"/"+jr.name] = true
 		}
 	}
+	return stopped, forget
 }
 
 // jobPod reports whether pod belongs to one of the sources' Jobs or

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -241,7 +242,8 @@ func crKill9Trials(t *testing.T, seed int64, podNet string) {
 // TestDownAfterAddCutOffFirewall: an ADD cut off after the firewall plugin
 // made its rules but before libcni cached the result (the cache entry is
 // removed to stand for it): `down` still removes the firewall's rules, which
-// it finds only through the addresses the pod's interface has.
+// it finds only through the addresses the pod's interface has, once the
+// plugins of that ADD still running have ended.
 func TestDownAfterAddCutOffFirewall(t *testing.T) {
 	H.require(t)
 	crUseFirewallNet(t)
@@ -272,8 +274,23 @@ func TestDownAfterAddCutOffFirewall(t *testing.T) {
 	if err := os.Remove(cache[0]); err != nil {
 		t.Fatal(err)
 	}
+	// A plugin of that ADD still running (its podrun killed): DEL waits
+	// for it, or what it makes afterwards would stay.
+	plugin := exec.Command("sleep", "2")
+	plugin.Env = []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=" + sandboxID, "CNI_IFNAME=eth0"}
+	if err := plugin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan time.Time, 1)
+	go func() { _ = plugin.Wait(); exited <- time.Now() }()
+	time.Sleep(100 * time.Millisecond) // its environment shows once it has run a moment
 	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
 		t.Fatalf("down: exit %d\n%s", code, stderr)
+	}
+	select {
+	case <-exited:
+	default:
+		t.Error("down ended while a plugin of the pod's ADD still ran")
 	}
 	if left := crLeft(t, "cr-kill", uid, sandboxID, crFirewallPrefix); len(left) != 0 {
 		t.Fatalf("left after down: %v", left)

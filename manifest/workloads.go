@@ -426,6 +426,23 @@ func setClaimVolume(pod *corev1.Pod, name, claim string) {
 	pod.Spec.Volumes = append(pod.Spec.Volumes, v)
 }
 
+// OwnedBy tells the pods made from one of workloads ("namespace/Kind/name",
+// as Set.Workloads lists them): by a workload, or by a Job a CronJob of
+// them made. A nil pod (its record lost) is no one's.
+func OwnedBy(workloads []string) func(*corev1.Pod) bool {
+	set := map[string]bool{}
+	for _, w := range workloads {
+		set[w] = true
+	}
+	return func(p *corev1.Pod) bool {
+		if p == nil {
+			return false
+		}
+		cj := CronJobOf(p)
+		return set[p.Namespace+"/"+Workload(p)] || cj != "" && set[p.Namespace+"/CronJob/"+cj]
+	}
+}
+
 // Workload is the workload a pod was made from, as its file names it
 // ("Deployment/web", "StatefulSet/db", "Job/pi"), or "" for a bare pod. A
 // Deployment's pods are owned by its ReplicaSet <name>-<pod-template-hash>.

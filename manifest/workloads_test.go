@@ -3,6 +3,8 @@ package manifest
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 const deployment = `apiVersion: apps/v1
@@ -219,6 +221,34 @@ spec:
 			if r != tc.want {
 				t.Errorf("%s: rollout %+v, want %+v", tc.name, r, tc.want)
 			}
+		}
+	}
+}
+
+// TestOwnedBy: a file's workloads own the pods they make, of any scale or
+// template, and no other.
+func TestOwnedBy(t *testing.T) {
+	set, err := Options{}.ParseUnresolved("w.yaml", []byte(deploymentDoc("2", "busybox:1.36")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := Options{}.ParseUnresolved("w.yaml", []byte(deploymentDoc("1", "busybox:1.37"))) // another template
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := OwnedBy(set.Workloads)
+	for _, p := range append(set.Pods, other.Pods...) {
+		if !owned(p.Pod) {
+			t.Errorf("pod %s of shop/Deployment/web is not owned by it", p.Name)
+		}
+	}
+	elsewhere := set.Pods[0].Pod.DeepCopy()
+	elsewhere.Namespace = "default"
+	bare := set.Pods[0].Pod.DeepCopy()
+	bare.OwnerReferences = nil
+	for name, p := range map[string]*corev1.Pod{"another namespace's": elsewhere, "a bare pod": bare, "a pod without record": nil} {
+		if owned(p) {
+			t.Errorf("%s is owned by shop/Deployment/web", name)
 		}
 	}
 }

@@ -285,7 +285,7 @@ func (h *Host) jobRecord(j *manifest.Job) (plan.JobStatus, error) {
 		if f == h.jobFile(j.Namespace, j.Name, j.UID) {
 			continue
 		}
-		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := h.disk.RemoveFile(f); err != nil {
 			return st, err
 		}
 	}
@@ -307,9 +307,7 @@ func (h *Host) jobRecord(j *manifest.Job) (plan.JobStatus, error) {
 func (h *Host) ForgetJob(namespace, name string) error {
 	files, err := h.jobFiles(namespace, name)
 	for _, f := range files {
-		if rerr := os.Remove(f); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			err = errors.Join(err, rerr)
-		}
+		err = errors.Join(err, h.disk.RemoveFile(f))
 	}
 	return err
 }
