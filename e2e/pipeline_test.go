@@ -1091,11 +1091,11 @@ spec:
 	}
 }
 
-// ---- 8. shims: the pod's, and one per core for app containers ----
+// ---- 8. shims: the pod's, and up to two per core for app containers ----
 
 // TestPipelineShimsPerPod: a shim creates one task at a time, so a pod's app
-// containers, which start together, are spread over as many shims as the
-// machine has cores (containers i and j share one when i = j mod lanes).
+// containers, which start together, are spread over up to two shims per
+// core (containers i and j share one when i = j mod lanes).
 func TestPipelineShimsPerPod(t *testing.T) {
 	H.require(t)
 	plMustUp(t, "shim", `apiVersion: v1
@@ -1164,7 +1164,7 @@ spec:
 		t.Fatalf("containers of pl-shim: %v, want POD, setup, one, two and three", names)
 	}
 	apps := []string{"one", "two", "three"}
-	lanes := min(len(apps), runtime.NumCPU())
+	lanes := min(len(apps), 2*runtime.NumCPU())
 	for i, a := range apps {
 		for j, b := range apps[:i] {
 			if same := shimOf[a] == shimOf[b]; same != (i%lanes == j%lanes) {

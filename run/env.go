@@ -20,8 +20,9 @@ import (
 // when c's env asks for them (fieldRef, resourceFieldRef), as most
 // containers' do not.
 func (r *podRun) envSources(c *corev1.Container) (spec.EnvSources, error) {
-	info := downward.Info{Pod: r.pod.Pod, PodIPs: r.state.PodIPs}
+	info := downward.Info{Pod: r.pod.Pod}
 	if usesDownward(c) {
+		info.PodIPs = r.state.PodIPs // known once the network is up (prepareApps skips c before)
 		node, err := downward.NodeAllocatable(r.h.cfg.Root)
 		if err != nil {
 			return spec.EnvSources{}, err

@@ -820,3 +820,54 @@ func TestAppContainersStartTogether(t *testing.T) {
 		t.Errorf("containers %v", got)
 	}
 }
+
+// TestUpPreparesAppsDuringNetwork: a pod with no init containers and no
+// pause has its app containers created while CNI ADD runs (and started,
+// not created again, after it); when ADD fails they are undone with the
+// rest.
+func TestUpPreparesAppsDuringNetwork(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ADD fails %v", fail), func(t *testing.T) {
+			p := newPipeline(t)
+			p.cfg.PauseImage = ""
+			p.h = p.newHost()
+			p.pod.Spec.InitContainers = nil
+			app := ContainerID(p.pod.UID, "app", 0)
+			p.m.before = func(op string) error {
+				if !strings.HasPrefix(op, "cni.add") {
+					return nil
+				}
+				// ADD ends only once the app container was created.
+				for !slices.Contains(p.m.Log(), "engine.Create "+app) {
+					time.Sleep(time.Millisecond)
+				}
+				if fail {
+					return errInjected
+				}
+				return nil
+			}
+			res := p.up(p.ctx(), UpOptions{})
+			log := p.m.Log()
+			if n := slices.IndexFunc(log, func(op string) bool { return op == "engine.Create "+app }); n < 0 || slices.Index(log, "engine.Start "+app) >= 0 && slices.Index(log, "engine.Start "+app) < n {
+				t.Fatalf("the app container was not created before its start: %v", log)
+			}
+			if !fail {
+				if res.Err != nil {
+					t.Fatalf("Up = %v", res.Err)
+				}
+				if creates := slices.DeleteFunc(slices.Clone(log), func(op string) bool { return op != "engine.Create "+app }); len(creates) != 1 || !slices.Contains(log, "engine.Start "+app) {
+					t.Errorf("app created %d times, started %v: %v", len(creates), slices.Contains(log, "engine.Start "+app), log)
+				}
+				return
+			}
+			var serr *StepError
+			if !errors.As(res.Err, &serr) || serr.Step != "sandbox: namespaces + network" || !errors.Is(res.Err, errInjected) {
+				t.Fatalf("Up = %v, want the network step to fail", res.Err)
+			}
+			if serr.UndoErr != nil {
+				t.Errorf("undo: %v", serr.UndoErr)
+			}
+			p.checkNothingLeft()
+		})
+	}
+}

@@ -170,8 +170,8 @@ func TestPinnedSandboxAlive(t *testing.T) {
 	}
 }
 
-// TestShimGroup: a pod's app containers are spread over as many shims as
-// there are cores; everything else runs in the pod's.
+// TestShimGroup: a pod's app containers are spread over up to two shims
+// per core; everything else runs in the pod's.
 func TestShimGroup(t *testing.T) {
 	pod := basePod().Pod
 	pod.Spec.Containers = []corev1.Container{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
@@ -180,9 +180,8 @@ func TestShimGroup(t *testing.T) {
 		cores      int
 		want       string
 	}{
-		{"a", labels.KindApp, 2, ""}, {"b", labels.KindApp, 2, "sb-1"}, {"c", labels.KindApp, 2, ""}, {"d", labels.KindApp, 2, "sb-1"},
-		{"c", labels.KindApp, 8, "sb-2"}, {"d", labels.KindApp, 8, "sb-3"},
-		{"b", labels.KindApp, 1, ""},
+		{"a", labels.KindApp, 1, ""}, {"b", labels.KindApp, 1, "sb-1"}, {"c", labels.KindApp, 1, ""}, {"d", labels.KindApp, 1, "sb-1"},
+		{"c", labels.KindApp, 2, "sb-2"}, {"d", labels.KindApp, 8, "sb-3"}, {"a", labels.KindApp, 8, ""},
 		{"setup", labels.KindInit, 8, ""},
 	} {
 		if got := shimGroup("sb", pod, tt.name, tt.kind, tt.cores); got != tt.want {

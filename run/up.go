@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/logs"
@@ -49,6 +50,10 @@ type podRun struct {
 	// objMu guards pod.ConfigMaps and pod.Secrets, which a supervised pod's
 	// container starts read and UpdateConfigVolumes replaces.
 	objMu sync.Mutex
+	// prepared are the specs of the containers prepareApps created, by id,
+	// until their start takes them; prepMu guards it.
+	prepMu   sync.Mutex
+	prepared map[string]*specs.Spec
 
 	state  *State
 	vols   *volumes.Prepared
@@ -91,8 +96,10 @@ func (r *podRun) plan() []Step {
 	} else {
 		// The network namespace exists already, so the sandbox and CNI ADD
 		// do not wait for each other.
-		steps = append(steps, Step{Name: name + " + network", Do: both(r.startSandbox, r.addNetwork),
-			Undo: inOrder(r.delNetwork, r.undoContainer(labels.SandboxName), r.unpin)})
+		// The app containers are created meanwhile, in the sandbox's
+		// namespaces (prepareApps).
+		steps = append(steps, Step{Name: name + " + network", Do: both(then(r.startSandbox, r.prepareApps), r.addNetwork),
+			Undo: inOrder(r.delNetwork, r.undoPrepared, r.undoContainer(labels.SandboxName), r.unpin)})
 	}
 	steps = append(steps, Step{Name: "sandbox: files", Do: r.writeFiles})
 	for i := range r.pod.Spec.InitContainers {
@@ -133,6 +140,16 @@ func both(a, b func(context.Context) error) func(context.Context) error {
 		go func() { errc <- a(ctx) }()
 		errB := b(ctx)
 		return errors.Join(<-errc, errB)
+	}
+}
+
+// then runs b after a, when a succeeded.
+func then(a, b func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := a(ctx); err != nil {
+			return err
+		}
+		return b(ctx)
 	}
 }
 
@@ -446,14 +463,16 @@ func (r *podRun) writeFiles(ctx context.Context) error {
 
 // shimGroup is the shim an app container's tasks run in ("": the pod's).
 // A shim creates one task at a time, and a pod's app containers start
-// together, so they are spread over as many shims as the machine has cores
-// (at most one each): the pod's own and <sandbox id>-1, -2... by their
-// index. Init containers and sidecars start one at a time: the pod's shim.
+// together, so they are spread over up to two shims per core (a create
+// waits on runc's processes as much as it computes; the daemon starts two
+// pods per core likewise), at most one each: the pod's own and <sandbox
+// id>-1, -2... by their index. Init containers and sidecars start one at a
+// time: the pod's shim.
 func shimGroup(sandboxID string, pod *corev1.Pod, name, kind string, cores int) string {
 	if kind != labels.KindApp {
 		return ""
 	}
-	lanes := min(len(pod.Spec.Containers), cores)
+	lanes := min(len(pod.Spec.Containers), 2*cores)
 	i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name })
 	if lanes <= 1 || i%lanes == 0 {
 		return ""
@@ -461,52 +480,16 @@ func shimGroup(sandboxID string, pod *corev1.Pod, name, kind string, cores int) 
 	return sandboxID + "-" + strconv.Itoa(i%lanes)
 }
 
-// startContainer creates and starts attempt `restart` of container c.
+// startContainer creates (unless prepareApps did) and starts attempt
+// `restart` of container c.
 func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind string, restart int) (string, error) {
 	id := ContainerID(r.pod.UID, c.Name, restart)
-	img := r.images[c.Image]
-	sources, err := r.envSources(c) // env.go
-	if err != nil {
-		return "", err
-	}
-	// The kubelet's GenerateRunContainerOptions: its failures (a ConfigMap
-	// or key gone, a subPath that escapes) leave the container Waiting in
-	// CreateContainerConfigError, like spec's runAsNonRoot check.
-	env, err := spec.ResolveEnv(c, sources)
-	if err != nil {
-		return "", &spec.ConfigError{Msg: err.Error()}
-	}
-	mounts, err := r.vols.Mounts(c, spec.VarMap(env))
-	if err != nil {
-		return "", &spec.ConfigError{Msg: err.Error()}
-	}
-	termLog := r.layout.TerminationLog(c.Name, id)
-	if err := os.MkdirAll(filepath.Dir(termLog), 0o750); err != nil {
-		return "", err
-	}
-	if err := r.h.disk.WriteFile(termLog, nil, 0o666); err != nil {
-		return "", err
-	}
-	limits, oomScoreAdj := resources.Container(r.pod.Pod, c, r.h.node())
-	ipc, uts := r.sandboxNamespaces()
-	s, err := spec.Container(ctx, spec.ContainerInput{
-		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Env: env, Mounts: mounts, TerminationLog: termLog,
-		Security:  spec.DetectHost(r.h.cfg.Root), // seccomp, AppArmor, <root>/seccomp profiles (spec/security.go)
-		Resources: limits, OOMScoreAdj: oomScoreAdj, ShimGroup: shimGroup(r.sandboxID, r.pod.Pod, c.Name, kind, runtime.NumCPU()),
-		Sandbox: spec.Sandbox{
-			ID: r.sandboxID, IPC: ipc, UTS: uts, PID: int(r.pausePID), NetNSPath: r.netns, HostNetwork: r.hostNetwork(), Hostname: r.hostname,
-			EtcHosts: r.layout.File("etc-hosts"), ResolvConf: r.layout.File("resolv.conf"),
-			HostnameFile: r.layout.File("hostname"), Shm: r.layout.Shm(), Cgroup: r.h.podCgroup(r.pod.UID),
-		},
-	})
-	if err != nil {
-		return "", err
-	}
-	l := r.labels(c.Name, kind, restart, stopSignal(c, img))
-	l[labels.ImageID] = imageID(img)
-	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s, ImageGroups: spec.MergeImageGroups(r.pod.Pod),
-		Stdin: c.Stdin, StdinOnce: c.StdinOnce}); err != nil {
-		return "", err
+	s := r.takePrepared(id)
+	if s == nil {
+		var err error
+		if s, err = r.createContainer(ctx, c, kind, restart); err != nil {
+			return "", err
+		}
 	}
 	logPath := r.logPath(c.Name, restart)
 	if _, err := r.h.engine.Start(ctx, id, logPath); err != nil {
@@ -522,6 +505,109 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("recording the start of %s: %v", id, err)})
 	}
 	return id, nil
+}
+
+// createContainer creates attempt `restart` of container c and returns
+// its spec.
+func (r *podRun) createContainer(ctx context.Context, c *corev1.Container, kind string, restart int) (*specs.Spec, error) {
+	id := ContainerID(r.pod.UID, c.Name, restart)
+	img := r.images[c.Image]
+	sources, err := r.envSources(c) // env.go
+	if err != nil {
+		return nil, err
+	}
+	// The kubelet's GenerateRunContainerOptions: its failures (a ConfigMap
+	// or key gone, a subPath that escapes) leave the container Waiting in
+	// CreateContainerConfigError, like spec's runAsNonRoot check.
+	env, err := spec.ResolveEnv(c, sources)
+	if err != nil {
+		return nil, &spec.ConfigError{Msg: err.Error()}
+	}
+	mounts, err := r.vols.Mounts(c, spec.VarMap(env))
+	if err != nil {
+		return nil, &spec.ConfigError{Msg: err.Error()}
+	}
+	termLog := r.layout.TerminationLog(c.Name, id)
+	if err := os.MkdirAll(filepath.Dir(termLog), 0o750); err != nil {
+		return nil, err
+	}
+	if err := r.h.disk.WriteFile(termLog, nil, 0o666); err != nil {
+		return nil, err
+	}
+	limits, oomScoreAdj := resources.Container(r.pod.Pod, c, r.h.node())
+	ipc, uts := r.sandboxNamespaces()
+	s, err := spec.Container(ctx, spec.ContainerInput{
+		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Env: env, Mounts: mounts, TerminationLog: termLog,
+		Security:  spec.DetectHost(r.h.cfg.Root), // seccomp, AppArmor, <root>/seccomp profiles (spec/security.go)
+		Resources: limits, OOMScoreAdj: oomScoreAdj, ShimGroup: shimGroup(r.sandboxID, r.pod.Pod, c.Name, kind, runtime.NumCPU()),
+		Sandbox: spec.Sandbox{
+			ID: r.sandboxID, IPC: ipc, UTS: uts, PID: int(r.pausePID), NetNSPath: r.netns, HostNetwork: r.hostNetwork(), Hostname: r.hostname,
+			EtcHosts: r.layout.File("etc-hosts"), ResolvConf: r.layout.File("resolv.conf"),
+			HostnameFile: r.layout.File("hostname"), Shm: r.layout.Shm(), Cgroup: r.h.podCgroup(r.pod.UID),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	l := r.labels(c.Name, kind, restart, stopSignal(c, img))
+	l[labels.ImageID] = imageID(img)
+	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s, ImageGroups: spec.MergeImageGroups(r.pod.Pod),
+		Stdin: c.Stdin, StdinOnce: c.StdinOnce}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepareApps creates the first attempts of the app containers while CNI
+// ADD runs, when nothing starts before them (no init containers) and
+// their environment does not read the downward API (the pod's IPs are not
+// known yet): their start then only starts their tasks. A container it
+// cannot create is left to its start, which reports why.
+func (r *podRun) prepareApps(ctx context.Context) error {
+	if len(r.pod.Spec.InitContainers) > 0 {
+		return nil
+	}
+	var wg sync.WaitGroup
+	for i := range r.pod.Spec.Containers {
+		c := &r.pod.Spec.Containers[i]
+		if usesDownward(c) {
+			continue
+		}
+		wg.Go(func() {
+			if s, err := r.createContainer(ctx, c, labels.KindApp, 0); err == nil {
+				r.prepMu.Lock()
+				if r.prepared == nil {
+					r.prepared = map[string]*specs.Spec{}
+				}
+				r.prepared[ContainerID(r.pod.UID, c.Name, 0)] = s
+				r.prepMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// takePrepared returns the spec of container id if prepareApps created it
+// (once).
+func (r *podRun) takePrepared(id string) *specs.Spec {
+	r.prepMu.Lock()
+	defer r.prepMu.Unlock()
+	s := r.prepared[id]
+	delete(r.prepared, id)
+	return s
+}
+
+// undoPrepared removes the app containers prepareApps created and nothing
+// started.
+func (r *podRun) undoPrepared(ctx context.Context) error {
+	var undo []func(context.Context) error
+	for i := range r.pod.Spec.Containers {
+		if id := ContainerID(r.pod.UID, r.pod.Spec.Containers[i].Name, 0); r.takePrepared(id) != nil {
+			undo = append(undo, r.undoContainer(r.pod.Spec.Containers[i].Name))
+		}
+	}
+	return inOrder(undo...)(ctx)
 }
 
 // imageID is an image's reference by digest, as the kubelet reports imageID.
