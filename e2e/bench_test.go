@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// bnStepLine matches a progress line: "default/bench [5/8] sandbox: pause + network (215ms)".
+// bnStepLine matches a progress line: "default/bench [6/9] sandbox: namespaces + network (31ms)".
 var bnStepLine = regexp.MustCompile(`^\S+ \[(\d+)/\d+\] (.+) \(([^)]+)\)$`)
 
 // BenchmarkUpToRunning measures `podrun up` of a one-container pod whose
