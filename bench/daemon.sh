@@ -503,7 +503,7 @@ podrun daemon benchmarks (issue 4), private containerd; pods: 1 busybox containe
         all runs (ms):                    $(allruns log)
     where it goes, from the daemon's stderr time-stamped as read (medians of each part; polled | not polled):
       rename -> first step starts:        $(fig ps 5) | $(fig log 5)
-                                          (inotify, the 20 ms debounce, re-scan of the dir, two pod listings)
+                                          (inotify, the 5 ms debounce, re-scan of the dir, two pod listings)
       first step start -> last step done: $(fig ps 6) | $(fig log 6)
         steps, polled runs:
 $(steps ps)
