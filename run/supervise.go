@@ -180,7 +180,7 @@ var _ supervisor.Pod = (*podRun)(nil)
 // or a replacement, its containers must not be restarted into it.
 func (r *podRun) SandboxAlive(ctx context.Context) bool {
 	if r.pinned {
-		id, ok := r.h.pins.ID(r.pins.Identity())
+		id, ok := r.h.pinnedID(r.pod.UID, r.pod.Pod)
 		return ok && id == r.pinID
 	}
 	t, err := r.h.engine.Task(ctx, r.sandboxID)

@@ -283,12 +283,17 @@ func (h *Host) pinsOf(uid string, pod *corev1.Pod) sandbox.Pins {
 	return p
 }
 
-// pinnedID is the identity of pod uid's pinned sandbox; false when it has
-// none (a pause's pod, or one whose sandbox was stopped).
+// pinnedID is the identity of pod uid's pinned sandbox (the inode of the
+// namespace at its pins' Identity); false when it has none (a pause's pod,
+// or one whose sandbox was stopped). With a nil pod, a hostNetwork pod's
+// unpinned UTS path is passed over for its IPC pin.
 func (h *Host) pinnedID(uid string, pod *corev1.Pod) (uint64, bool) {
 	p := h.pinsOf(uid, pod)
-	for _, path := range []string{p.Identity(), p.IPC} { // a nil pod's hostNetwork pin is IPC
-		if id, ok := h.pins.ID(path); path != "" && ok {
+	for _, path := range []string{p.UTS, p.IPC} { // Identity's order
+		if path == "" {
+			continue
+		}
+		if id, ok := h.pins.ID(path); ok {
 			return id, true
 		}
 	}
@@ -311,7 +316,7 @@ func (r *podRun) startSandbox(ctx context.Context) error {
 			return err
 		}
 		var ok bool
-		if r.pinID, ok = r.h.pins.ID(r.pins.Identity()); !ok {
+		if r.pinID, ok = r.h.pinnedID(r.pod.UID, r.pod.Pod); !ok {
 			return fmt.Errorf("the pod's namespaces are not pinned at %s", r.pins.Identity())
 		}
 		in.IPC, in.UTS = r.pins.IPC, r.pins.UTS
