@@ -103,11 +103,7 @@ func (p *pipeline) newHost() *Host { return p.hostWith(p.eng) }
 
 // hostWith is newHost on engine e (a wrapper of the pipeline's).
 func (p *pipeline) hostWith(e engine.Engine) *Host {
-	onCall := p.eng.OnCall
-	d := p.m.deps(p.eng)
-	if onCall != nil {
-		p.eng.OnCall = onCall // the engine's hook stays the pipeline's
-	}
+	d := p.m.deps(p.eng) // the engine's hook stays the pipeline's
 	d.Engine, d.Clock = e, p.clk
 	h := NewHost(p.cfg, d, nil, nil)
 	p.t.Cleanup(func() { _ = h.Close() })

@@ -315,9 +315,13 @@ func (f fakeDisk) RemoveFile(path string) error {
 	return nil
 }
 
-// deps are fakes of every seam on machine m, with engine e.
+// deps are fakes of every seam on machine m, with engine e, whose calls go
+// into m's log unless e has a hook already (set before any call: another
+// host's goroutines may be calling e).
 func (m *fakeMachine) deps(e *fake.Engine) Deps {
-	e.OnCall = m.engineCall
+	if e.OnCall == nil {
+		e.OnCall = m.engineCall
+	}
 	return Deps{Engine: e, Network: fakeNetwork{m}, NetNS: fakeNetNS{m}, Pins: fakePins{m}, Cgroups: fakeCgroups{m}, Disk: fakeDisk{m},
 		Admission: func() (admission.Node, error) { return roomyNode, nil }}
 }
