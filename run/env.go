@@ -8,7 +8,6 @@ import (
 
 	"github.com/podrun/podrun/downward"
 	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/volumes"
 )
@@ -31,7 +30,7 @@ func (r *podRun) envSources(c *corev1.Container) (spec.EnvSources, error) {
 			return spec.EnvSources{}, err
 		}
 		info.Node = node
-		if ips := sandbox.HostIPs(); len(ips) > 0 {
+		if ips := r.h.hostIPs(); len(ips) > 0 {
 			info.HostIP = ips[0].String() // as list.go reports status.hostIP
 		}
 	}

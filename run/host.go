@@ -2,6 +2,8 @@ package run
 
 import (
 	"context"
+	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
+	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/supervisor"
 )
 
@@ -30,6 +33,7 @@ type Host struct {
 	closer     func() error
 	exits      *supervisor.Exits
 	clock      probes.Clock
+	hostIPs    func() []net.IP    // the node's addresses, cached (cacheHostIPs)
 	closeExits context.CancelFunc // ends the exit router, which starts with the first supervised container
 
 	observeProbe func(probes.Kind, probes.Outcome, time.Duration)
@@ -52,6 +56,9 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 	if d.Node == nil {
 		d.Node = func() resources.Node { return resources.Node{} }
 	}
+	if d.HostIPs == nil {
+		d.HostIPs = sandbox.HostIPs
+	}
 	if d.Locks == nil {
 		d.Locks = &localLocks{} // this process only
 	}
@@ -70,6 +77,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		report:   report,
 		closer:   closer,
 		clock:    d.Clock,
+		hostIPs:  cacheHostIPs(d.HostIPs, d.Clock.Now),
 		workers:  map[string]*podRun{},
 	}
 	h.images = images.New(d.Engine, cfg.Images, d.Clock.Now)
@@ -77,6 +85,28 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 	ctx, h.closeExits = context.WithCancel(context.Background())
 	h.exits = supervisor.NewExits(ctx, d.Engine)
 	return h
+}
+
+// hostIPsTTL is how long the node's addresses are reused: the kubelet
+// reports a pod's hostIP(s) (and a hostNetwork pod's IPs) from its node
+// object's addresses, refreshed every 10 s (nodeStatusUpdateFrequency). A
+// lookup dumps every link of the host, a veth per pod among them, and a
+// daemon's resync lists each of its pods.
+const hostIPsTTL = 10 * time.Second
+
+// cacheHostIPs is lookup, called at most once per hostIPsTTL of now.
+func cacheHostIPs(lookup func() []net.IP, now func() time.Time) func() []net.IP {
+	var mu sync.Mutex
+	var at time.Time
+	var ips []net.IP
+	return func() []net.IP {
+		mu.Lock()
+		defer mu.Unlock()
+		if t := now(); at.IsZero() || t.Sub(at) >= hostIPsTTL || t.Before(at) {
+			ips, at = lookup(), t
+		}
+		return slices.Clone(ips)
+	}
 }
 
 // ObserveProbes has every probe attempt reported to fn (for metrics). Call

@@ -16,7 +16,6 @@ import (
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/status"
 )
 
@@ -115,8 +114,8 @@ func (h *Host) list(ctx context.Context, match map[string]string, uids []string)
 			p.messages = h.messages(st.Pod, uid, p.Containers)
 		}
 	}
-	hostIP := "" // the node's address, looked up once per listing
-	if ips := sandbox.HostIPs(); len(ips) > 0 {
+	hostIP := "" // the node's address (looked up at most every hostIPsTTL)
+	if ips := h.hostIPs(); len(ips) > 0 {
 		hostIP = ips[0].String()
 	}
 	var out []*PodInfo

@@ -102,4 +102,7 @@ type Deps struct {
 	// Admission reads the node pods are admitted to (its name, labels and
 	// allocatable), when a pod not yet running is decided on.
 	Admission func() (admission.Node, error)
+	// HostIPs looks up the node's addresses; nil is sandbox.HostIPs. The
+	// Host looks them up at most once per hostIPsTTL.
+	HostIPs func() []net.IP
 }

@@ -436,7 +436,7 @@ func (h *Host) delNetwork(ctx context.Context, uid string, a sandbox.Attachment)
 // records its IPs on the sandbox container.
 func (r *podRun) writeFiles(ctx context.Context) error {
 	if r.hostNetwork() {
-		r.ips = sandbox.HostIPs()
+		r.ips = r.h.hostIPs()
 		r.state.PodIPs = ipStrings(r.ips)
 		if err := r.h.saveState(r.state); err != nil {
 			return err
