@@ -22,9 +22,10 @@
 #       written to a staging dir on the same filesystem and moved into the
 #       watched directory by a single `mv` (50 renames within milliseconds);
 #       time until `podrun ps -o json` shows all of them Running.
-#   (c) the daemon's resident memory (VmRSS and VmHWM from /proc/PID/status)
-#       right after (b) and after STEADY seconds (default 60) of steady state
-#       with the PODS pods, with its CPU time over that minute.
+#   (c) the daemon's resident memory (VmRSS and VmHWM from /proc/PID/status,
+#       split into RssAnon and RssFile, and Pss from smaps_rollup) right
+#       after (b) and after STEADY seconds (default 60) of steady state with
+#       the PODS pods, with its CPU time over that minute.
 #   Then (informational) the PODS files are removed and the time until the
 #   pods are gone is printed, and the daemon gets SIGTERM.
 #
@@ -177,6 +178,15 @@ mib() { awk -v b="$1" 'BEGIN { if (b == "-") print "-"; else printf "%.1f MiB", 
 # proc_kb PID FIELD: a /proc/PID/status field in kB (as a number).
 proc_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 kb_mib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
+# mem_split PID: VmRSS split into its private part (RssAnon: heap, stacks,
+# runtime) and the binary's file pages (RssFile, shared with every process
+# of the same binary: the containers' log drivers, pauses, commands), and
+# the proportional set size (Pss: file pages divided among their sharers).
+mem_split() {
+	local pss
+	pss=$(awk '$1 == "Pss:" { print $2 }' "/proc/$1/smaps_rollup")
+	printf 'RssAnon %s + RssFile %s; Pss %s' "$(kb_mib "$(proc_kb "$1" RssAnon)")" "$(kb_mib "$(proc_kb "$1" RssFile)")" "$(kb_mib "$pss")"
+}
 
 # cpu_ticks PID: utime+stime.
 cpu_ticks() {
@@ -250,6 +260,7 @@ done
 [[ $(readlink "/proc/$D_PID/exe") == "$TMP/podrun" ]] || die "pid $D_PID is not our podrun"
 log "podrun daemon (pid $D_PID) ready, watching $MDIR"
 rss_idle=$(proc_kb "$D_PID" VmRSS)
+split_idle=$(mem_split "$D_PID")
 
 # ---- (a) reaction time ----
 : >"$TMP/a.runs"  # mode run total_us created_us detect_us pipeline_us tolog_us seen_us polls removal_us
@@ -420,6 +431,7 @@ b_cpu=$(awk -v t=$((ticks_b1 - ticks_b0)) -v hz="$HZ" 'BEGIN { printf "%.2f", t 
 
 # ---- (c) resident memory with PODS pods ----
 c_rss0=$(proc_kb "$D_PID" VmRSS)
+c_split0=$(mem_split "$D_PID")
 c_hwm0=$(proc_kb "$D_PID" VmHWM)
 c_thr0=$(proc_kb "$D_PID" Threads)
 c_heap0=$(metric go_memstats_heap_inuse_bytes)
@@ -435,6 +447,7 @@ ticks_c1=$(cpu_ticks "$D_PID")
 load_c1=$(cut -d' ' -f1-3 /proc/loadavg)
 alive "$D_PID" || die "podrun daemon exited during the steady state"
 c_rss1=$(proc_kb "$D_PID" VmRSS)
+c_split1=$(mem_split "$D_PID")
 c_hwm1=$(proc_kb "$D_PID" VmHWM)
 c_thr1=$(proc_kb "$D_PID" Threads)
 c_heap1=$(metric go_memstats_heap_inuse_bytes)
@@ -526,10 +539,12 @@ $b_steps
     daemon CPU from the mv to the last "pod created": $b_cpu s
 
 (c) daemon resident memory (pid of podrun daemon; /proc/PID/status)
-    idle, no pods (after the first sync): VmRSS $(kb_mib "$rss_idle")
+    idle, no pods (after the first sync): VmRSS $(kb_mib "$rss_idle") = $split_idle
     after (a) ($((2 * RUNS + 1)) pods started and stopped): VmRSS $(kb_mib "$rss_after_a"), VmHWM $(kb_mib "$hwm_after_a")
-    right after (b), $PODS pods Running:      VmRSS $(kb_mib "$c_rss0"), VmHWM $(kb_mib "$c_hwm0"), $c_thr0 threads; Go heap in use $(mib "$c_heap0"), Go sys $(mib "$c_sys0"), $c_gor0 goroutines   [goal: < 40 MiB]
+    right after (b), $PODS pods Running:      VmRSS $(kb_mib "$c_rss0"), VmHWM $(kb_mib "$c_hwm0"), $c_thr0 threads; Go heap in use $(mib "$c_heap0"), Go sys $(mib "$c_sys0"), $c_gor0 goroutines   [goal: VmRSS <= 32 MiB]
+        = $c_split0
     after ${STEADY}s of steady state:       VmRSS $(kb_mib "$c_rss1"), VmHWM $(kb_mib "$c_hwm1"), $c_thr1 threads; Go heap in use $(mib "$c_heap1"), Go sys $(mib "$c_sys1"), $c_gor1 goroutines
+        = $c_split1
     daemon CPU over those ${STEADY}s: $c_cpu (load average $load_c0 before, $load_c1 after); $c_running/$PODS Running and $c_restarts restarts at the end
     for context, not the daemon: private containerd VmRSS $(kb_mib "$ctrd_rss"); $shim_n shims VmRSS $(kb_mib "$shim_kb") together
 
