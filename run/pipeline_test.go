@@ -333,6 +333,11 @@ func TestUpThenDown(t *testing.T) {
 	if got := p.m.left(); !slices.Contains(got, "cni "+SandboxID(p.pod.UID)) || !slices.Contains(got, "netns "+sandbox.NetNSName(p.pod.UID)) {
 		t.Fatalf("after up: %v", got)
 	}
+	pods, err := p.h.Pods(ctx)
+	if i := slices.IndexFunc(pods, func(i *PodInfo) bool { return i.UID == p.pod.UID }); err != nil || i < 0 || pods[i].Pod == nil ||
+		pods[i].Pod.Status.HostIP != fakeHostIP.String() {
+		t.Fatalf("Pods = %v, %v: want the pod with hostIP %s (the machine's)", pods, err, fakeHostIP)
+	}
 	again := p.up(ctx, UpOptions{})
 	if again.Err != nil || again.Action != Unchanged {
 		t.Fatalf("second Up = %+v, want unchanged", again)

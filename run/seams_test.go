@@ -323,8 +323,12 @@ func (m *fakeMachine) deps(e *fake.Engine) Deps {
 		e.OnCall = m.engineCall
 	}
 	return Deps{Engine: e, Network: fakeNetwork{m}, NetNS: fakeNetNS{m}, Pins: fakePins{m}, Cgroups: fakeCgroups{m}, Disk: fakeDisk{m},
-		Admission: func() (admission.Node, error) { return roomyNode, nil }}
+		Admission: func() (admission.Node, error) { return roomyNode, nil },
+		HostIPs:   func() []net.IP { return []net.IP{fakeHostIP} }}
 }
+
+// fakeHostIP is the fake machine's address (status.hostIP).
+var fakeHostIP = net.ParseIP("192.0.2.10")
 
 // roomyNode admits every test pod.
 var roomyNode = admission.Node{Name: "node", Allocatable: corev1.ResourceList{
