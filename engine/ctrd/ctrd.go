@@ -443,7 +443,7 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 		task, err = e.settleCreate(ctx, ctr)
 	}
 	if err == nil {
-		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) && !taskGone(ctx, ctr) {
 			return fmt.Errorf("deleting task of %q: %w", id, err)
 		}
 	} else if !errdefs.IsNotFound(err) {
@@ -457,6 +457,14 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("removing the streams of %q: %w", id, err)
 	}
 	return nil
+}
+
+// taskGone reports whether ctr has no task any more: a delete whose shim
+// closed its connection meanwhile (it exits with its last task) fails with
+// "ttrpc: closed", yet containerd has removed the task and the shim.
+func taskGone(ctx context.Context, ctr containerd.Container) bool {
+	_, err := ctr.Task(ctx, nil)
+	return errdefs.IsNotFound(err)
 }
 
 // settleWait bounds the wait for a task create in flight, and settlePoll
