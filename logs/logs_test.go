@@ -2,6 +2,7 @@ package logs
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,14 @@ func TestPathLayout(t *testing.T) {
 	got := Path("/var/log/pods", "default", "web", "u-1", "nginx", 2)
 	if got != "/var/log/pods/default_web_u-1/nginx/2.log" {
 		t.Fatal(got)
+	}
+	// The longest names: the directory's name stays a valid file name,
+	// and another long name has another.
+	ns, uid := strings.Repeat("n", 63), "0b3c1f9e-0000-4000-8000-000000000000"
+	a, b := strings.Repeat("a", 253), strings.Repeat("a", 252)+"b"
+	da, db := filepath.Base(PodDir("/l", ns, a, uid)), filepath.Base(PodDir("/l", ns, b, uid))
+	if len(da) != 255 || len(db) != 255 || da == db || !strings.HasPrefix(da, ns+"_aaa") || !strings.HasSuffix(da, "_"+uid) {
+		t.Errorf("long names: %q (%d), %q (%d)", da, len(da), db, len(db))
 	}
 }
 

@@ -1,16 +1,14 @@
 package logs
 
 import (
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
-	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,41 +26,14 @@ var DefaultRotation = Rotation{MaxSize: 10 << 20, MaxFiles: 5}
 // them: 0.log.20261126-093000, compressed 0.log.20261126-093000.gz.
 const rotatedTimeFormat = "20060102-150405"
 
-// DriverArg is the one argument of `podrun cri-log` (the shim passes the
-// log URI's query to the driver in map order, so everything travels in
-// one value): the log path and the rotation.
-func DriverArg(path string, r Rotation) string {
-	return url.Values{"path": {path}, "max-size": {strconv.FormatInt(r.MaxSize, 10)}, "max-files": {strconv.Itoa(r.MaxFiles)}}.Encode()
-}
-
-// ParseDriverArg reads DriverArg's value; a bare path (a container started
-// by an older podrun) is never rotated.
-func ParseDriverArg(arg string) (string, Rotation, error) {
-	if strings.HasPrefix(arg, "/") {
-		return arg, Rotation{}, nil
-	}
-	q, err := url.ParseQuery(arg)
-	if err != nil {
-		return "", Rotation{}, err
-	}
-	var r Rotation
-	if r.MaxSize, err = strconv.ParseInt(q.Get("max-size"), 10, 64); err != nil {
-		return "", Rotation{}, fmt.Errorf("max-size: %w", err)
-	}
-	if r.MaxFiles, err = strconv.Atoi(q.Get("max-files")); err != nil {
-		return "", Rotation{}, fmt.Errorf("max-files: %w", err)
-	}
-	if q.Get("path") == "" {
-		return "", Rotation{}, errors.New("no path")
-	}
-	return q.Get("path"), r, nil
-}
-
-// rotatingFile is a log file rotated inline by its only writer: a record
-// that would take the file over MaxSize goes, whole, to a new file, so the
-// cap holds at every moment and no record is split or lost (the kubelet
-// rotates from outside every 10 s, and a fast writer overruns it).
-type rotatingFile struct {
+// File is a log file rotated inline by its only writer: a record that
+// would take the file over MaxSize goes, whole, to a new file, so the cap
+// holds at every moment and no record is split or lost (the kubelet
+// rotates from outside every 10 s, and a fast writer overruns it). The
+// rotated files over MaxFiles are removed at once; every rotated file but
+// the newest is compressed apart from the write path (as the kubelet's log
+// manager does), so a container's output never waits for gzip.
+type File struct {
 	path string
 	rot  Rotation
 	f    *os.File
@@ -72,17 +43,41 @@ type rotatingFile struct {
 	// .<time>.2 ..., always after the ones before, even those removed.
 	last string
 	seq  int
+	// rotated are the rotated files, oldest first, by their plain names
+	// (a compressed one is the name and ".gz").
+	rotated []string
+
+	// The compressor: one goroutine at a time, started when there is
+	// something to compress.
+	mu      sync.Mutex
+	queue   []string      // rotated files to compress
+	running chan struct{} // closed when the running compressor ends; nil: none
 }
 
-func openRotating(path string, rot Rotation, now func() time.Time) (*rotatingFile, error) {
-	r := &rotatingFile{path: path, rot: rot, now: now}
+func openRotating(path string, rot Rotation, now func() time.Time) (*File, error) {
+	r := &File{path: path, rot: rot, now: now}
 	if err := r.open(); err != nil {
 		return nil, err
 	}
+	// The rotated files an earlier writer left: compressions it was killed
+	// in go (their temporary files), those it had not compressed are.
+	stale, _ := filepath.Glob(path + ".*.gz.tmp")
+	for _, p := range stale {
+		_ = os.Remove(p)
+	}
+	old := Rotated(path)
+	for i, p := range old {
+		plain := strings.TrimSuffix(p, ".gz")
+		r.rotated = append(r.rotated, plain)
+		if i < len(old)-1 && plain == p {
+			r.queue = append(r.queue, p)
+		}
+	}
+	r.compressLater()
 	return r, nil
 }
 
-func (r *rotatingFile) open() error {
+func (r *File) open() error {
 	f, err := os.OpenFile(r.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
 		return err
@@ -97,16 +92,13 @@ func (r *rotatingFile) open() error {
 }
 
 // Write writes one record (Writer writes each whole, under its lock). A
-// rotation that fails (a full disk while compressing) never stops the
-// container's output: the record goes to the current file and rotation is
-// tried again at the next record.
-func (r *rotatingFile) Write(p []byte) (int, error) {
+// rotation that fails (a full disk) never stops the container's output:
+// the record goes to the current file and rotation is tried again at the
+// next record.
+func (r *File) Write(p []byte) (int, error) {
 	if r.rot.MaxSize > 0 && r.size > 0 && r.size+int64(len(p)) > r.rot.MaxSize {
 		if err := r.rotate(); err != nil {
-			fmt.Fprintf(os.Stderr, "podrun cri-log: rotating %s: %v\n", r.path, err) // the shim's log
-			if r.f == nil {
-				return 0, err
-			}
+			fmt.Fprintf(os.Stderr, "podrun: rotating %s: %v\n", r.path, err) // the keeper's log
 		}
 	}
 	n, err := r.f.Write(p)
@@ -114,11 +106,21 @@ func (r *rotatingFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (r *rotatingFile) Close() error { return r.f.Close() }
+// Close closes the file, after the compression under way.
+func (r *File) Close() error {
+	r.mu.Lock()
+	done := r.running
+	r.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	return r.f.Close()
+}
 
 // rotate renames the file to its timestamped name, starts a new one,
-// compresses the older rotated files and removes those over MaxFiles.
-func (r *rotatingFile) rotate() error {
+// removes the rotated files over MaxFiles and has the one before the new
+// one compressed.
+func (r *File) rotate() error {
 	stamp := r.now().UTC().Format(rotatedTimeFormat)
 	if stamp == r.last {
 		r.seq++
@@ -141,94 +143,59 @@ func (r *rotatingFile) rotate() error {
 		return err
 	}
 	old.Close()
-	return r.prune()
-}
-
-// prune compresses the older rotated files and removes those over MaxFiles.
-func (r *rotatingFile) prune() error {
-	old := Rotated(r.path)
-	keep := max(r.rot.MaxFiles-1, 1)
+	r.rotated = append(r.rotated, name)
 	var errs []error
-	for i, p := range old {
-		switch {
-		case i < len(old)-keep:
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, err)
-			}
-		case i < len(old)-1 && !strings.HasSuffix(p, ".gz"):
-			// As the kubelet: every rotated file but the newest is compressed.
-			if err := compress(p); err != nil {
+	over := max(len(r.rotated)-max(r.rot.MaxFiles-1, 1), 0)
+	for _, p := range r.rotated[:over] {
+		for _, f := range []string{p, p + ".gz"} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}
+	}
+	r.rotated = slices.Delete(r.rotated, 0, over)
+	if n := len(r.rotated); n > 1 {
+		r.mu.Lock()
+		r.queue = append(r.queue, r.rotated[n-2])
+		r.mu.Unlock()
+		r.compressLater()
 	}
 	return errors.Join(errs...)
 }
 
+// compressLater starts the compressor when there is something to compress
+// and none runs. A file removed meanwhile is skipped (compress).
+func (r *File) compressLater() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running != nil || len(r.queue) == 0 {
+		return
+	}
+	done := make(chan struct{})
+	r.running = done
+	go func() {
+		defer close(done)
+		for {
+			r.mu.Lock()
+			if len(r.queue) == 0 {
+				r.running = nil
+				r.mu.Unlock()
+				return
+			}
+			p := r.queue[0]
+			r.queue = r.queue[1:]
+			r.mu.Unlock()
+			if err := compressFile(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintf(os.Stderr, "podrun: compressing %s: %v\n", p, err)
+			}
+		}
+	}()
+}
+
+// compressFile is compress; tests hold it up.
+var compressFile = compress
+
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
-}
-
-// compress gzips path to path.gz (through a temporary file) and removes it.
-func compress(path string) error {
-	in, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp := path + ".gz.tmp"
-	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
-	if err != nil {
-		return err
-	}
-	zw := gzip.NewWriter(out)
-	_, err = io.Copy(zw, in)
-	err = errors.Join(err, zw.Close(), out.Close())
-	if err == nil {
-		err = os.Rename(tmp, path+".gz")
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Remove(path)
-}
-
-// Rotated returns the rotated files of the log at path (path.<time>,
-// path.<time>.<n>, or their .gz), oldest first, each once: a file caught
-// while it is compressed (its .gz complete, the plain one not yet removed)
-// is listed as its .gz. A directory listing is no snapshot: a file renamed
-// to its .gz while the directory is read can be missed under both names,
-// so the directory is read three times and the listings joined.
-func Rotated(path string) []string {
-	byKey := map[string]string{}
-	for range 3 {
-		matches, _ := filepath.Glob(path + ".*")
-		for _, m := range matches {
-			if strings.HasSuffix(m, ".tmp") {
-				continue
-			}
-			if k := rotationKey(m); byKey[k] == "" || strings.HasSuffix(m, ".gz") {
-				byKey[k] = m
-			}
-		}
-	}
-	out := make([]string, 0, len(byKey))
-	for _, m := range byKey {
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool { return rotationKey(out[i]) < rotationKey(out[j]) })
-	return out
-}
-
-// rotationKey orders rotated files: by time, then by the counter of
-// several rotations in one second (a file with none first).
-func rotationKey(p string) string {
-	p = strings.TrimSuffix(p, ".gz")
-	ext := filepath.Ext(p) // ".<n>" after the time, or the time itself
-	if n, err := strconv.Atoi(ext[1:]); err == nil && len(ext) < 8 {
-		return fmt.Sprintf("%s.%08d", strings.TrimSuffix(p, ext), n)
-	}
-	return p + ".00000000"
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,7 @@ func TestRotationHoldsTheCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		files, _ := filepath.Glob(path + "*")
+		files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, ".tmp") }) // a compression's temporary
 		if len(files) > 3 {
 			t.Fatalf("after line %d: %d files %v, want at most 3", i, len(files), files)
 		}
@@ -137,17 +139,6 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
-}
-
-func TestDriverArg(t *testing.T) {
-	arg := DriverArg("/var/log/pods/a b&c/app/0.log", DefaultRotation)
-	path, r, err := ParseDriverArg(arg)
-	if err != nil || path != "/var/log/pods/a b&c/app/0.log" || r != DefaultRotation {
-		t.Errorf("round trip: %q %+v %v", path, r, err)
-	}
-	if path, r, err := ParseDriverArg("/old/0.log"); err != nil || path != "/old/0.log" || r.MaxSize != 0 {
-		t.Errorf("a bare path: %q %+v %v", path, r, err)
-	}
 }
 
 // TestRotationFailureKeepsWriting: when a rotation cannot be made (here the
