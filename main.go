@@ -16,10 +16,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podrun/podrun/admission"
-	"github.com/podrun/podrun/attach"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/ctrd"
-	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/keeper"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/pause"
 	"github.com/podrun/podrun/printers"
@@ -107,27 +106,20 @@ func newApp() *cli.App {
 		Commands: []*cli.Command{
 			upCommand(), downCommand(), waitCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), attachCommand(), daemonCommand(), volumeCommand(),
 			validateCommand(), imageCommand(), versionCommand(), completionCommand(), gcCommand(),
-			// Run by the runtime, not by users: the sandbox's PID 1, the shim's log
-			// driver and the stream keeper of a container with stdin or a terminal.
+			// Run by podrun, not by users: the sandbox's PID 1 and the node's
+			// stream keeper (every container's log, stdin and attach).
 			{Name: "pause", Hidden: true, Action: func(*cli.Context) error { os.Exit(pause.Run()); return nil }},
-			{Name: "cri-log", Hidden: true, Action: func(c *cli.Context) error {
-				logs.RunDriver(c.Args().First())
-				return nil
-			}},
-			{Name: "cri-io", Hidden: true, Flags: []cli.Flag{
-				&cli.StringFlag{Name: "dir"}, &cli.StringFlag{Name: "log"},
-				&cli.BoolFlag{Name: "stdin"}, &cli.BoolFlag{Name: "stdin-once"}, &cli.BoolFlag{Name: "tty"},
-				&cli.StringFlag{Name: "address"}, &cli.StringFlag{Name: "namespace"}, &cli.StringFlag{Name: "id"},
-			}, Action: func(c *cli.Context) error {
-				cfg := attach.Config{Dir: c.String("dir"), Log: c.String("log"),
-					Stdin: c.Bool("stdin"), StdinOnce: c.Bool("stdin-once"), TTY: c.Bool("tty"),
-					Address: c.String("address"), Namespace: c.String("namespace"), ID: c.String("id")}
-				closeStdin := func() error { return ctrd.CloseStdin(context.Background(), cfg.Address, cfg.Namespace, cfg.ID) }
-				if err := attach.Serve(cfg, closeStdin, os.NewFile(3, "ready"), os.NewFile(4, "commit")); err != nil {
-					return cli.Exit("", 1)
-				}
-				return nil
-			}},
+			{Name: "cri-io", Hidden: true, Flags: []cli.Flag{&cli.StringFlag{Name: "dir", Required: true}},
+				Action: func(c *cli.Context) error {
+					closeStdin := func(cfg keeper.Config) error {
+						return ctrd.CloseStdin(context.Background(), cfg.Address, cfg.Namespace, cfg.ID)
+					}
+					if err := keeper.Serve(c.String("dir"), closeStdin); err != nil {
+						fmt.Fprintf(os.Stderr, "podrun keeper: %v\n", err)
+						return cli.Exit("", 1)
+					}
+					return nil
+				}},
 		},
 	}
 }

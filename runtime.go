@@ -64,7 +64,7 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 			report(run.Event{Msg: fmt.Sprintf("started podrun's private containerd at %s", addr)})
 		}
 	}
-	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Logger: cfg.Exe, LogRotation: cfg.LogRotation, IODir: ioDir(cfg), Timeout: dialTimeout,
+	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Exe: cfg.Exe, LogRotation: cfg.LogRotation, IODir: ioDir(cfg), Timeout: dialTimeout,
 		ImportLock: func(ctx context.Context) (func(), error) {
 			l, err := lock.Acquire(ctx, filepath.Join(cfg.Root, "locks", "images.lock"), func(pid int) {
 				report(run.Event{Msg: fmt.Sprintf("waiting for podrun (pid %d), which is importing images", pid)})
@@ -182,6 +182,7 @@ func chooseRuntime(ctx context.Context, cfg run.Config, private string, p prober
 	return private, true, nil
 }
 
-// ioDir holds the stream keepers' directories (attach package): root's
-// only, under the run directory (they do not outlive a reboot).
+// ioDir holds the stream keeper's socket and a directory per container
+// with the FIFOs of its streams (keeper package): root's only, under the
+// run directory (they do not outlive a reboot).
 func ioDir(cfg run.Config) string { return filepath.Join(cfg.RunDir, "io") }

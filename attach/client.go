@@ -43,7 +43,7 @@ func Attach(ctx context.Context, dir string, o Options) error {
 	}
 	// Dialled through the directory's descriptor: a socket's path is
 	// limited to 107 bytes.
-	conn, err := net.Dial("unix", fmt.Sprintf("/proc/self/fd/%d/%s", d, socketFile))
+	conn, err := net.Dial("unix", fmt.Sprintf("/proc/self/fd/%d/%s", d, SocketFile))
 	unix.Close(d)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ECONNREFUSED) {
@@ -55,7 +55,7 @@ func Attach(ctx context.Context, dir string, o Options) error {
 	defer uc.Close()
 	hello := byte(0)
 	if o.Stdin != nil {
-		hello |= flagStdin
+		hello |= FlagStdin
 	}
 	if _, err := uc.Write([]byte{hello}); err != nil {
 		return fmt.Errorf("attach: %w", err)
@@ -125,7 +125,7 @@ func copyInput(w io.Writer, r io.Reader, detach []byte) bool {
 // connection ends.
 func copyFrames(r io.Reader, stdout, stderr io.Writer) error {
 	var hdr [5]byte
-	buf := make([]byte, maxFrame)
+	buf := make([]byte, MaxFrame)
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
@@ -134,14 +134,14 @@ func copyFrames(r io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 		n := binary.BigEndian.Uint32(hdr[1:])
-		if n > maxFrame {
+		if n > MaxFrame {
 			return fmt.Errorf("attach: frame of %d bytes", n)
 		}
 		if _, err := io.ReadFull(r, buf[:n]); err != nil {
 			return err
 		}
 		w := stdout
-		if hdr[0] == frameStderr {
+		if hdr[0] == FrameStderr {
 			w = stderr
 		}
 		if w == nil {

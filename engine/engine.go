@@ -176,7 +176,8 @@ type Engine interface {
 	// Wait blocks until the container's task has exited or ctx is done.
 	Wait(ctx context.Context, id string) (Exit, error)
 	// DeleteTask removes the container's task (killing it if needed) and
-	// returns how it ended; the container stays.
+	// returns how it ended, once the task's output is in its log; the
+	// container stays.
 	DeleteTask(ctx context.Context, id string) (Exit, error)
 	// Task returns the state of the container's task (State TaskNone when it
 	// has none); a missing container is an error wrapping ErrNotFound.
@@ -198,6 +199,10 @@ type Engine interface {
 	Exits(ctx context.Context) (<-chan TaskExit, <-chan error)
 	// SetLabels adds or replaces labels on a container.
 	SetLabels(ctx context.Context, id string, labels map[string]string) error
+	// KeepStreams makes sure the containers' streams are kept (their output
+	// copied to their logs): a stream keeper that was killed is started
+	// again and takes over what waited meanwhile.
+	KeepStreams(ctx context.Context) error
 	// Resize sets the size of the terminal of container id's task (a
 	// container with tty), as a terminal attached to it is resized.
 	Resize(ctx context.Context, id string, width, height uint32) error

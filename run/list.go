@@ -36,7 +36,12 @@ type PodInfo struct {
 func (p *PodInfo) Key() string { return p.Namespace + "/" + p.Name }
 
 // Pods lists every pod podrun knows in its namespace, sorted by namespace/name.
+// Whoever looks at the node this way (ps, status, down, the daemon's
+// re-scans) also starts a stream keeper that was killed.
 func (h *Host) Pods(ctx context.Context) ([]*PodInfo, error) {
+	if err := h.engine.KeepStreams(ctx); err != nil {
+		h.report(Event{Msg: fmt.Sprintf("the containers' output is not being logged: %v", err)})
+	}
 	uids, err := h.stateUIDs()
 	if err != nil {
 		return nil, err

@@ -29,8 +29,8 @@ import (
 	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
 
-	"github.com/podrun/podrun/attach"
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/keeper"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/spec"
 )
@@ -38,9 +38,6 @@ import (
 const (
 	snapshotter = containerd.DefaultSnapshotter
 	runtimeName = "io.containerd.runc.v2"
-	// logKey is the one query key of the binary logger URI: the shim turns
-	// query pairs into argv, so the logger runs as `podrun cri-log PATH`.
-	logKey = "cri-log"
 )
 
 // SetLogging routes the containerd client's own log lines ("trying next
@@ -59,10 +56,9 @@ func SetLogging(debug bool) {
 type Engine struct {
 	client     *containerd.Client
 	namespace  string
-	logger     string // absolute path of the binary the shim runs as the log driver
 	rotation   logs.Rotation
-	ioDir      string // the stream keepers' directories, one per container
-	address    string // containerd's, for the stream keepers
+	streams    *keeper.Client // the node's stream keeper: every container's log, stdin and attach
+	address    string         // containerd's, for the stream keeper (stdinOnce)
 	importLock func(ctx context.Context) (unlock func(), err error)
 
 	rootMu      sync.Mutex
@@ -74,12 +70,13 @@ type Engine struct {
 type Options struct {
 	Address   string
 	Namespace string
-	// Logger is the absolute path of podrun's own binary, run by the shim as
-	// `Logger cri-log ARG` to write CRI-format logs, rotated per LogRotation.
-	Logger      string
+	// Exe is the absolute path of podrun's own binary, run as the node's
+	// stream keeper (`Exe cri-io`), which writes the containers' CRI-format
+	// logs, rotated per LogRotation.
+	Exe         string
 	LogRotation logs.Rotation
-	// IODir holds a directory per container with stdin or a terminal: the
-	// FIFOs and the attach socket of its stream keeper (Logger cri-io).
+	// IODir holds a directory per container: the FIFOs of its streams, and
+	// the attach socket of one with stdin or a terminal (keeper package).
 	IODir   string
 	Timeout time.Duration // dial and health-check timeout
 	// ImportLock, when set, is held around each Import: containerd's
@@ -103,7 +100,8 @@ func Connect(ctx context.Context, o Options) (*Engine, error) {
 		client.Close()
 		return nil, fmt.Errorf("%w: containerd at %q does not answer: %w", engine.ErrUnavailable, o.Address, err)
 	}
-	return &Engine{client: client, namespace: o.Namespace, logger: o.Logger, rotation: o.LogRotation, ioDir: o.IODir, address: o.Address, importLock: o.ImportLock}, nil
+	return &Engine{client: client, namespace: o.Namespace, rotation: o.LogRotation, streams: &keeper.Client{Dir: o.IODir, Exe: o.Exe},
+		address: o.Address, importLock: o.ImportLock}, nil
 }
 
 // Close releases the client connection.
@@ -313,39 +311,33 @@ func withSpec(c engine.ContainerSpec) containerd.NewContainerOpts {
 	}
 }
 
-// Start creates and starts the task.
+// Start creates and starts the task. Its streams go to the node's stream
+// keeper, which writes its log (as containerd's CRI does in containerd).
 func (e *Engine) Start(ctx context.Context, id, logPath string) (uint32, error) {
 	ctx = e.ns(ctx)
 	ctr, err := e.client.LoadContainer(ctx, id)
 	if err != nil {
 		return 0, mapErr(err)
 	}
-	creator := cio.NullIO
-	var keeper *attach.Keeper
+	streams := ""
 	if logPath != "" {
-		creator = cio.BinaryIO(e.logger, map[string]string{logKey: logs.DriverArg(logPath, e.rotation)})
 		info, err := ctr.Info(ctx, containerd.WithoutRefreshedMetadata)
 		if err != nil {
 			return 0, mapErr(err)
 		}
-		if streams := info.Labels[streamsKey]; streams != "" {
-			if keeper, creator, err = e.startKeeper(id, streams, logPath); err != nil {
-				return 0, err
-			}
-		}
+		streams = info.Labels[streamsKey]
 	}
 	t0 := time.Now()
-	task, err := ctr.NewTask(ctx, creator)
-	if keeper != nil {
-		if err != nil {
-			keeper.Abort()
-			_ = os.RemoveAll(e.keeperDir(id))
-		} else if cerr := keeper.Commit(); cerr != nil {
-			err = fmt.Errorf("stream keeper: %w", cerr)
-			if _, derr := task.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill); derr != nil && !errdefs.IsNotFound(derr) {
-				err = errors.Join(err, fmt.Errorf("deleting the task: %w", derr))
-			}
+	var task containerd.Task
+	for attempt := 0; ; attempt++ {
+		task, err = e.createTask(ctx, ctr, streams, logPath)
+		// Pods share shims (run's shim pool): a create that reached a shim
+		// exiting with its last other task failed with the connection, and
+		// containerd removed what it made. Again, on a shim started anew.
+		if err == nil || attempt == 2 || !shimGone(err) || !taskGone(ctx, ctr) {
+			break
 		}
+		slog.Debug("task create reached an exiting shim: again", "id", id, "err", err)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("creating task: %w", err)
@@ -452,11 +444,41 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	if err := ctr.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("deleting container %q: %w", id, err)
 	}
-	// A keeper removes its directory when its task ends; one killed leaves it.
-	if err := os.RemoveAll(e.keeperDir(id)); err != nil {
-		return fmt.Errorf("removing the streams of %q: %w", id, err)
+	// The keeper lets its streams go once their end is written.
+	return e.streams.Remove(ctx, id, drainWait)
+}
+
+// createTask creates ctr's task, its streams (with logPath) kept by the
+// stream keeper; a failed create lets them go.
+func (e *Engine) createTask(ctx context.Context, ctr containerd.Container, streams, logPath string) (containerd.Task, error) {
+	if logPath == "" {
+		return ctr.NewTask(ctx, cio.NullIO)
 	}
-	return nil
+	s, err := e.keepStreams(ctx, ctr.ID(), streams, logPath)
+	if err != nil {
+		return nil, err
+	}
+	release := keeper.Hold(s)
+	defer release()
+	task, err := ctr.NewTask(ctx, keptIO(s).new)
+	if err != nil {
+		return nil, errors.Join(err, e.streams.Remove(context.WithoutCancel(ctx), ctr.ID(), 0))
+	}
+	// The task holds its streams: their end is the end of its output.
+	if err := e.streams.Commit(ctx, ctr.ID()); err != nil {
+		slog.Debug("stream keeper: commit", "id", ctr.ID(), "err", err) // a keeper taking over reads the record
+	}
+	return task, nil
+}
+
+// shimGone reports whether err is a shim's connection lost or refused.
+func shimGone(err error) bool {
+	for _, s := range []string{"ttrpc: closed", "connection refused", "connection reset by peer", "broken pipe"} {
+		if strings.Contains(err.Error(), s) {
+			return true
+		}
+	}
+	return false
 }
 
 // taskGone reports whether ctr has no task any more: a delete whose shim
@@ -614,6 +636,12 @@ func (e *Engine) DeleteTask(ctx context.Context, id string) (engine.Exit, error)
 	st, err := task.Delete(ctx, containerd.WithProcessKill)
 	if err != nil {
 		return engine.Exit{}, mapErr(err)
+	}
+	// The shim has closed the task's streams: the keeper writes what was
+	// left in them (a last line without a newline too) before the exit is
+	// reported, so whoever reads the log next sees all of it.
+	if err := e.streams.Commit(ctx, id); err == nil {
+		e.streams.WaitDrained(ctx, id, drainWait)
 	}
 	return engine.Exit{Code: st.ExitCode(), ExitedAt: st.ExitTime()}, nil
 }

@@ -3,8 +3,6 @@ package ctrd
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -13,14 +11,18 @@ import (
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/namespaces"
 
-	"github.com/podrun/podrun/attach"
 	"github.com/podrun/podrun/engine"
-	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/keeper"
 )
 
 // streamsKey is the engine's own label on a container with stdin or a
 // terminal: "stdin", "stdin-once", "tty", comma-separated.
 const streamsKey = "io.podrun.engine.streams"
+
+// drainWait bounds the wait for the keeper to write the end of a task's
+// output once its streams are closed (a process that kept the container's
+// stdout open past its end holds it up to there).
+const drainWait = 2 * time.Second
 
 func streamsLabel(c engine.ContainerSpec) string {
 	var v []string
@@ -36,50 +38,47 @@ func streamsLabel(c engine.ContainerSpec) string {
 	return strings.Join(v, ",")
 }
 
-// keeperDir is the directory of container id's stream keeper: its FIFOs
-// and its attach socket.
-func (e *Engine) keeperDir(id string) string { return filepath.Join(e.ioDir, id) }
-
-// startKeeper starts the stream keeper of container id (attach package)
-// and returns the task's I/O: the keeper's FIFOs, as containerd's CRI sets
-// them up for a container with stdin or a terminal.
-func (e *Engine) startKeeper(id, streams, logPath string) (*attach.Keeper, cio.Creator, error) {
+// keepStreams has the node's stream keeper take container id's streams
+// (streams: its streamsKey label) into the CRI log at logPath, and returns
+// the FIFOs the task is to be connected to, as containerd's CRI sets them
+// up.
+func (e *Engine) keepStreams(ctx context.Context, id, streams, logPath string) (keeper.Streams, error) {
 	set := strings.Split(streams, ",")
 	has := func(s string) bool { return slices.Contains(set, s) }
-	dir := e.keeperDir(id)
-	if err := os.RemoveAll(dir); err != nil { // a killed keeper's
-		return nil, nil, err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, err
-	}
-	cfg := attach.Config{Dir: dir, Log: logs.DriverArg(logPath, e.rotation),
+	cfg := keeper.Config{ID: id, Log: logPath, MaxSize: e.rotation.MaxSize, MaxFiles: e.rotation.MaxFiles,
 		Stdin: has("stdin"), StdinOnce: has("stdin-once"), TTY: has("tty"),
-		Address: e.address, Namespace: e.namespace, ID: id}
-	k, err := attach.Start(e.logger, cfg)
+		Address: e.address, Namespace: e.namespace}
+	// An earlier start of the same container left its streams: they go.
+	if err := e.streams.Remove(ctx, id, 0); err != nil {
+		return keeper.Streams{}, err
+	}
+	s, err := e.streams.Prepare(cfg)
 	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, nil, fmt.Errorf("container %q: %w", id, err)
+		return keeper.Streams{}, fmt.Errorf("container %q: %w", id, err)
 	}
-	ioc := cio.Config{Terminal: cfg.TTY, Stdout: filepath.Join(dir, attach.StdoutFile)}
-	if cfg.Stdin {
-		ioc.Stdin = filepath.Join(dir, attach.StdinFile)
+	if err := e.streams.Add(ctx, id); err != nil {
+		return keeper.Streams{}, fmt.Errorf("container %q: %w", id, err)
 	}
-	if !cfg.TTY {
-		ioc.Stderr = filepath.Join(dir, attach.StderrFile)
-	}
-	return k, func(string) (cio.IO, error) { return keptIO{ioc}, nil }, nil
+	return s, nil
 }
 
-// keptIO is a task's I/O held by a keeper process: podrun holds nothing.
-type keptIO struct{ cfg cio.Config }
+// KeepStreams starts the stream keeper again when containers have streams
+// and none answers (it was killed).
+func (e *Engine) KeepStreams(ctx context.Context) error { return e.streams.Ensure(ctx) }
 
-func (k keptIO) Config() cio.Config { return k.cfg }
-func (keptIO) Cancel()              {}
-func (keptIO) Wait()                {}
-func (keptIO) Close() error         { return nil }
+// keptIO is a task's I/O held by the stream keeper: podrun holds nothing.
+type keptIO keeper.Streams
 
-// CloseStdin closes the stdin of container id's task at the shim, for its
+func (k keptIO) new(string) (cio.IO, error) { return k, nil }
+
+func (k keptIO) Config() cio.Config {
+	return cio.Config{Stdin: k.Stdin, Stdout: k.Stdout, Stderr: k.Stderr, Terminal: k.Terminal}
+}
+func (keptIO) Cancel()      {}
+func (keptIO) Wait()        {}
+func (keptIO) Close() error { return nil }
+
+// CloseStdin closes the stdin of container id's task at the shim, for the
 // stream keeper (stdinOnce): a client of its own, for one call.
 func CloseStdin(ctx context.Context, address, namespace, id string) error {
 	client, err := containerd.New(address, containerd.WithDefaultNamespace(namespace), containerd.WithTimeout(10*time.Second))

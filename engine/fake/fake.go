@@ -721,7 +721,9 @@ func (e *Engine) Exits(ctx context.Context) (<-chan engine.TaskExit, <-chan erro
 	return out, errc
 }
 
-// SetLabels adds or replaces labels.
+// KeepStreams does nothing: the fake's output goes nowhere.
+func (e *Engine) KeepStreams(context.Context) error { return nil }
+
 // Resize resizes the terminal of a task: it must exist.
 func (e *Engine) Resize(ctx context.Context, id string, width, height uint32) error {
 	e.mu.Lock()
@@ -736,6 +738,7 @@ func (e *Engine) Resize(ctx context.Context, id string, width, height uint32) er
 	return nil
 }
 
+// SetLabels adds or replaces labels.
 func (e *Engine) SetLabels(ctx context.Context, id string, labels map[string]string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
