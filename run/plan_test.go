@@ -1,11 +1,15 @@
 package run
 
 import (
+	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/manifest"
@@ -170,22 +174,36 @@ func TestPinnedSandboxAlive(t *testing.T) {
 	}
 }
 
-// TestShimGroup: a pod's app containers are spread over up to two shims
-// per core; everything else runs in the pod's.
+// TestShimGroup: a node's pods share a pool of shims, two per core: a
+// pod's lane comes from its uid, its init containers and pause run there,
+// its app containers each in the next lane, around.
 func TestShimGroup(t *testing.T) {
 	pod := basePod().Pod
-	pod.Spec.Containers = []corev1.Container{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
-	for _, tt := range []struct {
-		name, kind string
-		cores      int
-		want       string
-	}{
-		{"a", labels.KindApp, 1, ""}, {"b", labels.KindApp, 1, "sb-1"}, {"c", labels.KindApp, 1, ""}, {"d", labels.KindApp, 1, "sb-1"},
-		{"c", labels.KindApp, 2, "sb-2"}, {"d", labels.KindApp, 8, "sb-3"}, {"a", labels.KindApp, 8, ""},
-		{"setup", labels.KindInit, 8, ""},
-	} {
-		if got := shimGroup("sb", pod, tt.name, tt.kind, tt.cores); got != tt.want {
-			t.Errorf("shimGroup(%s, %s, %d cores) = %q, want %q", tt.name, tt.kind, tt.cores, got, tt.want)
+	pod.Spec.Containers = []corev1.Container{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}, {Name: "e"}}
+	lane := func(name, kind string, cores int) int {
+		g := shimGroup(pod, name, kind, cores)
+		n, err := strconv.Atoi(strings.TrimPrefix(g, "podrun-shim-"))
+		if err != nil || n < 0 || n >= 2*cores {
+			t.Fatalf("shimGroup(%s, %s, %d cores) = %q: not a lane of %d", name, kind, cores, g, 2*cores)
 		}
+		return n
+	}
+	base := lane("", labels.KindInit, 2)
+	for i, name := range []string{"a", "b", "c", "d", "e"} {
+		if got := lane(name, labels.KindApp, 2); got != (base+i)%4 {
+			t.Errorf("app %s: lane %d, want %d", name, got, (base+i)%4)
+		}
+	}
+	if lane("setup", labels.KindInit, 2) != base {
+		t.Error("init containers (sidecars among them) run in the pod's lane")
+	}
+	other := basePod().Pod
+	seen := map[string]bool{}
+	for i := range 64 {
+		other.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		seen[shimGroup(other, "x", labels.KindInit, 2)] = true
+	}
+	if len(seen) != 4 {
+		t.Errorf("64 pods in %d lanes of 4", len(seen))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"os"
 	"path/filepath"
@@ -310,7 +311,8 @@ func (r *podRun) startSandbox(ctx context.Context) error {
 		return err
 	}
 	in := spec.PauseInput{ID: r.sandboxID, Pod: r.pod.Pod, NetNSPath: r.netns, Hostname: r.hostname,
-		Security: spec.DetectHost(r.h.cfg.Root)} // seccomp on this host (spec/security.go)
+		Security:  spec.DetectHost(r.h.cfg.Root), // seccomp on this host (spec/security.go)
+		ShimGroup: shimGroup(r.pod.Pod, "", labels.KindInit, runtime.NumCPU())}
 	if r.pinned {
 		if err := r.h.pins.Pin(r.pins, r.hostname); err != nil {
 			return err
@@ -466,23 +468,25 @@ func (r *podRun) writeFiles(ctx context.Context) error {
 	return nil
 }
 
-// shimGroup is the shim an app container's tasks run in ("": the pod's).
-// A shim creates one task at a time, and a pod's app containers start
-// together, so they are spread over up to two shims per core (a create
-// waits on runc's processes as much as it computes; the daemon starts two
-// pods per core likewise), at most one each: the pod's own and <sandbox
-// id>-1, -2... by their index. Init containers and sidecars start one at a
-// time: the pod's shim.
-func shimGroup(sandboxID string, pod *corev1.Pod, name, kind string, cores int) string {
-	if kind != labels.KindApp {
-		return ""
+// shimGroup is the shim container name (of kind) of pod runs in. A node's
+// pods share a pool of shims, two per core: containerd's CRI gives each pod
+// a shim of its own, and a shim (about 3 MiB of the node's memory) costs
+// more than the rest of what a small pod does (docs/benchmarks.md). A
+// pod's lane comes from its uid; its pause, init containers and sidecars,
+// which start one at a time, run in it; its app containers, which start
+// together, in the lanes from there on, one each while there are lanes (a
+// shim creates one task at a time; a create waits on runc's processes as
+// much as it computes).
+func shimGroup(pod *corev1.Pod, name, kind string, cores int) string {
+	lanes := uint32(max(2*cores, 1))
+	h := fnv.New32a()
+	h.Write([]byte(pod.UID))
+	lane := h.Sum32() % lanes
+	if kind == labels.KindApp {
+		i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name })
+		lane = (lane + uint32(max(i, 0))) % lanes
 	}
-	lanes := min(len(pod.Spec.Containers), 2*cores)
-	i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name })
-	if lanes <= 1 || i%lanes == 0 {
-		return ""
-	}
-	return sandboxID + "-" + strconv.Itoa(i%lanes)
+	return "podrun-shim-" + strconv.Itoa(int(lane))
 }
 
 // startContainer creates (unless prepareApps did) and starts attempt
@@ -544,7 +548,7 @@ func (r *podRun) createContainer(ctx context.Context, c *corev1.Container, kind 
 	s, err := spec.Container(ctx, spec.ContainerInput{
 		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Env: env, Mounts: mounts, TerminationLog: termLog,
 		Security:  spec.DetectHost(r.h.cfg.Root), // seccomp, AppArmor, <root>/seccomp profiles (spec/security.go)
-		Resources: limits, OOMScoreAdj: oomScoreAdj, ShimGroup: shimGroup(r.sandboxID, r.pod.Pod, c.Name, kind, runtime.NumCPU()),
+		Resources: limits, OOMScoreAdj: oomScoreAdj, ShimGroup: shimGroup(r.pod.Pod, c.Name, kind, runtime.NumCPU()),
 		Sandbox: spec.Sandbox{
 			ID: r.sandboxID, IPC: ipc, UTS: uts, PID: int(r.pausePID), NetNSPath: r.netns, HostNetwork: r.hostNetwork(), Hostname: r.hostname,
 			EtcHosts: r.layout.File("etc-hosts"), ResolvConf: r.layout.File("resolv.conf"),

@@ -44,8 +44,8 @@ type Mount struct {
 // Sandbox describes the pod-level things a container joins.
 type Sandbox struct {
 	// ID is the sandbox container's id, set as the labels.SandboxID
-	// annotation on every container of the pod, and as its shim group
-	// unless the container has a ShimGroup of its own.
+	// annotation on every container of the pod (the CRI plugin's, which the
+	// runc shim groups by when the container has no ShimGroup).
 	ID string
 	// IPC and UTS are the namespace files containers join: the pod's
 	// pinned namespaces (sandbox.Pins) or its pause's (ProcNS); "" is the

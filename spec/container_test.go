@@ -222,7 +222,6 @@ func TestContainerCwd(t *testing.T) {
 func TestContainerAnnotations(t *testing.T) {
 	s := mustContainer(t, baseInput())
 	want := map[string]string{
-		labels.ShimGroup:                      testSbxID,
 		labels.SandboxID:                      testSbxID,
 		"io.kubernetes.cri.container-type":    "container",
 		"io.kubernetes.cri.sandbox-namespace": "default",
@@ -238,7 +237,7 @@ func TestContainerAnnotations(t *testing.T) {
 		t.Errorf("CRI sandbox-id annotation = %q, want %q", got, testSbxID)
 	}
 	in := baseInput()
-	in.ShimGroup = testSbxID + "-1"
+	in.ShimGroup = "podrun-shim-1"
 	s = mustContainer(t, in)
 	if g, id := s.Annotations["io.containerd.runc.v2.group"], s.Annotations["io.kubernetes.cri.sandbox-id"]; g != in.ShimGroup || id != testSbxID {
 		t.Errorf("with a shim group of its own: group %q, sandbox-id %q; want %q, %q", g, id, in.ShimGroup, testSbxID)

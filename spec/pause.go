@@ -9,6 +9,7 @@ import (
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/podrun/podrun/labels"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -43,6 +44,9 @@ type PauseInput struct {
 	// IPC and UTS are namespaces pinned for the pod (sandbox.Pins) that the
 	// sandbox joins instead of making its own ("": its own, or the host's).
 	IPC, UTS string
+	// ShimGroup is the shim its task runs in (labels.ShimGroup; "": one of
+	// the pod's own, by its sandbox id).
+	ShimGroup string
 }
 
 // Pause builds the spec of a pod's sandbox (pause) container: new IPC, UTS and
@@ -50,8 +54,7 @@ type PauseInput struct {
 // host's network and UTS namespaces, as the CRI plugin does for hostNetwork
 // pods; likewise the host's PID namespace with hostPID and the host's IPC
 // namespace with hostIPC), the hostname, a read-only root, no capabilities, the runtime's
-// default seccomp profile, the pod's sysctls, and the ShimGroup annotation
-// set to its own ID.
+// default seccomp profile, the pod's sysctls, and the ShimGroup annotation.
 func Pause(ctx context.Context, in PauseInput) (*specs.Spec, error) {
 	if err := checkPauseInput(in); err != nil {
 		return nil, err
@@ -73,7 +76,7 @@ func Pause(ctx context.Context, in PauseInput) (*specs.Spec, error) {
 		withPinnedNamespaces(in.IPC, in.UTS),
 		oci.WithCgroup(cgroups),
 		withResources(in.Resources, in.OOMScoreAdj),
-		oci.WithAnnotations(podAnnotations(in.Pod, in.ID, containerTypeSandbox)),
+		oci.WithAnnotations(pauseAnnotations(in)),
 	}
 	if in.Rootfs != "" {
 		opts = append(opts, oci.WithRootFSPath(in.Rootfs))
@@ -158,4 +161,14 @@ func withPinnedNamespaces(ipc, uts string) oci.SpecOpts {
 		opts = append(opts, join(specs.UTSNamespace, uts), oci.WithHostname(""))
 	}
 	return oci.Compose(opts...)
+}
+
+// pauseAnnotations are the CRI plugin's sandbox annotations, and the shim
+// group.
+func pauseAnnotations(in PauseInput) map[string]string {
+	a := podAnnotations(in.Pod, in.ID, containerTypeSandbox)
+	if in.ShimGroup != "" {
+		a[labels.ShimGroup] = in.ShimGroup
+	}
+	return a
 }

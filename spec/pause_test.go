@@ -21,6 +21,7 @@ func basePause() PauseInput {
 		Args:        []string{"/pause"},
 		ExtraMounts: []Mount{{Source: "/usr/libexec/podrun/pause", Destination: "/pause", ReadOnly: true}},
 		Cgroup:      "/podrun/pod" + testPodUID,
+		ShimGroup:   "podrun-shim-3",
 	}
 }
 
@@ -56,7 +57,7 @@ func TestPause(t *testing.T) {
 		t.Errorf("CgroupsPath = %q", s.Linux.CgroupsPath)
 	}
 	wantAnn := map[string]string{
-		labels.ShimGroup:                      "pause-1",
+		labels.ShimGroup:                      "podrun-shim-3",
 		labels.SandboxID:                      "pause-1",
 		"io.kubernetes.cri.container-type":    "sandbox",
 		"io.kubernetes.cri.sandbox-namespace": "default",

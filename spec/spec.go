@@ -105,7 +105,6 @@ func withResources(r *specs.LinuxResources, oomScoreAdj int) oci.SpecOpts {
 func podAnnotations(pod *corev1.Pod, sandboxID, containerType string) map[string]string {
 	return map[string]string{
 		labels.SandboxID:    sandboxID,
-		labels.ShimGroup:    sandboxID,
 		annContainerType:    containerType,
 		annSandboxNamespace: pod.Namespace,
 		annSandboxUID:       string(pod.UID),
