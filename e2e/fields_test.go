@@ -116,7 +116,7 @@ spec:
     volumeMounts: [{name: data, mountPath: /data}]
   volumes:
   - {name: data, emptyDir: {}}
-`)
+`, "--wait=completion") // the app is Ready a moment between its runs: up's default could return then
 	if code != 1 || !strings.Contains(stderr, `container "app" exited with code 3`) {
 		t.Fatalf("up: exit %d, want 1 (exit code 3 is not restarted)\n%s", code, stderr)
 	}

@@ -568,6 +568,7 @@ func (s *e2eSuite) tearDown(failed bool) error {
 	if s.ctrd != nil {
 		if failed {
 			fmt.Fprintf(os.Stderr, "e2e: last errors in the containerd log:\n%s", e2eTail(s.ctrdLog, 40, "level=error", "level=fatal", "panic"))
+			fmt.Fprintf(os.Stderr, "e2e: the stream keeper's log:\n%s", e2eTail(filepath.Join(H.RunDir, "io", "keeper.log"), 40))
 		}
 		_ = s.ctrd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -644,6 +645,10 @@ func e2eForceHostCleanup() bool {
 func (s *e2eSuite) checkLeaks() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// The stream keeper ends a few seconds after its last container.
+	for deadline := time.Now().Add(20 * time.Second); len(e2eKeepers(s.tmp)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	leaks := s.containerdLeaks(ctx)
 	leaks = append(leaks, e2eHostLeaks(s.before, e2eCapture(s.tmp), s.tmp)...)
 	if len(leaks) == 0 {
@@ -994,10 +999,7 @@ func e2eHostLeaks(before, after e2eHost, tmp string) []e2eLeak {
 	for _, p := range e2eNew(before.cgroups, after.cgroups) {
 		out = append(out, e2eLeak{what: "pod cgroup " + p, fix: func() error { return e2eRemoveCgroup(p) }})
 	}
-	keepers := e2eProcs(func(_ int, argv []string) bool {
-		return len(argv) > 3 && argv[1] == "cri-io" && argv[2] == "--dir" && e2eUnder(argv[3], tmp)
-	})
-	for _, pid := range keepers {
+	for _, pid := range e2eKeepers(tmp) {
 		out = append(out, e2eLeak{what: fmt.Sprintf("stream keeper process %d (podrun cri-io)", pid), fix: func() error {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 				return err
@@ -1235,6 +1237,14 @@ func e2eShims(address string) []int {
 }
 
 // e2eProcs returns the PIDs of the processes whose command line keep accepts.
+// e2eKeepers are the stream keepers (`podrun cri-io --dir DIR`) of the
+// suite's run dirs under tmp.
+func e2eKeepers(tmp string) []int {
+	return e2eProcs(func(_ int, argv []string) bool {
+		return len(argv) > 3 && argv[1] == "cri-io" && argv[2] == "--dir" && e2eUnder(argv[3], tmp)
+	})
+}
+
 func e2eProcs(keep func(pid int, argv []string) bool) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
