@@ -94,5 +94,11 @@ bench-compare: deps
 bench-daemon: deps
 	flock /tmp/podrun-e2e.lock bash bench/daemon.sh
 
+# What a pod costs the node: Pss by kind of process at 20 and 50 pods, under
+# `up` and the daemon (prints figures, asserts nothing); BEFORE=<rev> compares.
+.PHONY: bench-memory
+bench-memory: deps
+	flock /tmp/podrun-e2e.lock bash bench/memory.sh
+
 clean:
 	rm -rf $(BIN)
