@@ -9,10 +9,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/podrun/podrun/exepages"
 	"github.com/podrun/podrun/lock"
 )
 
@@ -40,6 +42,7 @@ type Keeper struct {
 	closing bool
 	idle    *time.Timer
 	ln      net.Listener
+	added   chan struct{} // a container was taken (trim)
 }
 
 // Serve runs the keeper of dir (mode 0700, root's): it takes the keeper's
@@ -58,7 +61,7 @@ func Serve(dir string, closeStdin func(Config) error) error {
 		return err
 	}
 	defer l.Release()
-	k := &Keeper{dir: dir, closeStdin: closeStdin, ctrs: map[string]*container{},
+	k := &Keeper{dir: dir, closeStdin: closeStdin, ctrs: map[string]*container{}, added: make(chan struct{}, 1),
 		report: func(m string) {
 			fmt.Fprintf(os.Stderr, "%s podrun keeper: %s\n", time.Now().UTC().Format(time.RFC3339), m)
 		}}
@@ -71,6 +74,7 @@ func Serve(dir string, closeStdin func(Config) error) error {
 	k.mu.Lock()
 	k.idleCheck()
 	k.mu.Unlock()
+	go k.trim()
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -81,6 +85,34 @@ func Serve(dir string, closeStdin func(Config) error) error {
 	// Removed under the lock: a new keeper binds its own after taking it.
 	_ = os.Remove(filepath.Join(dir, controlSocket))
 	return nil
+}
+
+// When the keeper gives back the pages of the binary and the heap it has
+// not used since (exepages): a process of the whole podrun binary touches
+// some 20 MiB of it to start, and its package initialisation leaves
+// megabytes of free heap; copying output uses a small part of either.
+const (
+	trimEvery    = 30 * time.Second // whatever happens
+	trimAfterAdd = 2 * time.Second  // after containers were taken (opening them touches more)
+)
+
+// trim gives back what the keeper does not use, at once, a moment after
+// containers were taken, and every trimEvery, until the keeper ends.
+func (k *Keeper) trim() {
+	t := time.NewTimer(0)
+	for {
+		select {
+		case <-t.C:
+		case <-k.added:
+			t.Reset(trimAfterAdd)
+			continue
+		}
+		debug.FreeOSMemory()
+		if _, err := exepages.Drop(); err != nil {
+			k.report(fmt.Sprintf("giving back the binary's pages: %v", err))
+		}
+		t.Reset(trimEvery)
+	}
 }
 
 // adopt takes every container directory of the io dir: those a killed
@@ -197,6 +229,10 @@ func (k *Keeper) add(id string) error {
 	}
 	k.ctrs[id] = c
 	k.idleCheck()
+	select {
+	case k.added <- struct{}{}:
+	default:
+	}
 	go func() {
 		c.run()
 		// Its output ended and is in the log: its directory goes, which
