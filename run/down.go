@@ -103,3 +103,14 @@ func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration)
 	h.report(Event{Pod: key, Step: "down", Elapsed: time.Since(start), Err: err})
 	return err
 }
+
+// removePod takes pod uid, named key, down under its lock (a Job's
+// deleted pod).
+func (h *Host) removePod(ctx context.Context, key, uid string) error {
+	unlock, err := h.lockPod(ctx, key, 0)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return h.downUID(ctx, uid, nil)
+}
