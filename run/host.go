@@ -71,7 +71,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		cgroups:  d.Cgroups,
 		disk:     d.Disk,
 		locks:    d.Locks,
-		podLocks: podLocks{held: map[string]*heldLock{}},
+		podLocks: podLocks{owners: map[string]*owners{}, held: map[string]*heldLock{}},
 		node:     d.Node,
 		admitTo:  d.Admission,
 		report:   report,

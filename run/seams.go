@@ -80,8 +80,9 @@ type Disk interface {
 // of a pod, by namespace/name, at a time.
 type Locks interface {
 	// Lock takes pod key's lock, waiting until ctx ends; waiting is told
-	// once which pid holds it.
-	Lock(ctx context.Context, key string, waiting func(holder int)) (unlock func(), err error)
+	// once which pid holds it. unlock(gone) releases it; gone: no pod of
+	// that name is left, and the lock's file may go.
+	Lock(ctx context.Context, key string, waiting func(holder int)) (unlock func(gone bool), err error)
 }
 
 // Deps are the implementations a Host works with.

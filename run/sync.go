@@ -186,9 +186,9 @@ func (h *Host) SyncPod(ctx context.Context, key string, w Want, o UpOptions, sna
 	if err != nil {
 		return fail(err)
 	}
-	defer unlock()
 	in, adoptable, err := h.observe(ctx, w, o, key, snapshot)
 	if err != nil {
+		unlock(false)
 		return fail(err)
 	}
 	var rs []Result
@@ -197,7 +197,30 @@ func (h *Host) SyncPod(ctx context.Context, key string, w Want, o UpOptions, sna
 			rs = append(rs, h.act(ctx, a, o, adoptable[a.UID]))
 		}
 	}
+	unlock(h.goneAfter(ctx, key, w, in, rs))
 	return rs
+}
+
+// goneAfter reports whether no pod named key is left on the node after
+// SyncPod acted on them (rs): none of the actions left one there, and a
+// listing finds none (of their containers, and of the records of the pods
+// seen before and of the one wanted).
+func (h *Host) goneAfter(ctx context.Context, key string, w Want, in plan.Input, rs []Result) bool {
+	for _, r := range rs {
+		if r.Err == nil && r.Action != Removed {
+			return false
+		}
+	}
+	var uids []string
+	if uid := wantedUID(w, key); uid != "" {
+		uids = append(uids, uid)
+	}
+	for _, e := range in.Node {
+		if e.Key() == key {
+			uids = append(uids, e.UID)
+		}
+	}
+	return h.podGone(ctx, key, uids)
 }
 
 // yields reports whether the wanted pod key comes from a source that Yield
