@@ -360,6 +360,15 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) R
 		}
 	case plan.Replace:
 		res.Action = Replaced
+		// The new pod's images stay held from before they are made present
+		// until its containers use them: no image collection removes them
+		// meanwhile (nor after the old pod, which used them, is gone).
+		release, err := h.holdImages(ctx, a.Pod)
+		if err != nil {
+			res.Phase, res.Err = corev1.PodRunning, err
+			return res
+		}
+		defer release()
 		if a.PullFirst {
 			// Pull before kill: while the new pod's images cannot be made
 			// present, the running pod keeps running (and is retried).
@@ -381,6 +390,12 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) R
 		res.Phase, res.Err = h.create(ctx, a.Pod, o)
 	case plan.Create:
 		res.Action = Created
+		release, err := h.holdImages(ctx, a.Pod)
+		if err != nil {
+			res.Phase, res.Err = corev1.PodPending, err
+			return res
+		}
+		defer release()
 		res.Phase, res.Err = h.create(ctx, a.Pod, o)
 	}
 	return res
