@@ -226,8 +226,10 @@ func TestOwnersExcludeJoinsShare(t *testing.T) {
 	}()
 	time.Sleep(20 * time.Millisecond)
 	u1(true)
-	u2 := <-second // the next owner, while the join still holds
-	other := func() error { // another process
+	// The next owner, while the join still holds.
+	u2 := <-second
+	// other tries to lock the pod as another process.
+	other := func() error {
 		octx, ocancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer ocancel()
 		u, err := tp.locks.Lock(octx, key, nil)

@@ -67,15 +67,15 @@ func (f fakeProc) exit(pid int) {
 }
 
 // waitReturns runs p.wait for id and reports whether it returned within d,
-// and with what; the wait goes on in the background otherwise.
-func waitReturns(p plugins, id string, d time.Duration) (returned bool, err error, later <-chan error) {
+// and with what; the wait goes on in the background otherwise (later).
+func waitReturns(p plugins, id string, d time.Duration) (returned bool, later <-chan error, err error) {
 	done := make(chan error, 1)
 	go func() { done <- p.wait(context.Background(), id) }()
 	select {
 	case err := <-done:
-		return true, err, nil
+		return true, nil, err
 	case <-time.After(d):
-		return false, nil, done
+		return false, done, nil
 	}
 }
 
@@ -96,12 +96,12 @@ func TestPluginsOnlyRootsCNIBinaries(t *testing.T) {
 	f.process(13, plugin, 0, "CNI_COMMAND=ADD", "CNI_CONTAINERID="+id+"-other")
 	f.process(14, filepath.Join(f.bin, "gone"), 0, add...) // its exe does not resolve: a kernel thread, or gone
 	p := plugins{proc: f.proc, binDirs: []string{filepath.Join(filepath.Dir(f.proc), "missing"), f.bin}}
-	if returned, err, _ := waitReturns(p, id, time.Second); !returned || err != nil {
+	if returned, _, err := waitReturns(p, id, time.Second); !returned || err != nil {
 		t.Fatalf("no plugin of the pod's ADD: returned %v, %v; want at once", returned, err)
 	}
 
 	f.process(20, plugin, 0, add...)
-	returned, err, later := waitReturns(p, id, 200*time.Millisecond)
+	returned, later, err := waitReturns(p, id, 200*time.Millisecond)
 	if returned {
 		t.Fatalf("returned (%v) while root ran the plugin for the pod's ADD", err)
 	}
@@ -117,7 +117,7 @@ func TestPluginsOnlyRootsCNIBinaries(t *testing.T) {
 
 	// A /proc that cannot be listed is an error, not "no plugin".
 	p.proc = filepath.Join(filepath.Dir(f.proc), "noproc")
-	if returned, err, _ := waitReturns(p, id, time.Second); !returned || err == nil {
+	if returned, _, err := waitReturns(p, id, time.Second); !returned || err == nil {
 		t.Errorf("unlistable /proc: returned %v, err %v; want an error", returned, err)
 	}
 }
