@@ -64,29 +64,25 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 			report(run.Event{Msg: fmt.Sprintf("started podrun's private containerd at %s", addr)})
 		}
 	}
+	images := lock.Images{Dir: filepath.Join(cfg.Root, "locks"), Waiting: func(what string, pid int) {
+		report(run.Event{Msg: fmt.Sprintf("waiting for podrun (pid %d), which is %s", pid, what)})
+	}}
 	e, err := ctrd.Connect(ctx, ctrd.Options{Address: addr, Namespace: cfg.Namespace, Exe: cfg.Exe, LogRotation: cfg.LogRotation, IODir: ioDir(cfg), Timeout: dialTimeout,
-		ImportLock: func(ctx context.Context) (func(), error) {
-			l, err := lock.Acquire(ctx, filepath.Join(cfg.Root, "locks", "images.lock"), func(pid int) {
-				report(run.Event{Msg: fmt.Sprintf("waiting for podrun (pid %d), which is importing images", pid)})
-			})
-			if err != nil {
-				return nil, err
-			}
-			return func() { _ = l.Release() }, nil
-		}})
+		ImportLock: images.Import})
 	if err != nil {
 		return nil, err
 	}
 	d := run.Deps{
-		Engine:    e,
-		Network:   sandbox.NewNetwork(cfg.CNIConfDir, cfg.CNIBinDirs, filepath.Join(cfg.Root, "cni")),
-		NetNS:     sandbox.Namespaces{},
-		Pins:      sandbox.Pinner{},
-		Cgroups:   cgroup.Manager{},
-		Disk:      volumes.Disk{},
-		Locks:     lock.Pods{Dir: filepath.Join(cfg.Root, "locks", "pods")},
-		Node:      cgroup.Node,                                                          // read once, when a pod first needs it
-		Admission: onceOK(func() (admission.Node, error) { return admissionNode(cfg) }), // read when a pod is first admitted
+		Engine:     e,
+		Network:    sandbox.NewNetwork(cfg.CNIConfDir, cfg.CNIBinDirs, filepath.Join(cfg.Root, "cni")),
+		NetNS:      sandbox.Namespaces{},
+		Pins:       sandbox.Pinner{},
+		Cgroups:    cgroup.Manager{},
+		Disk:       volumes.Disk{},
+		Locks:      lock.Pods{Dir: filepath.Join(cfg.Root, "locks", "pods")},
+		ImageHolds: images,
+		Node:       cgroup.Node,                                                          // read once, when a pod first needs it
+		Admission:  onceOK(func() (admission.Node, error) { return admissionNode(cfg) }), // read when a pod is first admitted
 	}
 	return run.NewHost(cfg, d, report, e.Close), nil
 }

@@ -6,8 +6,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,8 +25,7 @@ import (
 // Metrics are the daemon's Prometheus metrics.
 type Metrics struct {
 	reg           *prometheus.Registry
-	pods          *prometheus.GaugeVec
-	restarts      *prometheus.GaugeVec
+	pods          *podMetrics
 	probeResults  *prometheus.CounterVec
 	probeDuration *prometheus.HistogramVec
 	syncDuration  prometheus.Histogram
@@ -34,11 +35,8 @@ type Metrics struct {
 // NewMetrics registers podrun's metrics on a fresh registry.
 func NewMetrics() *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		pods: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "podrun_pods",
-			Help: "Pods of the daemon's sources by phase."}, []string{"phase"}),
-		restarts: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "podrun_container_restarts",
-			Help: "Restart count of each container."}, []string{"namespace", "pod", "container"}),
+		reg:  prometheus.NewRegistry(),
+		pods: newPodMetrics(),
 		probeResults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podrun_probe_results_total",
 			Help: "Probe attempts by probe kind and result."}, []string{"probe", "result"}),
 		probeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "podrun_probe_duration_seconds",
@@ -48,7 +46,7 @@ func NewMetrics() *Metrics {
 		syncFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "podrun_sync_failures_total",
 			Help: "Syncs that could not reach the container runtime."}),
 	}
-	m.reg.MustRegister(m.pods, m.restarts, m.probeResults, m.probeDuration, m.syncDuration, m.syncFailures,
+	m.reg.MustRegister(m.pods, m.probeResults, m.probeDuration, m.syncDuration, m.syncFailures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -66,21 +64,70 @@ func (m *Metrics) observeSync(took time.Duration, failed bool) {
 	}
 }
 
-func (m *Metrics) setPods(pods []*run.PodInfo) {
-	m.pods.Reset()
-	m.restarts.Reset()
-	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown} {
-		m.pods.WithLabelValues(string(phase))
+func (m *Metrics) setPods(pods []*run.PodInfo) { m.pods.set(pods) }
+
+// podMetrics are the pods by phase and their containers' restarts, from
+// one listing: the whole set is built, then replaces the previous one, so
+// that a scrape sees one listing or the next, never part of one.
+type podMetrics struct {
+	phase, restarts *prometheus.Desc
+	current         atomic.Pointer[[]prometheus.Metric]
+}
+
+func newPodMetrics() *podMetrics {
+	m := &podMetrics{
+		phase: prometheus.NewDesc("podrun_pods", "Pods of the daemon's sources by phase.", []string{"phase"}, nil),
+		restarts: prometheus.NewDesc("podrun_container_restarts", "Restart count of each container.",
+			[]string{"namespace", "pod", "container"}, nil),
 	}
+	m.set(nil)
+	return m
+}
+
+// set replaces the metrics with those of pods.
+func (m *podMetrics) set(pods []*run.PodInfo) {
+	phases := []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown}
+	count := map[corev1.PodPhase]float64{}
+	restarts := map[[3]string]int32{} // by namespace, pod, container; a name's last run counts
+	var containers [][3]string
 	for _, p := range pods {
+		phase := corev1.PodUnknown
+		if p.Pod != nil {
+			phase = p.Pod.Status.Phase
+		}
+		if count[phase]++; !slices.Contains(phases, phase) {
+			phases = append(phases, phase)
+		}
 		if p.Pod == nil {
-			m.pods.WithLabelValues(string(corev1.PodUnknown)).Inc()
 			continue
 		}
-		m.pods.WithLabelValues(string(p.Pod.Status.Phase)).Inc()
 		for _, cs := range append(p.Pod.Status.InitContainerStatuses, p.Pod.Status.ContainerStatuses...) {
-			m.restarts.WithLabelValues(p.Namespace, p.Name, cs.Name).Set(float64(cs.RestartCount))
+			key := [3]string{p.Namespace, p.Name, cs.Name}
+			if _, ok := restarts[key]; !ok {
+				containers = append(containers, key)
+			}
+			restarts[key] = cs.RestartCount
 		}
+	}
+	out := make([]prometheus.Metric, 0, len(phases)+len(containers))
+	for _, phase := range phases {
+		out = append(out, prometheus.MustNewConstMetric(m.phase, prometheus.GaugeValue, count[phase], string(phase)))
+	}
+	for _, key := range containers {
+		out = append(out, prometheus.MustNewConstMetric(m.restarts, prometheus.GaugeValue, float64(restarts[key]), key[:]...))
+	}
+	m.current.Store(&out)
+}
+
+// Describe and Collect make podMetrics a prometheus.Collector.
+func (m *podMetrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.phase
+	ch <- m.restarts
+}
+
+func (m *podMetrics) Collect(ch chan<- prometheus.Metric) {
+	for _, metric := range *m.current.Load() {
+		ch <- metric
 	}
 }
 

@@ -278,3 +278,53 @@ func TestPrivateContainerdStartedOnce(t *testing.T) {
 		t.Errorf("%d commands said they started the private containerd, want 1:\n%s", n, strings.Join(outs, "\n---\n"))
 	}
 }
+
+// TestLongPodName: a pod whose name has the most characters a name may
+// have (253) goes down — also when it is not there — and comes up, and
+// its lock file goes with it (a lock file named after the pod made a name
+// over 255 bytes: such a pod could neither come up nor go down).
+func TestLongPodName(t *testing.T) {
+	H.require(t)
+	before := plCapture(t)
+	name := "cc-long-" + strings.Repeat("x", 253-len("cc-long-"))
+	file := H.WriteManifest(t, "cc-long.yaml", ccPod(name, "x"))
+	plDownOnCleanup(t, file)
+	locks := func() []string {
+		entries, _ := os.ReadDir(filepath.Join(H.Root, "locks", "pods"))
+		var out []string
+		for _, e := range entries {
+			if b, err := os.ReadFile(filepath.Join(H.Root, "locks", "pods", e.Name())); err == nil && strings.Contains(string(b), name) {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
+		t.Fatalf("down of a pod not there: exit %d\n%s", code, stderr)
+	}
+	if l := locks(); len(l) != 0 {
+		t.Errorf("lock files left by down: %v", l)
+	}
+	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", file); code != 0 {
+		if strings.Contains(stderr, H.LogDir) && strings.Contains(stderr, "file name too long") {
+			// The kubelet's own bug (kubernetes#80042): <ns>_<name>_<uid> is
+			// over 255 bytes. Until logs.PodDir bounds it, only down is tested.
+			t.Skipf("the pod's log directory's name is over 255 bytes:\n%s", stderr)
+		}
+		t.Fatalf("up: exit %d\n%s", code, stderr)
+	}
+	if row := plPsRow(t, name, "-a"); row == nil || row[3] != "Running" {
+		t.Errorf("ps: %q, want the pod Running", row)
+	}
+	if l := locks(); len(l) != 1 {
+		t.Errorf("lock files naming the pod: %v, want one", l)
+	}
+	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
+		t.Fatalf("down: exit %d\n%s", code, stderr)
+	}
+	svGone(t, name, "")
+	if l := locks(); len(l) != 0 {
+		t.Errorf("lock files left by down: %v", l)
+	}
+	plNothingLeft(t, before, "the long-named pod")
+}

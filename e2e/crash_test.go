@@ -275,22 +275,47 @@ func TestDownAfterAddCutOffFirewall(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A plugin of that ADD still running (its podrun killed): DEL waits
-	// for it, or what it makes afterwards would stay.
-	plugin := exec.Command("sleep", "2")
-	plugin.Env = []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=" + sandboxID, "CNI_IFNAME=eth0"}
-	if err := plugin.Start(); err != nil {
+	// for it, or what it makes afterwards would stay. The plugin is a
+	// program of a CNI bin dir (a copy of sleep); sleep itself, with the
+	// same environment, is anyone's process and delays nothing.
+	bin := t.TempDir()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
 		t.Fatal(err)
 	}
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "slow-plugin"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=" + sandboxID, "CNI_IFNAME=eth0"}
+	anyone := exec.Command(sleep, "60")
+	anyone.Env = env
+	plugin := exec.Command(filepath.Join(bin, "slow-plugin"), "2")
+	plugin.Env = env
+	for _, c := range []*exec.Cmd{anyone, plugin} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { _ = anyone.Process.Kill(); _ = anyone.Wait() }()
 	exited := make(chan time.Time, 1)
 	go func() { _ = plugin.Wait(); exited <- time.Now() }()
 	time.Sleep(100 * time.Millisecond) // its environment shows once it has run a moment
-	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
+	start := time.Now()
+	if _, stderr, code := H.Podrun(t, "", "--cni-bin-dir", "/opt/cni/bin", "--cni-bin-dir", "/usr/lib/cni", "--cni-bin-dir", bin, "down", file); code != 0 {
 		t.Fatalf("down: exit %d\n%s", code, stderr)
 	}
 	select {
 	case <-exited:
 	default:
 		t.Error("down ended while a plugin of the pod's ADD still ran")
+	}
+	// Waiting for sleep would last the whole bound (30 s).
+	if took := time.Since(start); took > 25*time.Second {
+		t.Errorf("down took %v: it waited for a process outside the CNI bin dirs", took)
 	}
 	if left := crLeft(t, "cr-kill", uid, sandboxID, crFirewallPrefix); len(left) != 0 {
 		t.Fatalf("left after down: %v", left)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,4 +120,78 @@ func TestKilledHolder(t *testing.T) {
 		t.Errorf("lock file names %q, want this process", b)
 	}
 	l.Release()
+}
+
+// TestPodLockLongName: a pod's name may be 253 bytes; its lock file's name
+// is short, and the file names the holder and the pod.
+func TestPodLockLongName(t *testing.T) {
+	p := Pods{Dir: t.TempDir()}
+	key := "default/" + strings.Repeat("a", 253)
+	unlock, err := p.Lock(context.Background(), key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(p.Dir, podFile(key)))
+	if want := strconv.Itoa(os.Getpid()) + "\n" + key + "\n"; err != nil || string(b) != want {
+		t.Errorf("lock file holds %q, %v; want %q", b, err, want)
+	}
+	unlock(true)
+	if entries, _ := os.ReadDir(p.Dir); len(entries) != 0 {
+		t.Errorf("left after unlock(gone): %v", entries)
+	}
+}
+
+// TestRemovedWhileWaited: the holder removes the lock file while another
+// waits for it: the waiter, once it has the lock, holds the file the path
+// names, so a third one cannot lock it too (it could when the waiter kept
+// the removed file's lock: the flock-on-an-unlinked-file race).
+func TestRemovedWhileWaited(t *testing.T) {
+	p := Pods{Dir: t.TempDir()}
+	const key = "default/web"
+	unlockA, err := p.Lock(context.Background(), key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func(bool), 1)
+	waiting := make(chan struct{})
+	go func() {
+		unlockB, err := p.Lock(context.Background(), key, func(int) { close(waiting) })
+		if err != nil {
+			t.Error(err)
+		}
+		got <- unlockB
+	}()
+	<-waiting
+	unlockA(true)
+	unlockB := <-got
+	defer unlockB(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if unlockC, err := p.Lock(ctx, key, nil); err == nil {
+		unlockC(false)
+		t.Fatal("two holders at once")
+	}
+	// Many lockers removing as they go never overlap.
+	var inside, most atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 20 {
+				unlock, err := p.Lock(context.Background(), "default/many", nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for n, m := inside.Add(1), most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(time.Millisecond)
+				inside.Add(-1)
+				unlock(i%2 == 0)
+			}
+		})
+	}
+	wg.Wait()
+	if most.Load() != 1 {
+		t.Errorf("%d holders at once", most.Load())
+	}
 }

@@ -2,8 +2,11 @@ package run
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -149,4 +152,69 @@ func TestActiveDeadlineEndsWaitCompletion(t *testing.T) {
 		t.Errorf("state %+v, want complete", st)
 	}
 	checkDeadlineExceeded(t, hs, id)
+}
+
+// TestEndingTakesThePodsLock: the active deadline and an eviction end a
+// pod under its lock, as every teardown does: while another podrun holds
+// it (its `down`), nothing is stopped or recorded; once it is free, a pod
+// still there is ended, and a pod taken down meanwhile is left alone (its
+// record is not written back).
+func TestEndingTakesThePodsLock(t *testing.T) {
+	t.Run("deadline", func(t *testing.T) {
+		hs := deadlineHarness(t, corev1.RestartPolicyOnFailure, 5)
+		hs.startApp("main")
+		id := hs.waitRunning("main", 0)
+		unlock, err := hs.h.locks.Lock(hs.ctx, "default/web", nil) // another podrun's
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs.clk.Advance(time.Minute)
+		hs.h.supervise(hs.r)
+		time.Sleep(100 * time.Millisecond)
+		if hs.called("Kill "+id+" SIGTERM") || hs.called("Kill "+SandboxID(testUID)+" SIGKILL") {
+			t.Fatalf("ended while another podrun held the pod's lock; calls: %v", hs.eng.Calls())
+		}
+		unlock(false)
+		checkDeadlineExceeded(t, hs, id)
+	})
+	t.Run("eviction of a pod taken down meanwhile", func(t *testing.T) {
+		ps := appSpec(corev1.RestartPolicyAlways, corev1.Container{Name: "main"})
+		ps.Volumes = []corev1.Volume{emptyDirVolume("scratch", "", "1Mi")}
+		hs := newHarness(t, ps)
+		dir := hs.r.layout.EmptyDir("scratch")
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 2<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		hs.startApp("main")
+		id := hs.waitRunning("main", 0)
+		unlock, err := hs.h.locks.Lock(hs.ctx, "default/web", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs.h.supervise(hs.r)
+		hs.clk.waitAsked(t, 1)
+		hs.clk.Advance(housekeepingInterval)
+		time.Sleep(100 * time.Millisecond)
+		if hs.called("Kill " + id + " SIGTERM") {
+			t.Fatalf("evicted while another podrun held the pod's lock; calls: %v", hs.eng.Calls())
+		}
+		// The other podrun's down: the sandbox and the pod directory go.
+		if err := hs.eng.Kill(hs.ctx, SandboxID(testUID), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(hs.r.layout.Pod()); err != nil {
+			t.Fatal(err)
+		}
+		unlock(false)
+		time.Sleep(100 * time.Millisecond)
+		if st, _ := hs.h.loadState(testUID); st != nil {
+			t.Errorf("the removed pod's record was written back: %+v", st)
+		}
+		if hs.called("Kill " + id + " SIGTERM") {
+			t.Errorf("the pod taken down meanwhile was evicted; calls: %v", hs.eng.Calls())
+		}
+	})
 }

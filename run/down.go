@@ -23,7 +23,8 @@ type DownResult struct {
 
 // Down stops and removes the pods named by targets, concurrently. A pod
 // that is not there is success (Found false). Each pod is taken down
-// under its lock (lockPod), looked up once the lock is had.
+// under its lock (lockPod), looked up once the lock is had; once every pod
+// of the name is gone, so is the lock's file.
 func (h *Host) Down(ctx context.Context, targets []Target, o DownOptions) []DownResult {
 	results := make([]DownResult, len(targets))
 	var wg sync.WaitGroup
@@ -37,7 +38,7 @@ func (h *Host) Down(ctx context.Context, targets []Target, o DownOptions) []Down
 				results[i].Err = err
 				return
 			}
-			defer unlock()
+			defer func() { unlock(results[i].Err == nil) }()
 			results[i].Pod = t.String()
 			var errs []error
 			for _, p := range pods {
@@ -56,25 +57,25 @@ func (h *Host) Down(ctx context.Context, targets []Target, o DownOptions) []Down
 // lockNamed locks the pod *t names and lists the node's pods under that
 // lock. A static pod named as in its file (Named) is locked, and *t set,
 // by its full name.
-func (h *Host) lockNamed(ctx context.Context, t *Target) ([]*PodInfo, func(), error) {
+func (h *Host) lockNamed(ctx context.Context, t *Target) ([]*PodInfo, func(gone bool), error) {
 	unlock, err := h.lockPod(ctx, t.String(), 0)
 	if err != nil {
 		return nil, nil, err
 	}
 	pods, err := h.Pods(ctx)
 	if err != nil {
-		unlock()
+		unlock(false)
 		return nil, nil, err
 	}
 	named, err := Named(pods, *t)
 	if err != nil || len(named) == 0 || named[0].Name == t.Name {
 		if err != nil {
-			unlock()
+			unlock(false)
 			return nil, nil, err
 		}
 		return pods, unlock, nil
 	}
-	unlock()
+	unlock(true) // no pod has t's name itself
 	*t = Target{Namespace: named[0].Namespace, Name: named[0].Name}
 	return h.lockNamed(ctx, t)
 }
@@ -101,5 +102,17 @@ func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration)
 	start := time.Now()
 	err = h.killPod(ctx, t)
 	h.report(Event{Pod: key, Step: "down", Elapsed: time.Since(start), Err: err})
+	return err
+}
+
+// removePod takes pod uid, named key, down under its lock (a Job's
+// deleted pod, a foreground up's pod at its end).
+func (h *Host) removePod(ctx context.Context, key, uid string) error {
+	unlock, err := h.lockPod(ctx, key, 0)
+	if err != nil {
+		return err
+	}
+	err = h.downUID(ctx, uid, nil)
+	unlock(err == nil && h.podGone(ctx, key, []string{uid}))
 	return err
 }

@@ -65,6 +65,7 @@ func (r *podRun) housekeep(ctx context.Context, vols []corev1.Volume) {
 		if tick == nil && len(vols) > 0 {
 			tick = r.w.Clock().After(housekeepingInterval)
 		}
+		var ended bool
 		var err error
 		select {
 		case <-tick:
@@ -76,22 +77,40 @@ func (r *podRun) housekeep(ctx context.Context, vols []corev1.Volume) {
 			if msg == "" {
 				continue
 			}
-			r.h.report(Event{Pod: r.key, Msg: "evicted: " + msg})
-			err = r.end(ctx, status.Ended{Reason: ReasonEvicted, Message: msg}, evictionGrace)
+			ended, err = r.endLocked(ctx, r.SandboxAlive, func() error {
+				r.h.report(Event{Pod: r.key, Msg: "evicted: " + msg})
+				return r.end(ctx, status.Ended{Reason: ReasonEvicted, Message: msg}, evictionGrace)
+			})
 		case <-due:
 			due = nil
-			if !r.active(ctx) {
-				continue // finished before its deadline: a terminal pod stays as it ended
-			}
-			err = r.exceedDeadline(ctx)
+			// A pod finished before its deadline is terminal, and stays as it ended.
+			ended, err = r.endLocked(ctx, r.active, func() error { return r.exceedDeadline(ctx) })
 		case <-ctx.Done():
 			return
 		}
 		if err != nil && ctx.Err() == nil {
 			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("ending the pod: %v", err)})
 		}
-		return
+		if ended || err != nil {
+			return
+		}
 	}
+}
+
+// endLocked ends the pod with end under its lock, as every teardown is
+// done, if it still may be once the lock is had (may: another podrun may
+// have taken it down or replaced it meanwhile, or it may have finished);
+// ended reports whether it was.
+func (r *podRun) endLocked(ctx context.Context, may func(context.Context) bool, end func() error) (ended bool, err error) {
+	unlock, err := r.h.lockPod(ctx, r.key, 0)
+	if err != nil {
+		return false, err
+	}
+	defer unlock(false)
+	if !may(ctx) {
+		return false, nil
+	}
+	return true, end()
 }
 
 // end ends the pod as the kubelet ends a pod that fails on the node (the

@@ -26,6 +26,7 @@ type Host struct {
 	cgroups    Cgroups
 	disk       Disk
 	locks      Locks
+	imageHolds ImageHolds
 	podLocks   podLocks
 	node       func() resources.Node
 	admitTo    func() (admission.Node, error)
@@ -62,23 +63,27 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 	if d.Locks == nil {
 		d.Locks = &localLocks{} // this process only
 	}
+	if d.ImageHolds == nil {
+		d.ImageHolds = &localHolds{} // this process only
+	}
 	h := &Host{
-		cfg:      cfg,
-		engine:   d.Engine,
-		network:  d.Network,
-		netns:    d.NetNS,
-		pins:     d.Pins,
-		cgroups:  d.Cgroups,
-		disk:     d.Disk,
-		locks:    d.Locks,
-		podLocks: podLocks{held: map[string]*heldLock{}},
-		node:     d.Node,
-		admitTo:  d.Admission,
-		report:   report,
-		closer:   closer,
-		clock:    d.Clock,
-		hostIPs:  cacheHostIPs(d.HostIPs, d.Clock.Now),
-		workers:  map[string]*podRun{},
+		cfg:        cfg,
+		engine:     d.Engine,
+		network:    d.Network,
+		netns:      d.NetNS,
+		pins:       d.Pins,
+		cgroups:    d.Cgroups,
+		disk:       d.Disk,
+		locks:      d.Locks,
+		imageHolds: d.ImageHolds,
+		podLocks:   podLocks{owners: map[string]*owners{}, held: map[string]*heldLock{}},
+		node:       d.Node,
+		admitTo:    d.Admission,
+		report:     report,
+		closer:     closer,
+		clock:      d.Clock,
+		hostIPs:    cacheHostIPs(d.HostIPs, d.Clock.Now),
+		workers:    map[string]*podRun{},
 	}
 	h.images = images.New(d.Engine, cfg.Images, d.Clock.Now)
 	var ctx context.Context

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -22,9 +23,20 @@ type ImageGC struct {
 }
 
 // CollectImages removes images as the kubelet's image GC does (imagegc):
-// never an image a container of the node uses (running or not) or one in
-// o.Keep. It returns the references it removed.
-func (h *Host) CollectImages(ctx context.Context, o ImageGC) ([]string, error) {
+// never an image a container of the node uses (running or not), one in
+// o.Keep, or one a pod being made holds (by any podrun: ImageHolds). It
+// returns the references it removed.
+func (h *Host) CollectImages(ctx context.Context, o ImageGC) (removed []string, err error) {
+	err = h.imageHolds.Collect(ctx, func(held []string) error {
+		o.Keep = append(slices.Clip(o.Keep), held...)
+		removed, err = h.collectImages(ctx, o)
+		return err
+	})
+	return removed, err
+}
+
+// collectImages is CollectImages while no hold is taken.
+func (h *Host) collectImages(ctx context.Context, o ImageGC) ([]string, error) {
 	imgs, err := h.engine.Images(ctx)
 	if err != nil {
 		return nil, err

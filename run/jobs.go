@@ -39,159 +39,216 @@ const jobPodPoll = time.Second
 // o.AwaitTTL, has removed its pods). With WaitRunning it makes the pods of
 // one decision and returns: a later RunJob (up, the daemon) goes on from
 // what is there; with WaitRunning and Foreground (the daemon) the pods are
-// supervised and looked at every second until they end.
+// supervised and looked at every second until they end. When ctx ends, the
+// pods being made are undone before it returns.
 func (h *Host) RunJob(ctx context.Context, j *manifest.Job, o UpOptions) JobResult {
-	res := JobResult{Job: j.Key()}
-	type made struct {
-		key    string
-		uid    string
-		index  int
-		rs     []Result
-		cancel context.CancelFunc
+	r := &jobRun{h: h, j: j, o: o, po: o, res: JobResult{Job: j.Key()}, inflight: map[string]*jobPodRun{}, done: make(chan *jobPodRun)}
+	if r.po.Wait != WaitRunning {
+		r.po.Wait = WaitCompletion
 	}
-	inflight := map[string]*made{} // by UID
-	done := make(chan *made)
-	po := o
-	if po.Wait != WaitRunning {
-		po.Wait = WaitCompletion
+	r.res.Err = r.run(ctx)
+	r.drain(true)
+	return r.res
+}
+
+// jobRun is one RunJob: the Job, what it has made and what it learned.
+type jobRun struct {
+	h        *Host
+	j        *manifest.Job
+	o        UpOptions
+	po       UpOptions // the options its pods are made with
+	res      JobResult
+	recorded plan.JobStatus
+	// inflight are the pods being made (by UID); each one's result comes
+	// on done, once.
+	inflight    map[string]*jobPodRun
+	done        chan *jobPodRun
+	lastFailure error // the last failed pod's failure
+}
+
+// jobPodRun is one pod a jobRun makes.
+type jobPodRun struct {
+	key    string
+	uid    string
+	index  int
+	rs     []Result
+	cancel context.CancelFunc // nil once the Job deleted it
+}
+
+// run decides and acts until the Job is done with, and returns why it
+// failed, if it did.
+func (r *jobRun) run(ctx context.Context) error {
+	var err error
+	if r.recorded, err = r.h.jobRecord(r.j); err != nil {
+		return err
 	}
-	var lastFailure error
-	// wait waits for a pod being made to end, until next (unless zero)
-	// or, with poll, a second at most; false when there is nothing to
-	// wait for.
-	wait := func(next time.Time, poll bool) bool {
-		d := time.Duration(-1)
-		if !next.IsZero() {
-			d = max(next.Sub(h.clock.Now()), 0)
-		}
-		if poll && (d < 0 || d > jobPodPoll) {
-			d = jobPodPoll
-		}
-		if d < 0 && len(inflight) == 0 {
-			return false
-		}
-		var timer <-chan time.Time
-		if d >= 0 {
-			timer = h.clock.After(d)
-		}
-		select {
-		case m := <-done:
-			delete(inflight, m.uid)
-			for _, r := range m.rs {
-				var pf *PodFailedError
-				switch {
-				case m.cancel == nil: // deleted by the Job
-					r.Action, r.Err, r.Phase = Removed, nil, ""
-				case r.Err != nil && r.Phase == corev1.PodFailed && errors.As(r.Err, &pf):
-					lastFailure, r.Err = r.Err, nil // a failed attempt: the Job decides
-				}
-				res.Pods = append(res.Pods, r)
+	for ctx.Err() == nil {
+		for _, p := range r.res.Pods {
+			if p.Err != nil {
+				return fmt.Errorf("job %s: %w", r.j.Key(), p.Err)
 			}
-		case <-timer:
-		case <-ctx.Done():
 		}
-		return true
+		a, node, made, err := r.decide(ctx)
+		if err != nil {
+			return err
+		}
+		r.delete(ctx, a.Delete, node)
+		if a.Expired {
+			// The TTL controller deletes the Job: applied again, it runs again.
+			if err := r.h.ForgetJob(r.j.Namespace, r.j.Name); err != nil {
+				return err
+			}
+		}
+		finished := a.Status.Finished() && len(r.inflight) == 0
+		switch {
+		case finished && r.o.AwaitTTL && !a.Next.IsZero():
+			r.collect(ctx, a.Next, false) // until its TTL removes it
+			continue
+		case finished:
+			return r.failure(a.Status)
+		case a.Status.Condition == plan.JobSuspended && len(r.inflight) == 0:
+			return nil
+		}
+		r.launch(ctx, a.Create, made, node)
+		if r.o.Wait == WaitRunning && !r.o.Foreground {
+			r.drain(false)
+			return nil
+		}
+		// Pods made by an earlier podrun end without telling this one.
+		if !r.collect(ctx, a.Next, a.Status.Active > len(r.inflight)) {
+			return nil
+		}
 	}
-	defer func() {
-		for _, m := range inflight {
+	return ctx.Err()
+}
+
+// decide lists the node and decides (plan.DecideJob); made is how many pods
+// the Job has made so far. A Job that has just finished is recorded before
+// its active pods go, so that it stays finished.
+func (r *jobRun) decide(ctx context.Context) (a plan.JobActions, node []*PodInfo, made int, err error) {
+	now := r.h.clock.Now()
+	node, err = r.h.Pods(ctx)
+	if err != nil {
+		return a, nil, 0, err
+	}
+	making := make([]plan.JobPod, 0, len(r.inflight))
+	for _, m := range r.inflight {
+		making = append(making, plan.JobPod{UID: m.uid, Index: m.index, Phase: corev1.PodPending, Created: now})
+	}
+	pods := jobPods(node, r.j, making, now)
+	a = plan.DecideJob(r.j.Spec, r.j.RestartPolicy(), pods, r.recorded, now)
+	r.res.Status = a.Status
+	if a.Status.Finished() && !r.recorded.Finished() {
+		if err := r.h.recordJob(r.j, a.Status); err != nil {
+			return a, nil, 0, err
+		}
+		r.recorded = a.Status
+	}
+	return a, node, len(pods), nil
+}
+
+// delete removes the pods the Job deletes: one being made is cancelled
+// (undone), one on the node is taken down under its lock.
+func (r *jobRun) delete(ctx context.Context, uids []string, node []*PodInfo) {
+	for _, uid := range uids {
+		if m := r.inflight[uid]; m != nil {
+			if m.cancel != nil {
+				m.cancel()
+				m.cancel = nil
+			}
+			continue
+		}
+		key := keyOf(node, uid)
+		r.res.Pods = append(r.res.Pods, Result{Pod: key, UID: uid, Action: Removed, Err: r.h.removePod(ctx, key, uid)})
+	}
+}
+
+// failure is why a finished Job failed, with its last failed pod's
+// failure; nil when it completed.
+func (r *jobRun) failure(st plan.JobStatus) error {
+	if st.Condition != plan.JobFailed {
+		return nil
+	}
+	err := fmt.Errorf("job %s failed: %s: %s", r.j.Key(), st.Reason, st.Message)
+	if r.lastFailure != nil {
+		err = fmt.Errorf("%w; the last failed pod: %w", err, r.lastFailure)
+	}
+	return err
+}
+
+// launch starts making a pod for each index of create; made is how many
+// pods the Job has made before (they number its attempts).
+func (r *jobRun) launch(ctx context.Context, create []int, made int, node []*PodInfo) {
+	for i, index := range create {
+		p := r.j.Pod(made+i, index)
+		pctx, cancel := context.WithCancel(ctx)
+		m := &jobPodRun{key: p.Key(), uid: p.UID, index: index, cancel: cancel}
+		r.inflight[p.UID] = m
+		go func() {
+			defer cancel()
+			m.rs = r.h.SyncPod(pctx, m.key, Want{Pods: []*manifest.Pod{p}}, r.po, node)
+			r.done <- m
+		}()
+	}
+}
+
+// collect waits for a pod being made to end, until next (unless zero) or,
+// with poll, a second at most, or until ctx ends; false when there is
+// nothing to wait for.
+func (r *jobRun) collect(ctx context.Context, next time.Time, poll bool) bool {
+	d := time.Duration(-1)
+	if !next.IsZero() {
+		d = max(next.Sub(r.h.clock.Now()), 0)
+	}
+	if poll && (d < 0 || d > jobPodPoll) {
+		d = jobPodPoll
+	}
+	if d < 0 && len(r.inflight) == 0 {
+		return false
+	}
+	var timer <-chan time.Time
+	if d >= 0 {
+		timer = r.h.clock.After(d)
+	}
+	select {
+	case m := <-r.done:
+		r.ended(m)
+	case <-timer:
+	case <-ctx.Done():
+	}
+	return true
+}
+
+// drain waits for every pod being made, cancelled first with stop: by
+// receiving their results only (a pod's undo runs on a context of its own,
+// and a wait that also selects on an ended context spins).
+func (r *jobRun) drain(stop bool) {
+	if stop {
+		for _, m := range r.inflight {
 			if m.cancel != nil {
 				m.cancel()
 			}
 		}
-		for len(inflight) > 0 {
-			wait(time.Time{}, false)
-		}
-	}()
-	recorded, err := h.jobRecord(j)
-	if err != nil {
-		res.Err = err
-		return res
 	}
-	for ctx.Err() == nil {
-		for _, r := range res.Pods {
-			if r.Err != nil {
-				res.Err = fmt.Errorf("job %s: %w", j.Key(), r.Err)
-				return res
-			}
-		}
-		node, err := h.Pods(ctx)
-		if err != nil {
-			res.Err = err
-			return res
-		}
-		making := make([]plan.JobPod, 0, len(inflight))
-		for _, m := range inflight {
-			making = append(making, plan.JobPod{UID: m.uid, Index: m.index, Phase: corev1.PodPending, Created: h.clock.Now()})
-		}
-		pods := jobPods(node, j, making, h.clock.Now())
-		a := plan.DecideJob(j.Spec, j.RestartPolicy(), pods, recorded, h.clock.Now())
-		res.Status = a.Status
-		if a.Status.Finished() && !recorded.Finished() {
-			// Recorded before its active pods go: the Job stays finished.
-			if err := h.recordJob(j, a.Status); err != nil {
-				res.Err = err
-				return res
-			}
-			recorded = a.Status
-		}
-		for _, uid := range a.Delete {
-			if m := inflight[uid]; m != nil {
-				if m.cancel != nil {
-					m.cancel()
-					m.cancel = nil
-				}
-				continue
-			}
-			r := Result{Pod: keyOf(node, uid), UID: uid, Action: Removed, Err: h.downUID(ctx, uid, nil)}
-			res.Pods = append(res.Pods, r)
-		}
-		if a.Expired {
-			// The TTL controller deletes the Job: applied again, it runs again.
-			if err := h.ForgetJob(j.Namespace, j.Name); err != nil {
-				res.Err = err
-				return res
-			}
-		}
-		if a.Status.Finished() && len(inflight) == 0 && o.AwaitTTL && !a.Next.IsZero() {
-			wait(a.Next, false) // until its TTL removes it
-			continue
-		}
-		if a.Status.Finished() && len(inflight) == 0 {
-			if a.Status.Condition == plan.JobFailed {
-				res.Err = fmt.Errorf("job %s failed: %s: %s", j.Key(), a.Status.Reason, a.Status.Message)
-				if lastFailure != nil {
-					res.Err = fmt.Errorf("%w; the last failed pod: %w", res.Err, lastFailure)
-				}
-			}
-			return res
-		}
-		if a.Status.Condition == plan.JobSuspended && len(inflight) == 0 {
-			return res
-		}
-		for i, index := range a.Create {
-			p := j.Pod(len(pods)+i, index) // attempts are numbered by the pods made so far
-			pctx, cancel := context.WithCancel(ctx)
-			m := &made{key: p.Key(), uid: p.UID, index: index, cancel: cancel}
-			inflight[p.UID] = m
-			go func() {
-				defer cancel()
-				m.rs = h.SyncPod(pctx, m.key, Want{Pods: []*manifest.Pod{p}}, po, node)
-				done <- m
-			}()
-		}
-		if o.Wait == WaitRunning && !o.Foreground {
-			for len(inflight) > 0 {
-				wait(time.Time{}, false)
-			}
-			return res
-		}
-		// Pods made by an earlier podrun end without telling this one.
-		if !wait(a.Next, a.Status.Active > len(inflight)) {
-			return res
-		}
+	for len(r.inflight) > 0 {
+		r.ended(<-r.done)
 	}
-	res.Err = ctx.Err()
-	return res
+}
+
+// ended takes in the result of a pod made: a failed attempt is the Job's
+// to decide on, a pod the Job deleted is Removed.
+func (r *jobRun) ended(m *jobPodRun) {
+	delete(r.inflight, m.uid)
+	for _, p := range m.rs {
+		var pf *PodFailedError
+		switch {
+		case m.cancel == nil: // deleted by the Job
+			p.Action, p.Err, p.Phase = Removed, nil, ""
+		case p.Err != nil && p.Phase == corev1.PodFailed && errors.As(p.Err, &pf):
+			r.lastFailure, p.Err = p.Err, nil
+		}
+		r.res.Pods = append(r.res.Pods, p)
+	}
 }
 
 // jobPods are the pods of Job j: those node lists, and those being made

@@ -3,6 +3,8 @@ package run
 import (
 	"context"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,5 +128,69 @@ func TestRunJobBackoffLimit(t *testing.T) {
 	}
 	if st, err := h.jobRecord(j); err != nil || st.Condition != "" {
 		t.Errorf("record after ForgetJob: %+v, %v", st, err)
+	}
+}
+
+// cpuTime is the CPU time this process has used so far.
+func cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestRunJobDrainReceivesOnly: once its context ends (a daemon stopped
+// during a Job), RunJob waits for the pods it is making to be undone by
+// receiving their results alone: it does not spin meanwhile (it did,
+// around a select on its ended context: a core's worth of CPU for as long
+// as an undo lasted).
+func TestRunJobDrainReceivesOnly(t *testing.T) {
+	tp := newTwoProcesses(t)
+	h := tp.host(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	undoing, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	tp.m.mu.Lock()
+	tp.m.before = func(op string) error {
+		if strings.HasPrefix(op, "netns.remove") {
+			once.Do(func() { close(undoing) })
+			<-release
+		}
+		return nil
+	}
+	tp.m.mu.Unlock()
+	jctx, stop := context.WithCancel(ctx)
+	res := make(chan JobResult, 1)
+	go func() { res <- h.RunJob(jctx, jobOf(t, "  completions: 1"), UpOptions{Timeout: waitTimeout}) }()
+	for running := false; !running; time.Sleep(5 * time.Millisecond) {
+		ctrs, err := tp.eng.List(ctx, map[string]string{labels.Container: "work"})
+		if err != nil || ctx.Err() != nil {
+			t.Fatalf("waiting for the Job's pod: %v %v", err, ctx.Err())
+		}
+		running = len(ctrs) == 1 && ctrs[0].Task.State == engine.TaskRunning
+	}
+	stop()
+	select {
+	case <-undoing:
+	case <-ctx.Done():
+		t.Fatal("the pod being made was not undone")
+	}
+	before := cpuTime(t)
+	const window = 300 * time.Millisecond
+	time.Sleep(window)
+	used := cpuTime(t) - before
+	close(release)
+	r := <-res
+	if used > window/3 {
+		t.Errorf("RunJob used %v of CPU in %v while it waited for an undo", used, window)
+	}
+	if len(r.Pods) != 1 || r.Err == nil {
+		t.Errorf("result %+v, want the pod's outcome and the context's end", r)
+	}
+	if left := tp.m.left(); len(left) != 0 {
+		t.Errorf("left: %v", left)
 	}
 }

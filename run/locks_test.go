@@ -154,11 +154,11 @@ func TestMultiPodUpHoldsOneLockAtATime(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a's lock still held while up waits for b's: %v", err)
 	}
-	unlockA()
+	unlockA(false)
 	if !tp.said("default/b waiting for podrun") {
 		t.Errorf("no word of the wait: %v", tp.events)
 	}
-	unlockB()
+	unlockB(false)
 	rs := <-done
 	for _, r := range rs {
 		if r.Err != nil || r.Action != Created {
@@ -177,7 +177,7 @@ func TestUpWaitsForTheLockWithinItsTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unlock()
+	defer unlock(false)
 	h := tp.host(t)
 	r := h.Up(ctx, simplePods(t, "1", "web"), UpOptions{Wait: WaitRunning, Timeout: 100 * time.Millisecond})[0]
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "deadline exceeded") {
@@ -185,5 +185,131 @@ func TestUpWaitsForTheLockWithinItsTimeout(t *testing.T) {
 	}
 	if got := tp.m.left(); len(got) != 0 {
 		t.Errorf("made %v while it had no lock", got)
+	}
+}
+
+// TestOwnersExcludeJoinsShare: within one process, a pod has one owner at a
+// time (a second lockPod waits for the first's unlock, saying so), while
+// the supervisor's join shares the owner's hold at once; across processes
+// the lock is held from the first hold to the last, and its file goes with
+// the last when the owner found the pod gone.
+func TestOwnersExcludeJoinsShare(t *testing.T) {
+	tp := newTwoProcesses(t)
+	h := tp.host(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	const key = "default/web"
+	u1, err := h.lockPod(ctx, key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u2, err := h.lockPod(ctx, key, 100*time.Millisecond); err == nil {
+		u2(false)
+		t.Fatal("two owners of the pod in one process at once")
+	}
+	if !tp.said(key + " waiting for podrun") {
+		t.Errorf("no word of the wait: %v", tp.events)
+	}
+	jctx, jcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	join, err := h.joinPod(jctx, key)
+	jcancel()
+	if err != nil {
+		t.Fatalf("the supervisor's join waited for its owner: %v", err)
+	}
+	second := make(chan func(bool), 1)
+	go func() {
+		u2, err := h.lockPod(ctx, key, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		second <- u2
+	}()
+	time.Sleep(20 * time.Millisecond)
+	u1(true)
+	// The next owner, while the join still holds.
+	u2 := <-second
+	// other tries to lock the pod as another process.
+	other := func() error {
+		octx, ocancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer ocancel()
+		u, err := tp.locks.Lock(octx, key, nil)
+		if err == nil {
+			u(false)
+		}
+		return err
+	}
+	if other() == nil {
+		t.Fatal("another process locked the pod while this one held it")
+	}
+	u2(false)
+	if other() == nil {
+		t.Fatal("another process locked the pod while the supervisor's join held it")
+	}
+	join()
+	if err := other(); err != nil {
+		t.Fatalf("the lock is still held after every hold ended: %v", err)
+	}
+}
+
+// goneLocks record which locks were released as gone.
+type goneLocks struct {
+	localLocks
+	mu   sync.Mutex
+	gone []string
+}
+
+func (g *goneLocks) Lock(ctx context.Context, key string, waiting func(int)) (func(bool), error) {
+	unlock, err := g.localLocks.Lock(ctx, key, waiting)
+	if err != nil {
+		return nil, err
+	}
+	return func(gone bool) {
+		if gone {
+			g.mu.Lock()
+			g.gone = append(g.gone, key)
+			g.mu.Unlock()
+		}
+		unlock(gone)
+	}, nil
+}
+
+func (g *goneLocks) removed() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.gone)
+}
+
+// TestLockFilesGoWithTheirPods: the lock of a pod brought up stays; down
+// releases it as gone (its file is removed), also when nothing was there;
+// so does an up that fails and undoes all it made.
+func TestLockFilesGoWithTheirPods(t *testing.T) {
+	tp := newTwoProcesses(t)
+	g := &goneLocks{}
+	d := tp.m.deps(tp.eng)
+	d.Locks = g
+	h := NewHost(tp.cfg, d, nil, nil)
+	t.Cleanup(func() { _ = h.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if r := h.Up(ctx, simplePods(t, "1", "web"), UpOptions{Wait: WaitRunning})[0]; r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if got := g.removed(); len(got) != 0 {
+		t.Fatalf("locks removed with the pod up: %v", got)
+	}
+	for _, name := range []string{"web", "none"} {
+		if r := h.Down(ctx, []Target{{Namespace: "default", Name: name}}, DownOptions{})[0]; r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if got := g.removed(); !slices.Equal(got, []string{"default/web", "default/none"}) {
+		t.Errorf("locks removed: %v, want web's and none's", got)
+	}
+	tp.m.failOn("netns.create", 0)
+	if r := h.Up(ctx, simplePods(t, "1", "failing"), UpOptions{Wait: WaitRunning})[0]; r.Err == nil {
+		t.Fatal("up did not fail")
+	}
+	if got := g.removed(); !slices.Contains(got, "default/failing") {
+		t.Errorf("locks removed: %v, want the failed pod's", got)
 	}
 }

@@ -80,8 +80,19 @@ type Disk interface {
 // of a pod, by namespace/name, at a time.
 type Locks interface {
 	// Lock takes pod key's lock, waiting until ctx ends; waiting is told
-	// once which pid holds it.
-	Lock(ctx context.Context, key string, waiting func(holder int)) (unlock func(), err error)
+	// once which pid holds it. unlock(gone) releases it; gone: no pod of
+	// that name is left, and the lock's file may go.
+	Lock(ctx context.Context, key string, waiting func(holder int)) (unlock func(gone bool), err error)
+}
+
+// ImageHolds keep image collection, this process's and any other's, away
+// from the images a pod being made has made present or found, before its
+// containers use them (lock.Images).
+type ImageHolds interface {
+	// Hold records refs as in use until release (or the process's end).
+	Hold(ctx context.Context, refs []string) (release func(), err error)
+	// Collect runs fn with the references held, while no hold is taken.
+	Collect(ctx context.Context, fn func(held []string) error) error
 }
 
 // Deps are the implementations a Host works with.
@@ -94,6 +105,9 @@ type Deps struct {
 	Disk    Disk
 	// Locks is lock.Pods on a host; nil serializes within this process only.
 	Locks Locks
+	// ImageHolds is lock.Images on a host; nil holds within this process
+	// only.
+	ImageHolds ImageHolds
 	// Node is what the machine offers (cgroup.Node, read once when first
 	// needed); it shapes containers' limits. nil: nothing known.
 	Node func() resources.Node

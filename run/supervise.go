@@ -114,7 +114,7 @@ func (h *Host) completeAll(ctx context.Context, pods []*podRun) error {
 			continue
 		}
 		err = r.complete(ctx)
-		unlock()
+		unlock(false)
 		h.unsupervise(r.pod.UID)
 		phase, perr := r.result()
 		h.report(Event{Pod: r.key, Msg: fmt.Sprintf("finished: %s", phase)})
@@ -152,13 +152,7 @@ func (h *Host) TerminateAll(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			unlock, err := h.lockPod(ctx, r.key, 0)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer unlock()
-			errs[i] = h.downUID(ctx, r.pod.UID, nil)
+			errs[i] = h.removePod(ctx, r.key, r.pod.UID)
 		}()
 	}
 	wg.Wait()
@@ -272,6 +266,6 @@ func (r *podRun) Kill(ctx context.Context, c *corev1.Container, id string, grace
 // Report says something about the pod on the progress stream.
 func (r *podRun) Report(msg string) { r.h.report(Event{Pod: r.key, Msg: msg}) }
 
-// Lock takes the pod's lock (lockPod), shared with the pipeline when it
-// holds it.
-func (r *podRun) Lock(ctx context.Context) (func(), error) { return r.h.lockPod(ctx, r.key, 0) }
+// Lock joins the pod's lock (joinPod): the hold of this process's owner of
+// the pod (the pipeline) when there is one.
+func (r *podRun) Lock(ctx context.Context) (func(), error) { return r.h.joinPod(ctx, r.key) }

@@ -186,9 +186,9 @@ func (h *Host) SyncPod(ctx context.Context, key string, w Want, o UpOptions, sna
 	if err != nil {
 		return fail(err)
 	}
-	defer unlock()
 	in, adoptable, err := h.observe(ctx, w, o, key, snapshot)
 	if err != nil {
+		unlock(false)
 		return fail(err)
 	}
 	var rs []Result
@@ -197,7 +197,30 @@ func (h *Host) SyncPod(ctx context.Context, key string, w Want, o UpOptions, sna
 			rs = append(rs, h.act(ctx, a, o, adoptable[a.UID]))
 		}
 	}
+	unlock(h.goneAfter(ctx, key, w, in, rs))
 	return rs
+}
+
+// goneAfter reports whether no pod named key is left on the node after
+// SyncPod acted on them (rs): none of the actions left one there, and a
+// listing finds none (of their containers, and of the records of the pods
+// seen before and of the one wanted).
+func (h *Host) goneAfter(ctx context.Context, key string, w Want, in plan.Input, rs []Result) bool {
+	for _, r := range rs {
+		if r.Err == nil && r.Action != Removed {
+			return false
+		}
+	}
+	var uids []string
+	if uid := wantedUID(w, key); uid != "" {
+		uids = append(uids, uid)
+	}
+	for _, e := range in.Node {
+		if e.Key() == key {
+			uids = append(uids, e.UID)
+		}
+	}
+	return h.podGone(ctx, key, uids)
 }
 
 // yields reports whether the wanted pod key comes from a source that Yield
@@ -337,6 +360,15 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) R
 		}
 	case plan.Replace:
 		res.Action = Replaced
+		// The new pod's images stay held from before they are made present
+		// until its containers use them: no image collection removes them
+		// meanwhile (nor after the old pod, which used them, is gone).
+		release, err := h.holdImages(ctx, a.Pod)
+		if err != nil {
+			res.Phase, res.Err = corev1.PodRunning, err
+			return res
+		}
+		defer release()
 		if a.PullFirst {
 			// Pull before kill: while the new pod's images cannot be made
 			// present, the running pod keeps running (and is retried).
@@ -358,6 +390,12 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) R
 		res.Phase, res.Err = h.create(ctx, a.Pod, o)
 	case plan.Create:
 		res.Action = Created
+		release, err := h.holdImages(ctx, a.Pod)
+		if err != nil {
+			res.Phase, res.Err = corev1.PodPending, err
+			return res
+		}
+		defer release()
 		res.Phase, res.Err = h.create(ctx, a.Pod, o)
 	}
 	return res

@@ -1,14 +1,12 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
@@ -53,6 +51,7 @@ type Network struct {
 	ConfDir  string // the user's CNI configuration directory (only read)
 	StateDir string // podrun's own CNI state: default conflist, cache, IPAM data
 	cni      *libcni.CNIConfig
+	plugins  plugins // the plugins of an ADD cut off, which DEL waits for
 }
 
 // NewNetwork returns a Network that runs plugins from binDirs.
@@ -61,6 +60,7 @@ func NewNetwork(confDir string, binDirs []string, stateDir string) *Network {
 		ConfDir:  confDir,
 		StateDir: stateDir,
 		cni:      libcni.NewCNIConfigWithCacheDir(binDirs, filepath.Join(stateDir, "cache"), nil),
+		plugins:  plugins{proc: "/proc", binDirs: binDirs},
 	}
 }
 
@@ -206,8 +206,8 @@ func (n *Network) Del(ctx context.Context, conf []byte, a Attachment) error {
 	if err == nil && cached == nil {
 		// An ADD cut off (a killed podrun) may have left its plugin running:
 		// it would make its rules after this DEL.
-		if err := waitPlugins(ctx, a.ContainerID); err != nil {
-			return err
+		if err := n.plugins.wait(ctx, a.ContainerID); err != nil {
+			return fmt.Errorf("CNI DEL %s: %w", list.Name, err)
 		}
 	}
 	if err == nil && cached == nil && a.NetNS != "" {
@@ -228,51 +228,6 @@ func (n *Network) Del(ctx context.Context, conf []byte, a Attachment) error {
 		errs = append(errs, fmt.Errorf("CNI DEL loopback: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-// pluginWait bounds the wait for the plugins of an ADD cut off, and
-// pluginPoll is how often it looks.
-const (
-	pluginWait = 30 * time.Second
-	pluginPoll = 20 * time.Millisecond
-)
-
-// waitPlugins waits while a CNI plugin runs for containerID's ADD (the
-// plugin, or a program it runs, with CNI_COMMAND=ADD and that
-// CNI_CONTAINERID in its environment): a plugin whose podrun was killed
-// goes on, and what it makes after DEL would stay. Past pluginWait, DEL
-// goes on.
-func waitPlugins(ctx context.Context, containerID string) error {
-	id := []byte("\x00CNI_CONTAINERID=" + containerID + "\x00")
-	deadline := time.Now().Add(pluginWait)
-	for adding(id) && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pluginPoll):
-		}
-	}
-	return nil
-}
-
-// adding reports whether a process has CNI_COMMAND=ADD and id (a
-// CNI_CONTAINERID entry between NULs) in its environment.
-func adding(id []byte) bool {
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if p.Name()[0] < '1' || p.Name()[0] > '9' {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
-		if err != nil {
-			continue // gone, or a kernel thread
-		}
-		env = append(append([]byte{0}, env...), 0)
-		if bytes.Contains(env, id) && bytes.Contains(env, []byte("\x00CNI_COMMAND=ADD\x00")) {
-			return true
-		}
-	}
-	return false
 }
 
 // withPrevResult returns list with a prevResult in each plugin's

@@ -86,9 +86,16 @@ func (p Private) Ensure(ctx context.Context) (addr string, started bool, err err
 		return "", false, fmt.Errorf("%w: starting %s: %w", engine.ErrUnavailable, bin, err)
 	}
 	pid := cmd.Process.Pid
-	_ = os.WriteFile(filepath.Join(filepath.Dir(addr), "containerd.pid"), []byte(fmt.Sprint(pid)), 0o644)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	// The pid file is how it is found to be stopped: a containerd without
+	// one is not left running.
+	pidFile := filepath.Join(filepath.Dir(addr), "containerd.pid")
+	if err := renameio.WriteFile(pidFile, []byte(fmt.Sprint(pid)), 0o644); err != nil {
+		_ = cmd.Process.Kill()
+		<-exited
+		return "", false, fmt.Errorf("%w: writing %s: %w", engine.ErrUnavailable, pidFile, err)
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		select {

@@ -1,0 +1,63 @@
+package daemon
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podrun/podrun/run"
+)
+
+// TestPodMetricsFromOneSnapshot: a scrape while the pod metrics are
+// replaced sees either listing whole, never a part of one (before, the
+// gauges were reset, then refilled: a scrape could see zero pods).
+func TestPodMetricsFromOneSnapshot(t *testing.T) {
+	m := NewMetrics()
+	var pods []*run.PodInfo
+	for i := range 50 {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("p%d", i)},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app", RestartCount: 2}}}}
+		pods = append(pods, &run.PodInfo{UID: fmt.Sprint(i), Namespace: "default", Name: p.Name, Pod: p})
+	}
+	m.setPods(pods)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				m.setPods(pods)
+			}
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	for range 500 {
+		families, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total, restarts float64
+		var series int
+		for _, f := range families {
+			switch f.GetName() {
+			case "podrun_pods":
+				for _, s := range f.GetMetric() {
+					total += s.GetGauge().GetValue()
+				}
+			case "podrun_container_restarts":
+				for _, s := range f.GetMetric() {
+					restarts += s.GetGauge().GetValue()
+					series++
+				}
+			}
+		}
+		if total != 50 || series != 50 || restarts != 100 {
+			t.Fatalf("a scrape saw %v pods, %d restart series summing to %v; want 50, 50, 100", total, series, restarts)
+		}
+	}
+}
