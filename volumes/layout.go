@@ -67,12 +67,60 @@ func (l Layout) Create() error {
 // Remove unmounts everything below the pod directory and deletes it. A pod
 // directory that is already gone is success. Nothing is deleted while
 // anything is still mounted below it: a hostPath bind would take the
-// host's files with it.
+// host's files with it. The directory is first renamed out of the way
+// (atomically: its record and its data go together), so a removal cut off
+// (a kill -9) never leaves a pod's data without the record another podrun
+// needs; what is left under the new name, SweepRemoved deletes.
 func (l Layout) Remove() error {
 	if err := unmountAll(l.Pod()); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(l.Pod()); err != nil {
+	gone := removing(l)
+	// One a removal cut off after its rename left, when a pod with the same
+	// uid (its content's hash) was made again before any sweep.
+	if err := removeTree(gone); err != nil {
+		return err
+	}
+	if err := os.Rename(l.Pod(), gone); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing pod directory: %w", err)
+	}
+	return removeTree(gone)
+}
+
+// removingPrefix names a pod directory being removed: <root>/pods/.removing-<uid>.
+const removingPrefix = ".removing-"
+
+// removing is where Remove moves pod directory l before deleting it.
+func removing(l Layout) string { return filepath.Join(l.Root, "pods", removingPrefix+l.UID) }
+
+// SweepRemoved deletes what removals cut off left under root: the pod
+// directories renamed for removal (Remove). Every podrun that opens the
+// host calls it. Such a directory holds no record any more, only data.
+func SweepRemoved(root string) error {
+	dir := filepath.Join(root, "pods")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), removingPrefix) {
+			errs = append(errs, removeTree(filepath.Join(dir, e.Name())))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeTree unmounts everything at or below dir, then deletes it; one
+// already gone is success.
+func removeTree(dir string) error {
+	if err := unmountAll(dir); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("removing pod directory: %w", err)
 	}
 	return nil
