@@ -47,8 +47,12 @@ func (l Layout) File(name string) string { return filepath.Join(l.Pod(), name) }
 
 // TerminationLog is the file mounted at a container's terminationMessagePath.
 func (l Layout) TerminationLog(container, id string) string {
-	return filepath.Join(l.Pod(), "containers", container, id)
+	return filepath.Join(l.containers(), container, id)
 }
+
+// containers holds the containers' termination-message files (a tmpfs of
+// TerminationLogsSize for a pod made since podrun bounds them).
+func (l Layout) containers() string { return filepath.Join(l.Pod(), "containers") }
 
 // Shm is the pod's shared /dev/shm (a tmpfs).
 func (l Layout) Shm() string { return filepath.Join(l.Pod(), "shm") }
@@ -56,12 +60,24 @@ func (l Layout) Shm() string { return filepath.Join(l.Pod(), "shm") }
 // ShmSize is the size of the pod's /dev/shm, as Docker and the CRI default it.
 const ShmSize = 64 << 20
 
-// Create makes the pod directory and its shared /dev/shm tmpfs.
+// TerminationLogsSize bounds the tmpfs at <pod>/containers that holds the
+// files mounted at the containers' terminationMessagePath. Each is its
+// container's to write (0666, as the kubelet makes it), and only its last
+// 4096 bytes are ever read; on the state filesystem a container could
+// grow it until the filesystem is full. On this tmpfs it can fill 1 MiB at
+// most (charged to its own memory cgroup), and only its own pod's.
+const TerminationLogsSize = 1 << 20
+
+// Create makes the pod directory, its shared /dev/shm tmpfs and the tmpfs
+// of its containers' termination-message files.
 func (l Layout) Create() error {
 	if err := os.MkdirAll(l.Pod(), 0o750); err != nil {
 		return err
 	}
-	return mountTmpfs(l.Shm(), ShmSize, 0o1777)
+	if err := mountTmpfs(l.Shm(), ShmSize, 0o1777); err != nil {
+		return err
+	}
+	return mountTmpfs(l.containers(), TerminationLogsSize, 0o750)
 }
 
 // Remove unmounts everything below the pod directory and deletes it. A pod

@@ -1,6 +1,7 @@
 package volumes
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -104,5 +105,32 @@ func TestRemoveNeverLeavesDataWithoutRecord(t *testing.T) {
 func TestSweepRemovedWithoutPods(t *testing.T) {
 	if err := SweepRemoved(t.TempDir()); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestTerminationLogsBounded: the containers' termination-message files
+// are on a tmpfs of TerminationLogsSize: a container writing without end
+// fills that, never the state filesystem.
+func TestTerminationLogsBounded(t *testing.T) {
+	l := testLayout(t)
+	if err := l.Create(); err != nil {
+		t.Fatal(err)
+	}
+	path := l.TerminationLog("app", "id-0")
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, err := f.Write(make([]byte, 2*TerminationLogsSize))
+	if !errors.Is(err, unix.ENOSPC) || n > TerminationLogsSize {
+		t.Errorf("writing twice the bound: %d bytes written, %v; want ENOSPC within %d", n, err, TerminationLogsSize)
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(path, &fs); err != nil || fs.Type != unix.TMPFS_MAGIC {
+		t.Errorf("statfs: type %x, %v; want a tmpfs", fs.Type, err)
 	}
 }
