@@ -54,7 +54,7 @@ spec:
 // from another process ends within the pod's grace period.
 func TestSubPathFIFODoesNotWedgeThePod(t *testing.T) {
 	H.require(t)
-	file, up := svForeground(t, "hf-fifo", hfFIFOPod())
+	file, up := svForeground(t, "hf-fifo", hfFIFOPod(), "--wait=running")
 	pod := svWaitStatus(t, "hf-fifo", 60*time.Second, "the app's first exit", func(p corev1.Pod) (bool, string) {
 		if len(p.Status.ContainerStatuses) != 1 {
 			return false, "no container status"
