@@ -61,9 +61,15 @@ func daemonCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			// What the daemon keeps its state and its containerd in must be
+			// root's alone: refuse to start on anything else.
+			root, runDir := c.String("root"), c.String("run-dir")
+			if err := daemon.CheckStateDirs(root, filepath.Join(root, "containerd"), runDir, filepath.Join(runDir, "io"), filepath.Join(runDir, "containerd")); err != nil {
+				return usageError{fmt.Sprintf("daemon: %v", err)}
+			}
 			images := c.String("images-dir")
 			if images == "" {
-				images = filepath.Join(c.String("root"), "images")
+				images = filepath.Join(root, "images")
 			}
 			if err := os.MkdirAll(images, 0o700); err != nil {
 				return err

@@ -40,6 +40,11 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 	if err := os.Chmod(cfg.Root, 0o700); err != nil {
 		return nil, err
 	}
+	// Pod directories a killed podrun was removing (renamed first, so no
+	// record is ever left without its data or the other way round).
+	if err := volumes.SweepRemoved(cfg.Root); err != nil {
+		report(run.Event{Msg: fmt.Sprintf("removing what a cut-off pod removal left: %v", err)})
+	}
 	p := ctrd.Private{Root: filepath.Join(cfg.Root, "containerd"), RunDir: cfg.RunDir}
 	addr, start, err := chooseRuntime(ctx, cfg, p.Address(), runtimeProbe{})
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // archiveExts are the image archives read from the images directory: OCI
@@ -44,10 +42,15 @@ func (d *Daemon) importImages(ctx context.Context) []Problem {
 	if d.o.ImagesDir == "" {
 		return nil
 	}
-	entries, err := os.ReadDir(d.o.ImagesDir)
+	dir, err := openDir(d.o.ImagesDir) // trust.go: it and every directory above it
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if err != nil {
+		return []Problem{{Source: d.o.ImagesDir, Msg: "the images directory is not trusted, nothing in it is imported: " + err.Error()}}
+	}
+	defer dir.Close()
+	entries, err := dir.ReadDir(-1)
 	if err != nil {
 		return []Problem{{Source: d.o.ImagesDir, Msg: err.Error()}}
 	}
@@ -72,7 +75,7 @@ func (d *Daemon) importImages(ctx context.Context) []Problem {
 			continue // still being written
 		}
 		msg := ""
-		if err := d.importArchive(ctx, path); err != nil {
+		if err := d.importArchive(ctx, dir, e.Name()); err != nil {
 			if ctx.Err() != nil {
 				return problems
 			}
@@ -90,8 +93,8 @@ type archiveState struct {
 	err  string
 }
 
-func (d *Daemon) importArchive(ctx context.Context, path string) error {
-	f, err := openTrusted(path)
+func (d *Daemon) importArchive(ctx context.Context, dir *os.File, name string) error {
+	f, err := openTrusted(dir, name)
 	if err != nil {
 		return err
 	}
@@ -104,34 +107,6 @@ func (d *Daemon) importArchive(ctx context.Context, path string) error {
 	for _, i := range imgs {
 		refs = append(refs, i.Ref)
 	}
-	d.log.Info("imported image archive", "file", path, "images", strings.Join(refs, ","))
+	d.log.Info("imported image archive", "file", filepath.Join(d.o.ImagesDir, name), "images", strings.Join(refs, ","))
 	return nil
-}
-
-// openTrusted opens a file the daemon is to act on, as sshd's StrictModes
-// would: never through a symlink, never blocking on a FIFO or device
-// swapped in (O_NONBLOCK, then fstat of that descriptor: only a regular
-// file), only when root or the daemon's user owns it and nobody else can
-// write it (trusted).
-func openTrusted(path string) (*os.File, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, errors.New("is a symlink: not read")
-		}
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), path)
-	st, err := f.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		err = errors.New("is not a regular file (" + st.Mode().Type().String() + "): not read")
-	}
-	if err == nil {
-		err = trusted(f)
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }

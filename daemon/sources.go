@@ -5,13 +5,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/podrun/podrun/manifest"
@@ -93,7 +93,10 @@ type Want struct {
 // keep their previous state. It returns the pods wanted (the first source by
 // name wins a namespace/name), the sources that are broken, and the problems.
 func (s *Sources) Scan(ctx context.Context, settling map[string]bool) (map[string]Want, map[string]bool, []Problem) {
-	names, err := s.files()
+	dir, names, err := s.files()
+	if dir != nil {
+		defer dir.Close()
+	}
 	var problems []Problem
 	if err != nil {
 		// An untrusted or unreadable directory changes nothing: every file
@@ -113,7 +116,7 @@ func (s *Sources) Scan(ctx context.Context, settling map[string]bool) (map[strin
 		if settling[path] || dirErr != nil {
 			continue // still being written (or not trusted): keep what was known of it
 		}
-		data, err := s.readFile(path)
+		data, err := s.readFile(dir, path)
 		s.update(path, data, err)
 	}
 	if s.URL != "" {
@@ -135,19 +138,20 @@ func (s *Sources) Scan(ctx context.Context, settling map[string]bool) (map[strin
 	return wants, broken, problems
 }
 
-// files lists the manifest files of the directory, once it is trusted.
-func (s *Sources) files() ([]string, error) {
-	d, err := os.Open(s.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading the manifest directory: %w", err)
+// files opens the manifest directory, once it and every directory above
+// it are trusted (openDir), and lists its manifest files.
+func (s *Sources) files() (*os.File, []string, error) {
+	d, err := openDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("reading the manifest directory: %w", err)
 	}
-	defer d.Close()
-	if err := trusted(d); err != nil {
-		return nil, fmt.Errorf("the manifest directory is not trusted, nothing in it is applied: %w", err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the manifest directory is not trusted, nothing in it is applied: %w", err)
 	}
 	entries, err := d.ReadDir(-1)
 	if err != nil {
-		return nil, fmt.Errorf("reading the manifest directory: %w", err)
+		d.Close()
+		return nil, nil, fmt.Errorf("reading the manifest directory: %w", err)
 	}
 	var names []string
 	for _, e := range entries {
@@ -156,16 +160,17 @@ func (s *Sources) files() ([]string, error) {
 		}
 	}
 	sort.Strings(names)
-	return names, nil
+	return d, names, nil
 }
 
-// readFile reads a manifest file the way sshd's StrictModes reads a key
-// file: never through a symlink, never blocking on a FIFO or device
-// swapped in (O_NONBLOCK, then fstat of that descriptor: only a regular
-// file is read), only when root or the daemon's user owns it and nobody
-// else can write it, and never more than the size limit.
-func (s *Sources) readFile(path string) ([]byte, error) {
-	f, err := openTrusted(path) // images.go
+// readFile reads a manifest file of the directory dir the way sshd's
+// StrictModes reads a key file: relative to the directory checked, never
+// through a symlink, never blocking on a FIFO or device swapped in (only a
+// regular file is opened), only when root or the daemon's user owns it and
+// nobody else can write it (openTrusted), and never more than the size
+// limit.
+func (s *Sources) readFile(dir *os.File, path string) ([]byte, error) {
+	f, err := openTrusted(dir, filepath.Base(path)) // trust.go
 	if err != nil {
 		return nil, err
 	}
@@ -178,28 +183,6 @@ func (s *Sources) readFile(path string) ([]byte, error) {
 		return nil, &manifest.TooLargeError{Limit: s.Admission.MaxFileSize}
 	}
 	return manifest.ReadAll(f, s.Admission.MaxFileSize)
-}
-
-// trusted refuses a file or directory (checked through its open
-// descriptor) that another user than root or the daemon's own owns, or
-// that its group or others may write: anyone who can write a manifest
-// runs anything as root.
-func trusted(f *os.File) error {
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return errors.New("cannot tell its owner")
-	}
-	if sys.Uid != 0 && int(sys.Uid) != os.Getuid() {
-		return fmt.Errorf("owned by uid %d, neither root nor the daemon's user", sys.Uid)
-	}
-	if st.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("writable by its group or by others (mode %04o): chmod go-w", st.Mode().Perm())
-	}
-	return nil
 }
 
 // maxHeaderFile bounds --manifest-url-header-file.
@@ -243,14 +226,11 @@ func (s *Sources) fetch(ctx context.Context) ([]byte, error) {
 // addHeaders adds the header file's "Name: value" lines (blank lines and
 // # comments skipped) to req. The file must be as trusted as a manifest.
 func (s *Sources) addHeaders(req *http.Request) error {
-	f, err := os.Open(s.URLHeaderFile)
+	f, err := openTrusted(nil, s.URLHeaderFile)
 	if err != nil {
-		return fmt.Errorf("--manifest-url-header-file: %w", err)
-	}
-	defer f.Close()
-	if err := trusted(f); err != nil {
 		return fmt.Errorf("--manifest-url-header-file %s: %w", s.URLHeaderFile, err)
 	}
+	defer f.Close()
 	data, err := manifest.ReadAll(f, maxHeaderFile)
 	if err != nil {
 		return fmt.Errorf("--manifest-url-header-file %s: %w", s.URLHeaderFile, err)

@@ -38,12 +38,15 @@ func sizeLimited(pod *corev1.Pod) []corev1.Volume {
 
 // overLimit returns the kubelet's eviction message for the first emptyDir
 // of vols whose usage (usage(name)) exceeds its sizeLimit, or "". A volume
-// that cannot be measured is skipped, as the kubelet skips missing stats.
+// that cannot be measured counts as over its limit, with a message that
+// says why: the kubelet skips missing stats, but here what cannot be
+// measured is what a container made unreadable or too deep to walk, and
+// that would hide any amount of data.
 func overLimit(vols []corev1.Volume, usage func(name string) (int64, error)) string {
 	for _, v := range vols {
 		used, err := usage(v.Name)
 		if err != nil {
-			continue
+			return fmt.Sprintf("Usage of EmptyDir volume %q cannot be measured (%v): it counts as over the limit %q. ", v.Name, err, v.EmptyDir.SizeLimit.String())
 		}
 		if used > v.EmptyDir.SizeLimit.Value() {
 			return fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", v.Name, v.EmptyDir.SizeLimit.String())

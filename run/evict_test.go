@@ -60,10 +60,12 @@ func TestOverLimit(t *testing.T) {
 	if msg, want := overLimit(vols, measure), `Usage of EmptyDir volume "a" exceeds the limit "1Mi". `; msg != want {
 		t.Errorf("a over: %q, want %q", msg, want)
 	}
+	// A volume that cannot be measured counts as over its limit (a
+	// container could otherwise hide any amount of data from the walk).
 	delete(usage, "a")
-	delete(usage, "b")
-	if msg := overLimit(vols, measure); msg != "" {
-		t.Errorf("unmeasurable volumes: %q, want no eviction", msg)
+	usage["b"] = 0
+	if msg, want := overLimit(vols, measure), `Usage of EmptyDir volume "a" cannot be measured (no stats): it counts as over the limit "1Mi". `; msg != want {
+		t.Errorf("a unmeasurable: %q, want %q", msg, want)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -84,7 +85,9 @@ func (h *Host) loadState(uid string) (*State, error) {
 	return &s, nil
 }
 
-// stateUIDs lists the pod UIDs that have a directory under the state dir.
+// stateUIDs lists the pod UIDs that have a directory under the state dir;
+// a hidden one is a pod directory being removed (volumes.Layout.Remove),
+// no pod's any more.
 func (h *Host) stateUIDs() ([]string, error) {
 	entries, err := os.ReadDir(filepath.Join(h.cfg.Root, "pods"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -95,7 +98,7 @@ func (h *Host) stateUIDs() ([]string, error) {
 	}
 	var uids []string
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
 			uids = append(uids, e.Name())
 		}
 	}

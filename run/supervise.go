@@ -223,6 +223,7 @@ func (r *podRun) Prune(ctx context.Context, name string, current int) {
 		// Its termination log and message go with it.
 		_ = r.h.disk.RemoveFile(r.layout.TerminationLog(name, id))
 		_ = r.h.disk.RemoveFile(messageRecord(r.layout, name, id))
+		_ = r.h.disk.RemoveFile(oldMessageRecord(r.layout, name, id))
 	}
 }
 
@@ -249,7 +250,7 @@ func (r *podRun) Finish(ctx context.Context, c *corev1.Container, n int, e engin
 		return err
 	}
 	msg := terminationMessage(r.layout, r.logPath(c.Name, n), c, id, e.Code)
-	return r.h.disk.WriteFile(messageRecord(r.layout, c.Name, id), []byte(msg), 0o600)
+	return r.h.writeMessage(r.layout, c.Name, id, msg)
 }
 
 // Kill stops attempt id of c the kubelet's way (stop): its preStop hook,

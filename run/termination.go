@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/untrusted"
 	"github.com/podrun/podrun/volumes"
 )
 
@@ -50,10 +51,11 @@ func terminationMessage(l volumes.Layout, logPath string, c *corev1.Container, i
 	return logs.TailText(f, terminationLogLines, maxTerminationLogBytes)
 }
 
-// readEnd reads the last limit bytes of the regular file at path, which it
-// opens without following a symbolic link.
+// readEnd reads the last limit bytes of the regular file at path, opened
+// as a container's file is (untrusted.Open: never through a symlink, a
+// FIFO or device swapped in is never opened).
 func readEnd(path string, limit int64) (string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	f, err := untrusted.Open(nil, path)
 	if err != nil {
 		return "", err
 	}
@@ -62,19 +64,33 @@ func readEnd(path string, limit int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", path)
-	}
 	off := max(st.Size()-limit, 0)
 	b, err := io.ReadAll(io.NewSectionReader(f, off, limit))
 	return string(b), err
 }
 
 // messageRecord is where the termination message of attempt id of
-// container name is kept once its exit is handled, next to its
-// termination log in the pod directory (root's only).
+// container name is kept once its exit is handled: in the pod directory
+// (root's only), apart from the containers' own files, whose tmpfs a
+// container may fill (volumes.TerminationLogsSize).
 func messageRecord(l volumes.Layout, name, id string) string {
+	return l.File(filepath.Join("termination-messages", name, id))
+}
+
+// oldMessageRecord is where podrun kept the record before, next to the
+// container's file: pods started then still have theirs there.
+func oldMessageRecord(l volumes.Layout, name, id string) string {
 	return l.TerminationLog(name, id) + ".message"
+}
+
+// writeMessage records the termination message of attempt id of container
+// name.
+func (h *Host) writeMessage(l volumes.Layout, name, id, msg string) error {
+	path := messageRecord(l, name, id)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return h.disk.WriteFile(path, []byte(msg), 0o600)
 }
 
 // messages reads the termination messages of pod's attempts that ended:
@@ -90,14 +106,31 @@ func (h *Host) messages(pod *corev1.Pod, uid string, ctrs []engine.Container) ma
 		if c == nil || (!finished && ctr.Task.State != engine.TaskStopped) {
 			continue // running, or not started: no message (and no file read)
 		}
-		if b, err := os.ReadFile(messageRecord(l, name, ctr.ID)); err == nil {
-			out[ctr.ID] = string(b)
+		if b, ok := readRecord(l, name, ctr.ID); ok {
+			out[ctr.ID] = b
 			continue
 		}
 		if ctr.Task.State == engine.TaskStopped {
-			n, _ := strconv.Atoi(ctr.Labels[labels.RestartCount])
+			n, err := strconv.Atoi(ctr.Labels[labels.RestartCount])
+			if err != nil {
+				// The log to fall back to is that attempt's: none is read
+				// rather than another's.
+				out[ctr.ID] = fmt.Sprintf("Error on reading termination message: label %s: %v", labels.RestartCount, err)
+				continue
+			}
 			out[ctr.ID] = terminationMessage(l, logs.Path(h.cfg.LogDir, pod.Namespace, pod.Name, uid, name, n), c, ctr.ID, ctr.Task.ExitCode)
 		}
 	}
 	return out
+}
+
+// readRecord reads the record of attempt id of container name, where it is
+// kept now or was before.
+func readRecord(l volumes.Layout, name, id string) (string, bool) {
+	for _, path := range []string{messageRecord(l, name, id), oldMessageRecord(l, name, id)} {
+		if b, err := os.ReadFile(path); err == nil {
+			return string(b), true
+		}
+	}
+	return "", false
 }

@@ -39,6 +39,7 @@ type Mount struct {
 	Source      string // host path
 	Destination string // absolute path in the container
 	ReadOnly    bool
+	NoDev       bool // device nodes in it open nothing (a disk-backed volume)
 }
 
 // Sandbox describes the pod-level things a container joins.

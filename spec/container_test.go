@@ -262,7 +262,7 @@ func bindMounts(s *specs.Spec) []specs.Mount {
 func TestContainerMounts(t *testing.T) {
 	in := baseInput()
 	in.Mounts = []Mount{
-		{Source: "/pods/uid/volumes/kubernetes.io~empty-dir/cache/sub", Destination: "/var/cache/app", ReadOnly: false},
+		{Source: "/pods/uid/volumes/kubernetes.io~empty-dir/cache/sub", Destination: "/var/cache/app", ReadOnly: false, NoDev: true},
 		{Source: "/pods/uid/volumes/kubernetes.io~configmap/cfg", Destination: "/etc/app", ReadOnly: true},
 		{Source: "/data", Destination: "/data"},
 	}
@@ -277,6 +277,8 @@ func TestContainerMounts(t *testing.T) {
 		bind("/pods/uid/shm", "/dev/shm", "rw"),
 		bind("/pods/uid/volumes/kubernetes.io~empty-dir/cache/sub", "/var/cache/app", "rw"),
 	}
+	// A disk-backed volume's bind is nodev (runc remounts it so).
+	want[len(want)-1].Options = append(want[len(want)-1].Options, "nodev")
 	if got := bindMounts(s); !reflect.DeepEqual(got, want) {
 		t.Errorf("bind mounts:\n got %v\nwant %v", got, want)
 	}

@@ -132,16 +132,21 @@ func withProcessEnv(env []string) oci.SpecOpts {
 }
 
 // bindMount returns the spec mount of one bind mount, with the options the CRI
-// plugin uses for private propagation.
+// plugin uses for private propagation (and nodev when asked: runc remounts
+// the bind with it).
 func bindMount(m Mount) specs.Mount {
 	mode := "rw"
 	if m.ReadOnly {
 		mode = "ro"
 	}
+	opts := []string{"rbind", "rprivate", mode}
+	if m.NoDev {
+		opts = append(opts, "nodev")
+	}
 	return specs.Mount{
 		Destination: m.Destination,
 		Type:        "bind",
 		Source:      m.Source,
-		Options:     []string{"rbind", "rprivate", mode},
+		Options:     opts,
 	}
 }

@@ -38,7 +38,7 @@ func (p *Prepared) claim(l Layout, pod *corev1.Pod, name string, c *corev1.Persi
 	case err == nil || adopt:
 		// An existing volume keeps its data, mode and owners (a pod that
 		// is adopted never changes a volume its containers write).
-		p.Paths[name] = dir
+		p.Paths[name], p.NoDev[name] = dir, true
 		return err
 	case !errors.Is(err, os.ErrNotExist):
 		return err
@@ -52,7 +52,7 @@ func (p *Prepared) claim(l Layout, pod *corev1.Pod, name string, c *corev1.Persi
 	if err := unix.Chmod(dir, 0o777); err != nil { // apart from Mkdir: the umask
 		return err
 	}
-	p.Paths[name] = dir
+	p.Paths[name], p.NoDev[name] = dir, true
 	return SetOwnership(dir, pod, c.ReadOnly)
 }
 

@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"strings"
 
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
-	"golang.org/x/sys/unix"
+
+	"github.com/podrun/podrun/untrusted"
 )
 
 // MaxEnvFile bounds an env file (fileKeyRef): a container writes it.
@@ -16,33 +16,24 @@ const MaxEnvFile = 64 << 10
 
 // ReadEnvFile reads the env file at rel inside the volume directory root,
 // as the kubelet reads a fileKeyRef's: opened inside root by descriptor
-// (symlinks never lead out of it), a regular file of at most MaxEnvFile
-// bytes, KEY=VALUE lines (blank lines and # comments skipped). A missing
-// file is an error wrapping os.ErrNotExist.
+// (symlinks never lead out of it), a regular file (untrusted.Reopen: a
+// FIFO or device there is never opened) of at most MaxEnvFile bytes,
+// KEY=VALUE lines (blank lines and # comments skipped). A missing file is
+// an error wrapping os.ErrNotExist.
 func ReadEnvFile(root, rel string) (map[string]string, error) {
 	h, err := pathrs.OpenInRoot(root, rel)
 	if err != nil {
 		return nil, err
 	}
 	defer h.Close()
-	f, err := pathrs.Reopen(h, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	f, err := untrusted.Reopen(h)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	data, err := untrusted.ReadAll(f, MaxEnvFile)
 	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", rel)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxEnvFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxEnvFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes", rel, MaxEnvFile)
+		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	return parseEnvFile(data)
 }

@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestReadEnvFile: KEY=VALUE lines; a missing file is os.ErrNotExist; a
-// symlink out of the volume, a directory and a file over the bound are
-// refused.
+// symlink out of the volume, a directory, a FIFO, a device node and a file
+// over the bound are refused.
 func TestReadEnvFile(t *testing.T) {
 	root := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "secret.env")
@@ -43,7 +45,13 @@ func TestReadEnvFile(t *testing.T) {
 	if got, err := ReadEnvFile(root, "outside.env"); err == nil && got["SECRET"] != "" {
 		t.Errorf("a symlink out of the volume read the host's file: %v", got)
 	}
-	for _, name := range []string{"bad.env", "big.env", "."} {
+	if err := unix.Mkfifo(filepath.Join(root, "fifo.env"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mknod(filepath.Join(root, "dev.env"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"bad.env", "big.env", ".", "fifo.env", "dev.env"} {
 		if _, err := ReadEnvFile(root, name); err == nil {
 			t.Errorf("%s: read, want an error", name)
 		}

@@ -56,7 +56,7 @@ func SetOwnership(dir string, pod *corev1.Pod, readOnly bool) error {
 func setOwnership(dir string, gid int, mask os.FileMode) error {
 	err := walk(dir, func(e *entry) error {
 		if err := unix.Fchownat(e.fd, "", -1, gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return &fs.PathError{Op: "chown", Path: e.path, Err: err}
+			return &fs.PathError{Op: "chown", Path: e.path(), Err: err}
 		}
 		if e.isSymlink() {
 			return nil
@@ -65,14 +65,14 @@ func setOwnership(dir string, gid int, mask os.FileMode) error {
 		if e.isDir() {
 			mode |= uint32(fsGroupExec.Perm()) | unix.S_ISGID
 			if err := unix.Fchmod(e.fd, mode); err != nil {
-				return &fs.PathError{Op: "chmod", Path: e.path, Err: err}
+				return &fs.PathError{Op: "chmod", Path: e.path(), Err: err}
 			}
 			return nil
 		}
 		// e.fd is an O_PATH descriptor, which fchmod refuses; its magic
 		// link reaches the same inode (and it is not a symlink).
 		if err := unix.Chmod(procFD(e.fd), mode); err != nil {
-			return &fs.PathError{Op: "chmod", Path: e.path, Err: err}
+			return &fs.PathError{Op: "chmod", Path: e.path(), Err: err}
 		}
 		return nil
 	})

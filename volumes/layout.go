@@ -47,8 +47,12 @@ func (l Layout) File(name string) string { return filepath.Join(l.Pod(), name) }
 
 // TerminationLog is the file mounted at a container's terminationMessagePath.
 func (l Layout) TerminationLog(container, id string) string {
-	return filepath.Join(l.Pod(), "containers", container, id)
+	return filepath.Join(l.containers(), container, id)
 }
+
+// containers holds the containers' termination-message files (a tmpfs of
+// TerminationLogsSize for a pod made since podrun bounds them).
+func (l Layout) containers() string { return filepath.Join(l.Pod(), "containers") }
 
 // Shm is the pod's shared /dev/shm (a tmpfs).
 func (l Layout) Shm() string { return filepath.Join(l.Pod(), "shm") }
@@ -56,23 +60,83 @@ func (l Layout) Shm() string { return filepath.Join(l.Pod(), "shm") }
 // ShmSize is the size of the pod's /dev/shm, as Docker and the CRI default it.
 const ShmSize = 64 << 20
 
-// Create makes the pod directory and its shared /dev/shm tmpfs.
+// TerminationLogsSize bounds the tmpfs at <pod>/containers that holds the
+// files mounted at the containers' terminationMessagePath. Each is its
+// container's to write (0666, as the kubelet makes it), and only its last
+// 4096 bytes are ever read; on the state filesystem a container could
+// grow it until the filesystem is full. On this tmpfs it can fill 1 MiB at
+// most (charged to its own memory cgroup), and only its own pod's.
+const TerminationLogsSize = 1 << 20
+
+// Create makes the pod directory, its shared /dev/shm tmpfs and the tmpfs
+// of its containers' termination-message files.
 func (l Layout) Create() error {
 	if err := os.MkdirAll(l.Pod(), 0o750); err != nil {
 		return err
 	}
-	return mountTmpfs(l.Shm(), ShmSize, 0o1777)
+	if err := mountTmpfs(l.Shm(), ShmSize, 0o1777); err != nil {
+		return err
+	}
+	return mountTmpfs(l.containers(), TerminationLogsSize, 0o750)
 }
 
 // Remove unmounts everything below the pod directory and deletes it. A pod
 // directory that is already gone is success. Nothing is deleted while
 // anything is still mounted below it: a hostPath bind would take the
-// host's files with it.
+// host's files with it. The directory is first renamed out of the way
+// (atomically: its record and its data go together), so a removal cut off
+// (a kill -9) never leaves a pod's data without the record another podrun
+// needs; what is left under the new name, SweepRemoved deletes.
 func (l Layout) Remove() error {
 	if err := unmountAll(l.Pod()); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(l.Pod()); err != nil {
+	gone := removing(l)
+	// One a removal cut off after its rename left, when a pod with the same
+	// uid (its content's hash) was made again before any sweep.
+	if err := removeTree(gone); err != nil {
+		return err
+	}
+	if err := os.Rename(l.Pod(), gone); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing pod directory: %w", err)
+	}
+	return removeTree(gone)
+}
+
+// removingPrefix names a pod directory being removed: <root>/pods/.removing-<uid>.
+const removingPrefix = ".removing-"
+
+// removing is where Remove moves pod directory l before deleting it.
+func removing(l Layout) string { return filepath.Join(l.Root, "pods", removingPrefix+l.UID) }
+
+// SweepRemoved deletes what removals cut off left under root: the pod
+// directories renamed for removal (Remove). Every podrun that opens the
+// host calls it. Such a directory holds no record any more, only data.
+func SweepRemoved(root string) error {
+	dir := filepath.Join(root, "pods")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), removingPrefix) {
+			errs = append(errs, removeTree(filepath.Join(dir, e.Name())))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeTree unmounts everything at or below dir, then deletes it; one
+// already gone is success.
+func removeTree(dir string) error {
+	if err := unmountAll(dir); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("removing pod directory: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package volumes
 
 import (
+	"errors"
 	"io/fs"
 )
 
@@ -11,8 +12,20 @@ import (
 // nothing below a mount point of another filesystem. The tree is walked by
 // descriptor without following symlinks (walk.go), so a container swapping
 // a directory for a symlink never makes it count, or read, anything outside
-// the volume; entries that vanish meanwhile are skipped.
+// the volume; entries that vanish meanwhile are skipped. However deep the
+// tree, the walk holds a bounded number of descriptors; a part it cannot
+// read is an error, never left out. A walk that finds a directory moved
+// under it (a container renaming its tree) is tried again, twice.
 func DiskUsage(dir string) (int64, error) {
+	for try := 0; ; try++ {
+		n, err := diskUsage(dir)
+		if !errors.Is(err, errMoved) || try == 2 {
+			return n, err
+		}
+	}
+}
+
+func diskUsage(dir string) (int64, error) {
 	type inode struct{ dev, ino uint64 }
 	seen := map[inode]bool{}
 	var total int64

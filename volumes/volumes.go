@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/spec"
 )
 
 // Prepared is the result of Setup or Locate: where each volume is on the
@@ -25,6 +24,9 @@ type Prepared struct {
 	// ReadOnly are the volumes always mounted read-only (config volumes,
 	// as the kubelet mounts them since 1.10).
 	ReadOnly map[string]bool
+	// NoDev are the disk-backed volumes (emptyDir, claims), mounted nodev:
+	// a device node a container makes in one opens nothing.
+	NoDev map[string]bool
 }
 
 // Options are the node's rules for volumes.
@@ -54,7 +56,7 @@ func Locate(l Layout, pod *corev1.Pod, o Options) (*Prepared, error) {
 }
 
 func prepare(l Layout, pod *corev1.Pod, cfg *Config, o Options, adopt bool) (*Prepared, error) {
-	p := &Prepared{layout: l, Paths: map[string]string{}, ReadOnly: map[string]bool{}}
+	p := &Prepared{layout: l, Paths: map[string]string{}, ReadOnly: map[string]bool{}, NoDev: map[string]bool{}}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		var err error
@@ -147,7 +149,7 @@ func (p *Prepared) emptyDir(l Layout, pod *corev1.Pod, name string, e *corev1.Em
 			// mode: a chmod would clear the setgid bit fsGroup gave it.
 		}
 	}
-	p.Paths[name] = dir
+	p.Paths[name], p.NoDev[name] = dir, true
 	return SetOwnership(dir, pod, false) // fsGroup (fsgroup.go), by descriptor
 }
 
@@ -161,7 +163,7 @@ func (p *Prepared) locateEmptyDir(l Layout, name string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	p.Paths[name] = dir
+	p.Paths[name], p.NoDev[name] = dir, true
 	return nil
 }
 
@@ -319,149 +321,6 @@ func checkType(p string, mode uint32, typ corev1.HostPathType) error {
 	}
 	if !ok {
 		return fmt.Errorf("hostPath type check failed: %s is not %s", p, what)
-	}
-	return nil
-}
-
-// Mounts resolves a container's volumeMounts into bind mounts. A
-// subPathExpr is expanded against vars, the container's variables
-// (spec.SubPathExpr). A subPath is opened inside its volume by descriptor,
-// created as a directory when missing (as the kubelet does), refused when
-// it resolves outside its volume, and bind-mounted under the pod directory
-// (subPath); the container gets that bind.
-func (p *Prepared) Mounts(c *corev1.Container, vars map[string]string) ([]spec.Mount, error) {
-	var out []spec.Mount
-	for i, vm := range c.VolumeMounts {
-		src, ok := p.Paths[vm.Name]
-		if !ok {
-			return nil, fmt.Errorf("volumeMounts[%d]: volume %q is not prepared", i, vm.Name)
-		}
-		sub := vm.SubPath
-		if vm.SubPathExpr != "" {
-			var err error
-			if sub, err = spec.SubPathExpr(vm.SubPathExpr, vars); err != nil {
-				return nil, fmt.Errorf("volumeMounts[%d] (%s): %w", i, vm.MountPath, err)
-			}
-		}
-		if sub != "" {
-			var err error
-			if src, err = p.subPath(src, sub, p.layout.SubPath(vm.Name, c.Name, i)); err != nil {
-				if vm.SubPathExpr != "" {
-					err = fmt.Errorf("subPathExpr %q: %w", vm.SubPathExpr, err)
-				}
-				return nil, fmt.Errorf("volumeMounts[%d] (%s): %w", i, vm.MountPath, err)
-			}
-		}
-		out = append(out, spec.Mount{Source: src, Destination: vm.MountPath, ReadOnly: vm.ReadOnly || p.ReadOnly[vm.Name]})
-	}
-	return out, nil
-}
-
-// subPath opens sub inside volume (creating it as a directory when
-// missing) and bind-mounts what it opened at target, which it returns. The
-// kubelet's fix for CVE-2017-1002101 and CVE-2021-25741: the path is walked
-// component by component from the volume's descriptor, symlinks never
-// leaving it (pathrs-lite, openat2 RESOLVE_IN_ROOT where the kernel has
-// it), and the descriptor is mounted, not the path, so a sibling container
-// that swaps a directory for a symlink after the check gains nothing.
-func (p *Prepared) subPath(volume, sub, target string) (string, error) {
-	f, err := openSubPath(volume, sub)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return "", err
-	}
-	if err := bindFD(f, &st, target); err != nil {
-		return "", fmt.Errorf("subPath %q: %w", sub, err)
-	}
-	return target, nil
-}
-
-// openSubPath opens (O_PATH) sub inside volume, creating it as a
-// directory when missing; it never leaves the volume.
-func openSubPath(volume, sub string) (*os.File, error) {
-	root, err := os.OpenFile(volume, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	// Refuse (rather than confine) a subPath whose symlinks point out of
-	// the volume, with a message that says so, as the kubelet does.
-	if err := escapes(root, sub); err != nil {
-		return nil, err
-	}
-	f, err := pathrs.OpenatInRoot(root, sub)
-	if errors.Is(err, os.ErrNotExist) {
-		f, err = pathrs.MkdirAllHandle(root, sub, 0o755)
-		if err != nil {
-			return nil, fmt.Errorf("creating subPath %q: %w", sub, err)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("subPath %q: %w", sub, err)
-	}
-	return f, nil
-}
-
-// escapes reports a subPath that resolves, through the symlinks it has
-// now, outside its volume. It only reads, for the message: what is mounted
-// is opened safely afterwards whatever happens meanwhile.
-func escapes(root *os.File, sub string) error {
-	real, err := os.Readlink(procFD(int(root.Fd())))
-	if err != nil {
-		return err
-	}
-	existing := filepath.Join(real, sub)
-	for {
-		if _, err := os.Lstat(existing); err == nil || existing == real || !strings.HasPrefix(existing, real) {
-			break
-		}
-		existing = filepath.Dir(existing)
-	}
-	resolved, err := filepath.EvalSymlinks(existing)
-	if err != nil {
-		return fmt.Errorf("subPath %q: %w", sub, err)
-	}
-	if resolved != real && !strings.HasPrefix(resolved, real+"/") {
-		return fmt.Errorf("subPath %q resolves to %s, outside its volume", sub, resolved)
-	}
-	return nil
-}
-
-// bindFD bind-mounts (recursively, private) the file or directory f holds
-// at target, replacing whatever was mounted there (a restarted container's
-// earlier bind). target's parents are podrun's own.
-func bindFD(f *os.File, st *unix.Stat_t, target string) error {
-	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		if err := os.Mkdir(target, 0o750); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-	} else {
-		fd, err := unix.Open(target, unix.O_CREAT|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o640)
-		if err != nil && !errors.Is(err, unix.EISDIR) {
-			return &os.PathError{Op: "create", Path: target, Err: err}
-		}
-		if err == nil {
-			unix.Close(fd)
-		}
-	}
-	if err := unmountAll(target); err != nil {
-		return err
-	}
-	if err := unix.Mount(procFD(int(f.Fd())), target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("bind-mounting at %s: %w", target, err)
-	}
-	// Keep the pods' own mounts from propagating in or out (a hostPath of
-	// / on a host whose / is shared would otherwise gather every pod's).
-	if err := unix.Mount("", target, "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
-		_ = unix.Unmount(target, unix.MNT_DETACH)
-		return fmt.Errorf("making %s private: %w", target, err)
 	}
 	return nil
 }
