@@ -196,6 +196,7 @@ check_limits_pod_cgroup() {
 	eq "pod pids.max" "$(cgread "$pod" pids.max)" max
 	eq "pod memory.oom.group" "$(cgread "$pod" memory.oom.group)" 0
 	eq "pod cgroup.procs (processes live in the containers' cgroups)" "$(cgread "$pod" cgroup.procs)" ""
+	systemd-cgls --no-pager "/$pod" || true
 }
 
 # systemd owns the cgroup root: a daemon-reload (as every unit install does)
@@ -425,7 +426,7 @@ check_leakcheck() {
 	eq "containers" "$(ctr -n podrun containers ls -q)" ""
 	eq "tasks" "$(ctr -n podrun tasks ls -q)" ""
 	eq "active snapshots" "$(ctr -n podrun snapshots ls | awk 'NR > 1 && $NF != "Committed"')" ""
-	eq "podrun processes" "$(pgrep -a podrun || true)" ""
+	eq "podrun processes" "$(pgrep -ax podrun || true)" ""
 	eq "pod cgroups" "$(ls -d $CG/podrun/pod* 2>/dev/null)" ""
 }
 
