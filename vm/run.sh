@@ -102,6 +102,7 @@ main() {
 	goarch=$arch
 	CGO_ENABLED=0 GOOS=linux GOARCH=$goarch "$go" build -trimpath -o "$share/podrun" .
 	CGO_ENABLED=0 GOOS=linux GOARCH=$goarch "$go" build -trimpath -o "$share/mkimage" ./tools/mkimage
+	echo "$arch" >"$share/arch"
 	install -m 0755 vm/guest/test.sh "$share/guest/test.sh"
 	install -m 0755 .ci/leakcheck.sh "$share/leakcheck.sh"
 	install -m 0644 examples/podrun-daemon.service "$share/podrun-daemon.service"
@@ -138,6 +139,9 @@ main() {
 	# The summary: every planned check with its result; one without is a failure.
 	out=$share/out
 	echo "test-vm: results ($arch, $(elapsed) in all):"
+	if [ -s "$out/guest" ]; then
+		echo "  guest: $(cat "$out/guest")"
+	fi
 	pass=0 fail=0
 	if [ -s "$out/plan" ]; then
 		while IFS= read -r name; do

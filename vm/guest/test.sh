@@ -101,6 +101,7 @@ web_page() { http_get "$1" 8080 /; }
 # ---- the checks ----
 
 check_guest() {
+	eq "architecture (the one make test-vm asked for)" "$(dpkg --print-architecture)" "$(cat "$SHARE/arch")"
 	eq "init (pid 1)" "$(cat /proc/1/comm)" systemd
 	eq "/sys/fs/cgroup file system" "$(stat -fc %T $CG)" cgroup2fs
 	eq "containerd.service" "$(systemctl is-active containerd)" active
@@ -432,7 +433,7 @@ check_leakcheck() {
 
 # ---- run them ----
 
-echo "podrun-vm: $(uname -m), $(nproc) cpus, $(awk '/^MemTotal:/ { print $2 " kB" }' /proc/meminfo)"
+echo "podrun-vm: $(uname -m), $(nproc) cpus, $(awk '/^MemTotal:/ { print $2 " kB" }' /proc/meminfo), $(uname -r), $(containerd --version | cut -d' ' -f3), runc $(runc --version | awk 'NR == 1 { print $3 }')" | tee "$OUT/guest"
 bash "$SHARE/leakcheck.sh" --snapshot "$STATE/snap"
 pass=0 fail=0
 for name in "${PLAN[@]}"; do
