@@ -163,7 +163,7 @@ main() {
 		fail=$((fail + 1))
 	fi
 	if [ ! -s "$out/done" ]; then
-		echo "  FAIL finish (the guest did not finish the checks${timed_out:+: timed out after $timeout s}; qemu exit $qrc)"
+		echo "  FAIL finish (the guest did not finish the checks${timed_out:+: timed out after $timeout s, qemu stopped}${timed_out:-; qemu exit $qrc})"
 		fail=$((fail + 1))
 		tail -n 30 "$run/console.log" 2>/dev/null | sed 's/^/      console: /' || true
 	fi
