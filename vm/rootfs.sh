@@ -82,7 +82,9 @@ trap cleanup EXIT
 cleanup
 mkdir -p "$work"
 
-foreign=()
+# Two stages, so that the initramfs is set up before the kernel's package
+# builds it: only the drivers the guest boots from (an initramfs of every
+# module takes over ten minutes to make under qemu-user, and is made twice).
 if [ "$arch" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
 	# debootstrap's second stage runs the guest's binaries: through
 	# qemu-aarch64-static, registered with binfmt_misc (F: the interpreter
@@ -96,25 +98,32 @@ if [ "$arch" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
 		grep -v '^#' "$conf" | head -n1 >/proc/sys/fs/binfmt_misc/register
 		registered=qemu-aarch64
 	fi
-	foreign=(--foreign)
 fi
 
 log="$work/debootstrap.log"
 include=$(IFS=,; echo "${packages[*]}")
 if ! debootstrap --arch="$arch" --variant=minbase --include="$include" \
-	--cache-dir="$cache/debs-$arch" "${foreign[@]}" bookworm "$root" "$mirror" >"$log" 2>&1; then
+	--cache-dir="$cache/debs-$arch" --foreign bookworm "$root" "$mirror" >"$log" 2>&1; then
 	tail -n 40 "$log" >&2
 	[ -f "$root/debootstrap/debootstrap.log" ] && tail -n 40 "$root/debootstrap/debootstrap.log" >&2
 	echo "rootfs: debootstrap failed" >&2
 	exit 1
 fi
-if [ ${#foreign[@]} -gt 0 ]; then
-	if ! chroot "$root" /debootstrap/debootstrap --second-stage >>"$log" 2>&1; then
-		tail -n 40 "$log" >&2
-		[ -f "$root/debootstrap/debootstrap.log" ] && tail -n 40 "$root/debootstrap/debootstrap.log" >&2
-		echo "rootfs: debootstrap --second-stage failed" >&2
-		exit 1
-	fi
+mkdir -p "$root/etc/initramfs-tools/conf.d" "$root/etc/initramfs-tools/hooks"
+echo MODULES=list >"$root/etc/initramfs-tools/conf.d/podrun-vm.conf"
+cat >"$root/etc/initramfs-tools/hooks/podrun-vm" <<'HOOK'
+#!/bin/sh
+# The drivers of qemu's virtio disk and the root file system (MODULES=list).
+case "$1" in prereqs) exit 0 ;; esac
+. /usr/share/initramfs-tools/hook-functions
+manual_add_modules virtio_pci virtio_blk ext4 crc32c_generic
+HOOK
+chmod 0755 "$root/etc/initramfs-tools/hooks/podrun-vm"
+if ! chroot "$root" /debootstrap/debootstrap --second-stage >>"$log" 2>&1; then
+	tail -n 40 "$log" >&2
+	[ -f "$root/debootstrap/debootstrap.log" ] && tail -n 40 "$root/debootstrap/debootstrap.log" >&2
+	echo "rootfs: debootstrap --second-stage failed" >&2
+	exit 1
 fi
 echo "rootfs: debootstrap done after $(($(date +%s) - t0)) s" >&2
 
