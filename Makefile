@@ -68,13 +68,16 @@ e2e:
 # podrun where its users run it: a Debian 12 guest under qemu (software
 # emulation) with systemd, cgroup v2 and Debian's containerd as a service;
 # the guest is made once with debootstrap and cached in /var/cache/podrun-vm
-# (vm/run.sh says what it checks). `make test` runs the amd64 guest;
-# `make test-vm ARCH=arm64` the arm64 one (slow: not in every CI run).
+# (vm/run.sh says what it checks). `make test-vm ARCH=arm64` for the arm64
+# guest; `make test` runs both.
 ARCH ?= amd64
+.PHONY: test-vm-amd64 test-vm-arm64
 test-vm: deps
 	ARCH=$(ARCH) GO=$(GO) bash vm/run.sh
+test-vm-amd64 test-vm-arm64: deps
+	ARCH=$(@:test-vm-%=%) GO=$(GO) bash vm/run.sh
 
-test: deps vet lint fmt-check cross unit fuzz e2e test-vm
+test: deps vet lint fmt-check cross unit fuzz e2e test-vm-amd64 test-vm-arm64
 
 $(IMAGE_TAR): internal/testimage/*.go tools/mkimage/*.go
 	@mkdir -p $(BIN)
