@@ -7,7 +7,7 @@ IMAGE_TAR := $(BIN)/busybox.tar
 IMAGE_REF := podrun.local/busybox:1
 E2E_TIMEOUT ?= 40m
 
-.PHONY: all deps build cross test unit fuzz e2e vet lint fmt-check up bench clean
+.PHONY: all deps build cross test unit fuzz e2e test-vm vet lint fmt-check up bench clean
 
 all: build
 
@@ -65,7 +65,19 @@ fuzz:
 e2e:
 	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/...
 
-test: deps vet lint fmt-check cross unit fuzz e2e
+# podrun where its users run it: a Debian 12 guest under qemu (software
+# emulation) with systemd, cgroup v2 and Debian's containerd as a service;
+# the guest is made once with debootstrap and cached in /var/cache/podrun-vm
+# (vm/run.sh says what it checks). `make test-vm ARCH=arm64` for the arm64
+# guest; `make test` runs both.
+ARCH ?= amd64
+.PHONY: test-vm-amd64 test-vm-arm64
+test-vm: deps
+	ARCH=$(ARCH) GO=$(GO) bash vm/run.sh
+test-vm-amd64 test-vm-arm64: deps
+	ARCH=$(@:test-vm-%=%) GO=$(GO) bash vm/run.sh
+
+test: deps vet lint fmt-check cross unit fuzz e2e test-vm-amd64 test-vm-arm64
 
 $(IMAGE_TAR): internal/testimage/*.go tools/mkimage/*.go
 	@mkdir -p $(BIN)

@@ -14,6 +14,13 @@ pkgs=(
 	docker-registry             # a local registry for pull tests
 	apache2-utils               # htpasswd for the registry's auth tests
 	time                        # /usr/bin/time: a child's own peak memory (the bounded-input test)
+	qemu-system-x86             # make test-vm: the amd64 guest, under software emulation
+	seabios                     # its firmware (only recommended by qemu-system-x86)
+	qemu-system-arm             # make test-vm ARCH=arm64: qemu-system-aarch64
+	qemu-utils                  # qemu-img: the guest's overlay disk of each run
+	debootstrap                 # the guest's root file system, from the host's apt source
+	qemu-user-static            # an arm64 guest's debootstrap second stage on an amd64 host
+	e2fsprogs                   # mkfs.ext4 -d: the guest's disk image
 )
 
 missing=()
