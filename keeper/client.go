@@ -136,6 +136,9 @@ func (c *Client) Commit(ctx context.Context, id string) error {
 // the keeper to write the end of its output, has the keeper drop it, and
 // removes its directory.
 func (c *Client) Remove(ctx context.Context, id string, wait time.Duration) error {
+	if err := c.removeHalfMade(id); err != nil {
+		return err
+	}
 	if c.WaitDrained(ctx, id, 0) {
 		return nil
 	}
@@ -150,6 +153,29 @@ func (c *Client) Remove(ctx context.Context, id string, wait time.Duration) erro
 	}
 	if err := os.RemoveAll(filepath.Join(c.Dir, id)); err != nil {
 		return fmt.Errorf("removing the streams of %q: %w", id, err)
+	}
+	return nil
+}
+
+// removeHalfMade removes the directories of container id that a podrun
+// killed in Prepare left under their temporary names (".ID.<digits>"): the
+// caller holds the container's pod, so no Prepare of id is under way.
+func (c *Client) removeHalfMade(id string) error {
+	ents, err := os.ReadDir(c.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), "."+id+".")
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(c.Dir, e.Name())); err != nil {
+			return fmt.Errorf("removing the half-made streams of %q: %w", id, err)
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -372,5 +373,32 @@ func TestNothingEndsBeforeTheCommit(t *testing.T) {
 	}
 	if got := readLog(t, logPath); got != "after\n" {
 		t.Errorf("log %q", got)
+	}
+}
+
+// TestRemoveTakesHalfMadeDirectories: the directories a podrun killed in
+// Prepare left under their temporary names go with the container's Remove,
+// those of other containers stay.
+func TestRemoveTakesHalfMadeDirectories(t *testing.T) {
+	dir := t.TempDir()
+	c := &Client{Dir: dir}
+	for _, name := range []string{".a-app-0.123", ".a-app-0.9", ".a-app-01.5", ".a-app-0.1.2", "a-app-0.7"} {
+		if err := os.Mkdir(filepath.Join(dir, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Remove(context.Background(), "a-app-0", 0); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if want := []string{".a-app-0.1.2", ".a-app-01.5", "a-app-0.7"}; !slices.Equal(left, want) {
+		t.Fatalf("left %v, want %v", left, want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd"
+	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/archive/compression"
 	"github.com/containerd/containerd/cio"
 	"github.com/containerd/containerd/containers"
@@ -331,6 +332,15 @@ func (e *Engine) Start(ctx context.Context, id, logPath string) (uint32, error) 
 	var task containerd.Task
 	for attempt := 0; ; attempt++ {
 		task, err = e.createTask(ctx, ctr, streams, logPath)
+		if errdefs.IsAlreadyExists(err) && attempt == 0 {
+			// A task of this id that its shim no longer knows (its delete
+			// cut off by a killed podrun): it goes, and the create is done
+			// again.
+			if rerr := e.removeStaleTask(ctx, id); rerr != nil {
+				return 0, fmt.Errorf("creating task: %w", errors.Join(err, rerr))
+			}
+			continue
+		}
 		// Pods share shims (run's shim pool): a create that reached a shim
 		// exiting with its last other task failed with the connection, and
 		// containerd removed what it made. Again, on a shim started anew.
@@ -430,8 +440,13 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	}
 	task, err := ctr.Task(ctx, nil)
 	if errdefs.IsNotFound(err) {
-		// A create that a killed podrun left in flight in containerd would
-		// make the task (and its cgroups) after this delete: it is waited out.
+		// A task its shim no longer knows goes from containerd's list; a
+		// create that a killed podrun left in flight in containerd would
+		// make the task (and its cgroups) after this delete: it is waited
+		// out.
+		if err := e.removeStaleTask(ctx, id); err != nil {
+			return err
+		}
 		task, err = e.settleCreate(ctx, ctr)
 	}
 	if err == nil {
@@ -469,6 +484,25 @@ func (e *Engine) createTask(ctx context.Context, ctr containerd.Container, strea
 		slog.Debug("stream keeper: commit", "id", ctr.ID(), "err", err) // a keeper taking over reads the record
 	}
 	return task, nil
+}
+
+// removeStaleTask removes from containerd's task list a task of id that
+// ctr.Task does not find (containerd asks the shim for its state, and the
+// shim has no such task): a delete whose podrun was killed after the shim
+// had deleted the task but before containerd heard back leaves that entry,
+// its bundle and its shim, and every later create of id fails with "already
+// exists". The task service's delete goes by containerd's list alone, and
+// a shim that answers NotFound has the entry removed. Nothing to do is
+// success. A create in flight is deleted once made: its creator is gone.
+func (e *Engine) removeStaleTask(ctx context.Context, id string) error {
+	_, err := e.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
+	if err = errdefs.FromGRPC(err); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("removing the stale task of %q: %w", id, err)
+	}
+	if err == nil {
+		slog.Debug("stale task removed", "id", id)
+	}
+	return nil
 }
 
 // shimGone reports whether err is a shim's connection lost or refused.
