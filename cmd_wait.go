@@ -46,21 +46,18 @@ func waitCommand() *cli.Command {
 			defer stop()
 			ctx, cancel := context.WithTimeout(ctx, c.Duration("timeout"))
 			defer cancel()
-			h, err := openHost(ctx, c)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			var errs []error
-			for _, t := range targets {
-				msg, err := waitFor(ctx, h, t, cond)
-				if err != nil {
-					errs = append(errs, err)
-					continue
+			return withHost(ctx, c, func(h *run.Host) error {
+				var errs []error
+				for _, t := range targets {
+					msg, err := waitFor(ctx, h, t, cond)
+					if err != nil {
+						errs = append(errs, err)
+						continue
+					}
+					fmt.Printf("pod/%s %s\n", t, msg)
 				}
-				fmt.Printf("pod/%s %s\n", t, msg)
-			}
-			return errors.Join(errs...)
+				return errors.Join(errs...)
+			})
 		},
 	}
 }

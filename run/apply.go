@@ -1,0 +1,40 @@
+// What `podrun up` asks of the node for a set of manifests: its pods, with
+// the pods its workloads no longer make pruned, then its Jobs.
+
+package run
+
+import (
+	"context"
+	"sync"
+
+	"github.com/podrun/podrun/manifest"
+)
+
+// WantSet is what applying set asks, as applying its objects to a cluster:
+// its pods, replaced by their workloads' rollouts; with workloads, their
+// pods that they no longer make (scaled down, template changed, a Job that
+// changed) go, but the pods of the set's Jobs are the Jobs' own.
+func WantSet(set *manifest.Set) Want {
+	want := Want{Pods: set.Pods, Rollouts: set.Rollouts}
+	if len(set.Workloads) > 0 {
+		owned, jobs := manifest.OwnedBy(set.Workloads), map[string]bool{}
+		for _, j := range set.Jobs {
+			jobs[j.UID] = true
+		}
+		want.Owns = func(p *PodInfo) bool { return owned(p.Pod) && !jobs[manifest.JobOf(p.Pod)] }
+		want.Prune = true
+	}
+	return want
+}
+
+// RunJobs runs the Jobs concurrently (RunJob) and returns their results in
+// order.
+func (h *Host) RunJobs(ctx context.Context, jobs []*manifest.Job, o UpOptions) []JobResult {
+	out := make([]JobResult, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() { out[i] = h.RunJob(ctx, j, o) })
+	}
+	wg.Wait()
+	return out
+}

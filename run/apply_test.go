@@ -1,0 +1,71 @@
+package run
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podrun/podrun/manifest"
+)
+
+// TestWantSet: a set with a Deployment and a Job prunes the Deployment's
+// pods it no longer makes, but neither the Job's pods (the Job's own) nor
+// pods of nothing in the set; a set of plain pods prunes nothing.
+func TestWantSet(t *testing.T) {
+	set, err := manifest.Options{}.ParseUnresolved("set.yaml", []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "busybox:1"}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: pi}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: work, image: "busybox:1"}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set, err = manifest.Resolve(set); err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Pods) != 1 || len(set.Jobs) != 1 {
+		t.Fatalf("want 1 pod and 1 Job, got %d, %d", len(set.Pods), len(set.Jobs))
+	}
+	w := WantSet(set)
+	if !w.Prune || w.Owns == nil || len(w.Pods) != 1 {
+		t.Fatalf("WantSet: prune %v, owns %v, %d pods; want a pruning want of 1 pod", w.Prune, w.Owns != nil, len(w.Pods))
+	}
+	// An older pod of the Deployment: another name, same owner.
+	old := set.Pods[0].DeepCopy()
+	old.Name = "web-old"
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other"}}
+	for _, tt := range []struct {
+		what string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"the Deployment's pod", set.Pods[0].Pod, true},
+		{"an older pod of the Deployment", old, true},
+		{"a pod of the Job", set.Jobs[0].Pod(0, 0).Pod, false},
+		{"a pod of nothing in the set", other, false},
+	} {
+		if got := w.Owns(&PodInfo{Pod: tt.pod}); got != tt.want {
+			t.Errorf("Owns(%s) = %v, want %v", tt.what, got, tt.want)
+		}
+	}
+	plain := WantSet(&manifest.Set{Pods: set.Pods})
+	if plain.Prune || plain.Owns != nil {
+		t.Errorf("a set of plain pods: prune %v, owns %v; want neither", plain.Prune, plain.Owns != nil)
+	}
+}
