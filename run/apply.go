@@ -5,6 +5,7 @@ package run
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/podrun/podrun/manifest"
@@ -36,5 +37,34 @@ func (h *Host) RunJobs(ctx context.Context, jobs []*manifest.Job, o UpOptions) [
 		wg.Go(func() { out[i] = h.RunJob(ctx, j, o) })
 	}
 	wg.Wait()
+	return out
+}
+
+// DownTargets are the pods `down` of targets removes when its manifests
+// have workloads: targets, then every pod on the node of the workloads (of
+// an older template or a larger scale too), each once.
+func DownTargets(pods []*PodInfo, targets []Target, workloads []string) []Target {
+	owned := manifest.OwnedBy(workloads)
+	for _, p := range pods {
+		if t := (Target{Namespace: p.Namespace, Name: p.Name}); owned(p.Pod) && !slices.Contains(targets, t) {
+			targets = append(targets, t)
+		}
+	}
+	return targets
+}
+
+// Sourced are the pods on the node that targets name whose source owns
+// claims (a running daemon's manifest directory: it starts them again
+// while their file exists).
+func Sourced(pods []*PodInfo, targets []Target, owns func(source string) bool) []*PodInfo {
+	var out []*PodInfo
+	for _, t := range targets {
+		named, _ := Named(pods, t)
+		for _, p := range named {
+			if owns(p.Source) {
+				out = append(out, p)
+			}
+		}
+	}
 	return out
 }

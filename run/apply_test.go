@@ -1,6 +1,8 @@
 package run
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,5 +69,46 @@ spec:
 	plain := WantSet(&manifest.Set{Pods: set.Pods})
 	if plain.Prune || plain.Owns != nil {
 		t.Errorf("a set of plain pods: prune %v, owns %v; want neither", plain.Prune, plain.Owns != nil)
+	}
+}
+
+// TestDownTargets: down of a Deployment's file removes every pod of it on
+// the node, the named ones first, each once; and says which of the pods
+// named come from a daemon's sources.
+func TestDownTargets(t *testing.T) {
+	set, err := manifest.Options{}.LoadUnresolved([]string{"-"}, strings.NewReader(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "busybox:1"}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := Target{Namespace: "default", Name: set.Pods[0].Name}
+	old := set.Pods[0].DeepCopy()
+	old.Name = "web-old"
+	pods := []*PodInfo{
+		{Namespace: "default", Name: named.Name, Source: "/etc/podrun/manifests/web.yaml", Pod: set.Pods[0].Pod},
+		{Namespace: "default", Name: "web-old", Source: "/home/me/web.yaml", Pod: old},
+		{Namespace: "default", Name: "other", Source: "/etc/podrun/manifests/other.yaml", Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other"}}},
+	}
+	got := DownTargets(pods, []Target{named}, set.Workloads)
+	want := []Target{named, {Namespace: "default", Name: "web-old"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("DownTargets = %v, want %v", got, want)
+	}
+	if got := DownTargets(pods, []Target{named}, nil); !slices.Equal(got, []Target{named}) {
+		t.Errorf("DownTargets without workloads = %v, want only %v", got, named)
+	}
+	daemon := func(source string) bool { return strings.HasPrefix(source, "/etc/podrun/manifests/") }
+	sourced := Sourced(pods, want, daemon)
+	if len(sourced) != 1 || sourced[0].Name != named.Name {
+		t.Errorf("Sourced = %v, want the pod of %s only", sourced, named)
 	}
 }
