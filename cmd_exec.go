@@ -7,8 +7,8 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
+	"github.com/podrun/podrun/console"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/run"
 )
@@ -38,7 +38,7 @@ func execCommand() *cli.Command {
 					spec.Stdin = os.Stdin
 				}
 				if spec.TTY {
-					restore, err := rawTerminal(os.Stdin)
+					restore, err := console.Raw(os.Stdin)
 					if err != nil {
 						return err
 					}
@@ -55,16 +55,4 @@ func execCommand() *cli.Command {
 			})
 		},
 	}
-}
-
-// rawTerminal puts a terminal in raw mode for exec -t; restore undoes it.
-func rawTerminal(f *os.File) (restore func(), err error) {
-	if !term.IsTerminal(int(f.Fd())) {
-		return func() {}, nil
-	}
-	old, err := term.MakeRaw(int(f.Fd()))
-	if err != nil {
-		return nil, fmt.Errorf("setting the terminal to raw mode: %w", err)
-	}
-	return func() { _ = term.Restore(int(f.Fd()), old) }, nil
 }
