@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podrun/podrun/admission"
+	"github.com/podrun/podrun/engine/ctrd"
 	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/logs"
@@ -325,4 +327,19 @@ func podTarget(c *cli.Context, arg string) (run.Target, error) {
 		return run.Target{}, usageError{fmt.Sprintf("%s: %s names namespace %q, -n says %q", c.Command.Name, arg, ns, flag)}
 	}
 	return run.Target{Namespace: ns, Name: name}, nil
+}
+
+// setLogging sets up the log from the global flags, before any command
+// runs: debug lines with --debug (containerd's own too).
+func setLogging(c *cli.Context) error {
+	level := slog.LevelInfo
+	if c.Bool("debug") {
+		level = slog.LevelDebug
+	}
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	ctrd.SetLogging(c.Bool("debug")) // containerd's own log lines only with --debug
+	if os.Getenv("PODRUN_NAMESPACE") != "" && os.Getenv("PODRUN_CONTAINERD_NAMESPACE") == "" {
+		fmt.Fprintln(os.Stderr, "podrun: PODRUN_NAMESPACE is deprecated and goes in the next release: use PODRUN_CONTAINERD_NAMESPACE")
+	}
+	return nil
 }
