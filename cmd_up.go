@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/plan"
@@ -41,15 +40,8 @@ func upCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			for _, cj := range set.CronJobs {
-				return usageError{fmt.Sprintf("up: CronJob %s (%s) runs on its schedule, which needs a process that stays: put its file in the manifest directory of podrun daemon; nothing was changed", cj.Key(), cj.Source)}
-			}
-			if o.Wait == run.WaitCompletion {
-				for _, p := range set.Pods {
-					if p.Spec.RestartPolicy == corev1.RestartPolicyAlways {
-						return usageError{fmt.Sprintf("up --wait=completion: pod %s (%s) has restartPolicy Always: it never completes; nothing was changed", p.Key(), p.Source)}
-					}
-				}
+			if err := run.Unrunnable(set, o); err != nil {
+				return usageError{err.Error()}
 			}
 			ctx, stop := signalContext(c)
 			defer stop()

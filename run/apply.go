@@ -5,8 +5,11 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/manifest"
 )
@@ -67,4 +70,21 @@ func Sourced(pods []*PodInfo, targets []Target, owns func(source string) bool) [
 		}
 	}
 	return out
+}
+
+// Unrunnable says why up cannot run set as o asks, before anything is
+// changed: a CronJob runs on its schedule, which needs a process that
+// stays; a pod of restartPolicy Always never completes.
+func Unrunnable(set *manifest.Set, o UpOptions) error {
+	for _, cj := range set.CronJobs {
+		return fmt.Errorf("up: CronJob %s (%s) runs on its schedule, which needs a process that stays: put its file in the manifest directory of podrun daemon; nothing was changed", cj.Key(), cj.Source)
+	}
+	if o.Wait == WaitCompletion {
+		for _, p := range set.Pods {
+			if p.Spec.RestartPolicy == corev1.RestartPolicyAlways {
+				return fmt.Errorf("up --wait=completion: pod %s (%s) has restartPolicy Always: it never completes; nothing was changed", p.Key(), p.Source)
+			}
+		}
+	}
+	return nil
 }

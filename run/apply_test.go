@@ -112,3 +112,46 @@ spec:
 		t.Errorf("Sourced = %v, want the pod of %s only", sourced, named)
 	}
 }
+
+// TestUnrunnable: up refuses a CronJob (it needs the daemon), and a pod
+// that never completes when asked to wait for completion.
+func TestUnrunnable(t *testing.T) {
+	parse := func(doc string) *manifest.Set {
+		t.Helper()
+		set, err := manifest.Options{}.LoadUnresolved([]string{"-"}, strings.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set
+	}
+	always := parse("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: web, image: busybox}]}\n")
+	never := parse("apiVersion: v1\nkind: Pod\nmetadata: {name: once}\nspec: {restartPolicy: Never, containers: [{name: once, image: busybox}]}\n")
+	cron := parse(`apiVersion: batch/v1
+kind: CronJob
+metadata: {name: tick}
+spec:
+  schedule: "* * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: tick, image: busybox}]
+`)
+	for _, tt := range []struct {
+		name string
+		set  *manifest.Set
+		wait Wait
+		want string
+	}{
+		{"a pod, ready", always, WaitReady, ""},
+		{"a pod of Always, completion", always, WaitCompletion, "up --wait=completion: pod default/web (stdin (document 1)) has restartPolicy Always"},
+		{"a pod of Never, completion", never, WaitCompletion, ""},
+		{"a CronJob", cron, WaitRunning, "up: CronJob default/tick (stdin (document 1)) runs on its schedule"},
+	} {
+		err := Unrunnable(tt.set, UpOptions{Wait: tt.wait})
+		if (err == nil) != (tt.want == "") || err != nil && !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s: %v; want %q", tt.name, err, tt.want)
+		}
+	}
+}
