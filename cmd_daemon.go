@@ -5,7 +5,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -37,47 +37,9 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "images-dir", EnvVars: []string{"PODRUN_IMAGES_DIR"}, Usage: "image archives (.tar, .tar.gz, .tgz, .tar.zst; OCI or docker) imported at start and when they appear, as k3s's air-gap images (default: <root>/images)"},
 		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags())...),
 		Action: func(c *cli.Context) error {
-			dir, err := filepath.Abs(c.String("manifest-dir"))
+			o, err := daemonOptions(c)
 			if err != nil {
 				return err
-			}
-			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-				return usageError{fmt.Sprintf("daemon: --manifest-dir %s is not a directory", dir)}
-			}
-			admit, err := manifestAdmission(c)
-			if err != nil {
-				return err
-			}
-			// The daemon's pods are static pods of this node, named and
-			// annotated as the kubelet's (manifest/static.go).
-			if admit.StaticNode, err = downward.NodeName(); err != nil {
-				return fmt.Errorf("daemon: the node's name: %w", err)
-			}
-			retention, err := logRetention(c)
-			if err != nil {
-				return err
-			}
-			imagePolicy, err := imageGCPolicy(c)
-			if err != nil {
-				return err
-			}
-			// What the daemon keeps its state and its containerd in must be
-			// root's alone: refuse to start on anything else.
-			root, runDir := c.String("root"), c.String("run-dir")
-			if err := daemon.CheckStateDirs(root, filepath.Join(root, "containerd"), runDir, filepath.Join(runDir, "io"), filepath.Join(runDir, "containerd")); err != nil {
-				return usageError{fmt.Sprintf("daemon: %v", err)}
-			}
-			images := c.String("images-dir")
-			if images == "" {
-				images = filepath.Join(root, "images")
-			}
-			if err := os.MkdirAll(images, 0o700); err != nil {
-				return err
-			}
-			if u := c.String("manifest-url"); u != "" {
-				if err := daemon.CheckURL(u, c.Bool("insecure-manifest-url")); err != nil {
-					return usageError{fmt.Sprintf("daemon: --manifest-url: %v", err)}
-				}
 			}
 			ctx, stop := signalContext(c)
 			defer stop()
@@ -88,27 +50,67 @@ func daemonCommand() *cli.Command {
 				return err
 			}
 			defer h.Close()
-			metrics := daemon.NewMetrics()
-			h.ObserveProbes(metrics.ObserveProbe)
-			d := daemon.New(h, daemon.Options{
-				ManifestDir: dir, URL: c.String("manifest-url"), URLHeaderFile: c.String("manifest-url-header-file"),
-				Resync: c.Duration("resync"), Settle: c.Duration("settle"),
-				StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
-				Admission: admit, LogRetention: retention, ImagesDir: images, ImageGC: imagePolicy,
-			}, slog.Default(), metrics)
+			d := daemon.New(h, o, slog.Default(), daemon.NewMetrics())
+			var l net.Listener
 			if addr := c.String("listen"); addr != "" {
-				l, err := daemon.Listen(addr)
-				if err != nil {
+				if l, err = daemon.Listen(addr); err != nil {
 					return usageError{fmt.Sprintf("daemon: --listen: %v", err)}
 				}
-				srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 5 * time.Second}
-				go func() { _ = srv.Serve(l) }()
-				defer srv.Close()
 			}
-			slog.Info("podrun daemon started", "manifest-dir", dir, "resync", c.Duration("resync"))
-			return d.Run(ctx, hup)
+			slog.Info("podrun daemon started", "manifest-dir", o.ManifestDir, "resync", o.Resync)
+			return d.Serve(ctx, hup, l)
 		},
 	}
+}
+
+// daemonOptions reads the daemon's flags, checking what they name before
+// anything starts.
+func daemonOptions(c *cli.Context) (daemon.Options, error) {
+	dir, err := filepath.Abs(c.String("manifest-dir"))
+	if err != nil {
+		return daemon.Options{}, err
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return daemon.Options{}, usageError{fmt.Sprintf("daemon: --manifest-dir %s is not a directory", dir)}
+	}
+	admit, err := manifestAdmission(c)
+	if err != nil {
+		return daemon.Options{}, err
+	}
+	// The daemon's pods are static pods of this node, named and
+	// annotated as the kubelet's (manifest/static.go).
+	if admit.StaticNode, err = downward.NodeName(); err != nil {
+		return daemon.Options{}, fmt.Errorf("daemon: the node's name: %w", err)
+	}
+	retention, err := logRetention(c)
+	if err != nil {
+		return daemon.Options{}, err
+	}
+	imagePolicy, err := imageGCPolicy(c)
+	if err != nil {
+		return daemon.Options{}, err
+	}
+	// What the daemon keeps its state and its containerd in must be
+	// root's alone: refuse to start on anything else.
+	root := c.String("root")
+	if err := daemon.CheckStateDirs(daemon.StateDirs(root, c.String("run-dir"))...); err != nil {
+		return daemon.Options{}, usageError{fmt.Sprintf("daemon: %v", err)}
+	}
+	images, err := daemon.MakeImagesDir(c.String("images-dir"), root)
+	if err != nil {
+		return daemon.Options{}, err
+	}
+	if u := c.String("manifest-url"); u != "" {
+		if err := daemon.CheckURL(u, c.Bool("insecure-manifest-url")); err != nil {
+			return daemon.Options{}, usageError{fmt.Sprintf("daemon: --manifest-url: %v", err)}
+		}
+	}
+	return daemon.Options{
+		ManifestDir: dir, URL: c.String("manifest-url"), URLHeaderFile: c.String("manifest-url-header-file"),
+		Resync: c.Duration("resync"), Settle: c.Duration("settle"),
+		StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
+		Admission: admit, LogRetention: retention, ImagesDir: images, ImageGC: imagePolicy,
+	}, nil
 }
 
 // statusFile is where a running daemon publishes its problems.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -35,56 +34,43 @@ func downCommand() *cli.Command {
 				d := time.Duration(g) * time.Second
 				o.GracePeriod = &d
 			}
-			h, err := openHost(c.Context, c)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			if workloads := set.Workloads; len(workloads) > 0 {
-				// Every pod of the file's workloads, of an older template or
-				// a larger scale too.
-				pods, err := h.Pods(c.Context)
-				if err != nil {
-					return err
+			return withHost(c.Context, c, func(h *run.Host) error {
+				if len(set.Workloads) > 0 {
+					// Every pod of the file's workloads, of an older template or
+					// a larger scale too.
+					pods, err := h.Pods(c.Context)
+					if err != nil {
+						return err
+					}
+					targets = run.DownTargets(pods, targets, set.Workloads)
 				}
-				owned := manifest.OwnedBy(workloads)
-				for _, p := range pods {
-					if t := (run.Target{Namespace: p.Namespace, Name: p.Name}); owned(p.Pod) && !slices.Contains(targets, t) {
-						targets = append(targets, t)
+				if st, ok := daemon.ReadStatus(statusFile(c)); ok {
+					pods, _ := h.Pods(c.Context)
+					for _, p := range run.Sourced(pods, targets, st.Owns) {
+						fmt.Fprintf(os.Stderr, "note: pod %s comes from %s: the running podrun daemon will start it again while that file exists\n", p.Key(), p.Source)
 					}
 				}
-			}
-			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
-				pods, _ := h.Pods(c.Context)
-				for _, t := range targets {
-					named, _ := run.Named(pods, t)
-					for _, p := range named {
-						if st.Owns(p.Source) {
-							fmt.Fprintf(os.Stderr, "note: pod %s comes from %s: the running podrun daemon will start it again while that file exists\n", p.Key(), p.Source)
-						}
+				var errs []error
+				for _, j := range set.Jobs {
+					// As deleting the Job: applied again, it runs again.
+					if err := h.ForgetJob(j.Namespace, j.Name); err != nil {
+						errs = append(errs, err)
+					} else {
+						fmt.Printf("job/%s deleted\n", j.Key())
 					}
 				}
-			}
-			var errs []error
-			for _, j := range set.Jobs {
-				// As deleting the Job: applied again, it runs again.
-				if err := h.ForgetJob(j.Namespace, j.Name); err != nil {
-					errs = append(errs, err)
-				} else {
-					fmt.Printf("job/%s deleted\n", j.Key())
+				for _, r := range h.Down(c.Context, targets, o) {
+					switch {
+					case r.Err != nil:
+						errs = append(errs, fmt.Errorf("pod %s: %w", r.Pod, r.Err))
+					case r.Found:
+						fmt.Printf("pod/%s deleted\n", r.Pod)
+					default:
+						fmt.Printf("pod/%s not found (nothing to do)\n", r.Pod)
+					}
 				}
-			}
-			for _, r := range h.Down(c.Context, targets, o) {
-				switch {
-				case r.Err != nil:
-					errs = append(errs, fmt.Errorf("pod %s: %w", r.Pod, r.Err))
-				case r.Found:
-					fmt.Printf("pod/%s deleted\n", r.Pod)
-				default:
-					fmt.Printf("pod/%s not found (nothing to do)\n", r.Pod)
-				}
-			}
-			return errors.Join(errs...)
+				return errors.Join(errs...)
+			})
 		},
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
+	"github.com/podrun/podrun/console"
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/run"
 )
 
 func execCommand() *cli.Command {
@@ -27,46 +28,31 @@ func execCommand() *cli.Command {
 			if c.NArg() < 2 {
 				return usageError{"exec: usage: podrun exec POD -- CMD [ARG...]"}
 			}
-			h, p, name, err := podContainer(c)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			cur := p.Current(name)
-			if cur == nil || cur.Task.State != engine.TaskRunning {
-				return fmt.Errorf("container %q of pod %s/%s is not running", name, p.Namespace, p.Name)
-			}
-			spec := engine.ExecSpec{Args: c.Args().Slice()[1:], Stdout: os.Stdout, Stderr: os.Stderr, TTY: c.Bool("tty")}
-			if c.Bool("stdin") {
-				spec.Stdin = os.Stdin
-			}
-			if spec.TTY {
-				restore, err := rawTerminal(os.Stdin)
+			return withContainer(c, func(h *run.Host, p *run.PodInfo, name string) error {
+				cur := p.Current(name)
+				if cur == nil || cur.Task.State != engine.TaskRunning {
+					return fmt.Errorf("container %q of pod %s/%s is not running", name, p.Namespace, p.Name)
+				}
+				spec := engine.ExecSpec{Args: c.Args().Slice()[1:], Stdout: os.Stdout, Stderr: os.Stderr, TTY: c.Bool("tty")}
+				if c.Bool("stdin") {
+					spec.Stdin = os.Stdin
+				}
+				if spec.TTY {
+					restore, err := console.Raw(os.Stdin)
+					if err != nil {
+						return err
+					}
+					defer restore()
+				}
+				code, err := h.Engine().Exec(c.Context, cur.ID, spec)
 				if err != nil {
 					return err
 				}
-				defer restore()
-			}
-			code, err := h.Engine().Exec(c.Context, cur.ID, spec)
-			if err != nil {
-				return err
-			}
-			if code != 0 {
-				return cli.Exit("", code)
-			}
-			return nil
+				if code != 0 {
+					return cli.Exit("", code)
+				}
+				return nil
+			})
 		},
 	}
-}
-
-// rawTerminal puts a terminal in raw mode for exec -t; restore undoes it.
-func rawTerminal(f *os.File) (restore func(), err error) {
-	if !term.IsTerminal(int(f.Fd())) {
-		return func() {}, nil
-	}
-	old, err := term.MakeRaw(int(f.Fd()))
-	if err != nil {
-		return nil, fmt.Errorf("setting the terminal to raw mode: %w", err)
-	}
-	return func() { _ = term.Restore(int(f.Fd()), old) }, nil
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,47 +10,38 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/printers"
 	"github.com/podrun/podrun/run"
 )
 
 func imageCommand() *cli.Command {
-	withEngine := func(fn func(ctx context.Context, e engine.Engine, c *cli.Context) error) cli.ActionFunc {
-		return func(c *cli.Context) error {
-			h, err := openHost(c.Context, c)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			return fn(c.Context, h.Engine(), c)
-		}
-	}
 	return &cli.Command{
 		Name:  "image",
 		Usage: "manage images",
 		Subcommands: []*cli.Command{
 			{
 				Name: "import", Usage: "import an OCI or docker image archive", ArgsUsage: "FILE.tar|-",
-				Action: withEngine(func(ctx context.Context, e engine.Engine, c *cli.Context) error {
+				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
 						return usageError{"image import: name one FILE.tar (or - for stdin)"}
 					}
-					r, err := openInput(c.Args().First())
-					if err != nil {
-						return err
-					}
-					defer r.Close()
-					imgs, err := e.Import(ctx, r)
-					if err != nil {
-						return err
-					}
-					for _, i := range imgs {
-						fmt.Printf("%s\t%s\n", i.Ref, i.Digest)
-					}
-					return nil
-				}),
+					return withHost(c.Context, c, func(h *run.Host) error {
+						r, err := openInput(c.Args().First())
+						if err != nil {
+							return err
+						}
+						defer r.Close()
+						imgs, err := h.Engine().Import(c.Context, r)
+						if err != nil {
+							return err
+						}
+						for _, i := range imgs {
+							fmt.Printf("%s\t%s\n", i.Ref, i.Digest)
+						}
+						return nil
+					})
+				},
 			},
 			{
 				Name:  "prune",
@@ -62,27 +52,26 @@ func imageCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					h, err := openHost(c.Context, c)
-					if err != nil {
+					return withHost(c.Context, c, func(h *run.Host) error {
+						removed, err := h.CollectImages(c.Context, run.ImageGC{Policy: p, All: c.Bool("all")})
+						for _, ref := range removed {
+							fmt.Printf("deleted %s\n", ref)
+						}
 						return err
-					}
-					defer h.Close()
-					removed, err := h.CollectImages(c.Context, run.ImageGC{Policy: p, All: c.Bool("all")})
-					for _, ref := range removed {
-						fmt.Printf("deleted %s\n", ref)
-					}
-					return err
+					})
 				},
 			},
 			{
 				Name: "ls", Usage: "list images", Flags: []cli.Flag{outputFlag("json", "yaml")},
-				Action: withEngine(func(ctx context.Context, e engine.Engine, c *cli.Context) error {
-					imgs, err := e.Images(ctx)
-					if err != nil {
-						return err
-					}
-					return printers.Images(os.Stdout, imgs, c.String("output"))
-				}),
+				Action: func(c *cli.Context) error {
+					return withHost(c.Context, c, func(h *run.Host) error {
+						imgs, err := h.Engine().Images(c.Context)
+						if err != nil {
+							return err
+						}
+						return printers.Images(os.Stdout, imgs, c.String("output"))
+					})
+				},
 			},
 			{
 				Name: "pull", Usage: "pull an image from its registry (credentials from --registry-config)", ArgsUsage: "REF",
@@ -90,20 +79,17 @@ func imageCommand() *cli.Command {
 					if c.NArg() != 1 {
 						return usageError{"image pull: name one REF"}
 					}
-					h, err := openHost(c.Context, c)
-					if err != nil {
-						return err
-					}
-					defer h.Close()
-					img, err := h.Images().Pull(c.Context, c.Args().First())
-					if perr := (*images.PullError)(nil); errors.As(err, &perr) && perr.Reason == images.ReasonInvalidImageName {
-						return usageError{err.Error()}
-					}
-					if err != nil {
-						return err
-					}
-					fmt.Printf("%s\t%s\n", img.Ref, img.Digest)
-					return nil
+					return withHost(c.Context, c, func(h *run.Host) error {
+						img, err := h.Images().Pull(c.Context, c.Args().First())
+						if perr := (*images.PullError)(nil); errors.As(err, &perr) && perr.Reason == images.ReasonInvalidImageName {
+							return usageError{err.Error()}
+						}
+						if err != nil {
+							return err
+						}
+						fmt.Printf("%s\t%s\n", img.Ref, img.Digest)
+						return nil
+					})
 				},
 			},
 		},

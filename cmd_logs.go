@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/run"
 )
 
 func logsCommand() *cli.Command {
@@ -25,26 +26,23 @@ func logsCommand() *cli.Command {
 			&cli.BoolFlag{Name: "timestamps", Usage: "prefix each line with its time"},
 		},
 		Action: func(c *cli.Context) error {
-			h, p, name, err := podContainer(c)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			dir := h.LogDir(p, name)
-			restart, err := logs.Latest(dir)
-			if err != nil {
-				return fmt.Errorf("container %q of pod %s/%s has no log yet: %w", name, p.Namespace, p.Name, err)
-			}
-			if c.Bool("previous") {
-				if restart == 0 {
-					return fmt.Errorf("previous terminated container %q of pod %s/%s not found", name, p.Namespace, p.Name)
+			return withContainer(c, func(h *run.Host, p *run.PodInfo, name string) error {
+				dir := h.LogDir(p, name)
+				restart, err := logs.Latest(dir)
+				if err != nil {
+					return fmt.Errorf("container %q of pod %s/%s has no log yet: %w", name, p.Namespace, p.Name, err)
 				}
-				restart--
-			}
-			ctx, stop := signalContext(c)
-			defer stop()
-			o := logs.Options{Tail: c.Int("tail"), Timestamps: c.Bool("timestamps"), Follow: c.Bool("follow") && !c.Bool("previous")}
-			return logs.Copy(ctx, os.Stdout, dir, restart, o)
+				if c.Bool("previous") {
+					if restart == 0 {
+						return fmt.Errorf("previous terminated container %q of pod %s/%s not found", name, p.Namespace, p.Name)
+					}
+					restart--
+				}
+				ctx, stop := signalContext(c)
+				defer stop()
+				o := logs.Options{Tail: c.Int("tail"), Timestamps: c.Bool("timestamps"), Follow: c.Bool("follow") && !c.Bool("previous")}
+				return logs.Copy(ctx, os.Stdout, dir, restart, o)
+			})
 		},
 	}
 }

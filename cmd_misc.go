@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/podrun/podrun/run"
 )
 
 func validateCommand() *cli.Command {
@@ -46,16 +48,13 @@ func gcCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			h, err := openHost(c.Context, c)
-			if err != nil {
+			return withHost(c.Context, c, func(h *run.Host) error {
+				removed, err := h.CollectLogs(c.Context, r)
+				for _, dir := range removed {
+					fmt.Printf("removed %s\n", dir)
+				}
 				return err
-			}
-			defer h.Close()
-			removed, err := h.CollectLogs(c.Context, r)
-			for _, dir := range removed {
-				fmt.Printf("removed %s\n", dir)
-			}
-			return err
+			})
 		},
 	}
 }

@@ -23,27 +23,24 @@ func psCommand() *cli.Command {
 			outputFlag("wide", "json", "yaml", "name"),
 		},
 		Action: func(c *cli.Context) error {
-			h, err := openHost(c.Context, c)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			pods, err := h.Pods(c.Context)
-			if err != nil {
-				return err
-			}
-			ns := c.String("namespace")
-			if c.Bool("all-namespaces") {
-				ns = ""
-			}
-			var shown []*run.PodInfo
-			for _, p := range pods {
-				if (c.Bool("all") || !finished(p)) && (ns == "" || p.Namespace == ns) {
-					shown = append(shown, p)
+			return withHost(c.Context, c, func(h *run.Host) error {
+				pods, err := h.Pods(c.Context)
+				if err != nil {
+					return err
 				}
-			}
-			daemonNotes(c)
-			return printers.Pods(os.Stdout, shown, c.String("output"))
+				ns := c.String("namespace")
+				if c.Bool("all-namespaces") {
+					ns = ""
+				}
+				var shown []*run.PodInfo
+				for _, p := range pods {
+					if (c.Bool("all") || !finished(p)) && (ns == "" || p.Namespace == ns) {
+						shown = append(shown, p)
+					}
+				}
+				daemonNotes(c)
+				return printers.Pods(os.Stdout, shown, c.String("output"))
+			})
 		},
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/printers"
+	"github.com/podrun/podrun/run"
 )
 
 func statusCommand() *cli.Command {
@@ -20,19 +21,16 @@ func statusCommand() *cli.Command {
 		ArgsUsage: "POD",
 		Flags:     []cli.Flag{namespaceFlag(), outputFlag("yaml", "json")},
 		Action: func(c *cli.Context) error {
-			h, p, err := onePod(c)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
-				for _, pr := range st.Problems {
-					if pr.Source == p.Source {
-						fmt.Fprintf(os.Stderr, "podrun daemon: %s is not applied (the pod runs as last applied):\n  %s\n", pr.Source, strings.ReplaceAll(pr.Msg, "\n", "\n  "))
+			return withPod(c, func(_ *run.Host, p *run.PodInfo) error {
+				if st, ok := daemon.ReadStatus(statusFile(c)); ok {
+					for _, pr := range st.Problems {
+						if pr.Source == p.Source {
+							fmt.Fprintf(os.Stderr, "podrun daemon: %s is not applied (the pod runs as last applied):\n  %s\n", pr.Source, strings.ReplaceAll(pr.Msg, "\n", "\n  "))
+						}
 					}
 				}
-			}
-			return printers.Status(os.Stdout, p, c.String("output"))
+				return printers.Status(os.Stdout, p, c.String("output"))
+			})
 		},
 	}
 }

@@ -3,17 +3,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/daemon"
-	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/plan"
 	"github.com/podrun/podrun/run"
 )
@@ -44,65 +40,44 @@ func upCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			for _, cj := range set.CronJobs {
-				return usageError{fmt.Sprintf("up: CronJob %s (%s) runs on its schedule, which needs a process that stays: put its file in the manifest directory of podrun daemon; nothing was changed", cj.Key(), cj.Source)}
-			}
-			if o.Wait == run.WaitCompletion {
-				for _, p := range set.Pods {
-					if p.Spec.RestartPolicy == corev1.RestartPolicyAlways {
-						return usageError{fmt.Sprintf("up --wait=completion: pod %s (%s) has restartPolicy Always: it never completes; nothing was changed", p.Key(), p.Source)}
-					}
-				}
+			if err := run.Unrunnable(set, o); err != nil {
+				return usageError{err.Error()}
 			}
 			ctx, stop := signalContext(c)
 			defer stop()
-			h, err := openHost(ctx, c)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			want := run.Want{Pods: set.Pods, Rollouts: set.Rollouts}
-			if len(set.Workloads) > 0 {
-				// As applying a workload to a cluster: its pods that it no
-				// longer makes (scaled down, template changed, a Job that
-				// changed) go; the pods of the Jobs are the Jobs' own.
-				owned, jobs := manifest.OwnedBy(set.Workloads), map[string]bool{}
-				for _, j := range set.Jobs {
-					jobs[j.UID] = true
+			return withHost(ctx, c, func(h *run.Host) error {
+				want := run.WantSet(set)
+				if st, ok := daemon.ReadStatus(statusFile(c)); ok {
+					want.Yield = st.Owns // its pods are the daemon's (docs/daemon.md)
 				}
-				want.Owns = func(p *run.PodInfo) bool { return owned(p.Pod) && !jobs[manifest.JobOf(p.Pod)] }
-				want.Prune = true
-			}
-			if st, ok := daemon.ReadStatus(statusFile(c)); ok {
-				want.Yield = st.Owns // its pods are the daemon's (docs/daemon.md)
-			}
-			var errs []error
-			for _, r := range h.Sync(ctx, want, o) {
-				if r.Err != nil {
-					errs = append(errs, r.Err)
-					continue
+				var errs []error
+				for _, r := range h.Sync(ctx, want, o) {
+					if r.Err != nil {
+						errs = append(errs, r.Err)
+						continue
+					}
+					printResult(r)
 				}
-				printResult(r)
-			}
-			for _, r := range runJobs(ctx, h, set.Jobs, o) {
-				for _, p := range r.Pods {
-					printResult(p)
+				for _, r := range h.RunJobs(ctx, set.Jobs, o) {
+					for _, p := range r.Pods {
+						printResult(p)
+					}
+					if r.Err != nil {
+						errs = append(errs, r.Err)
+						continue
+					}
+					fmt.Printf("job/%s %s\n", r.Job, describeJob(r.Status))
 				}
-				if r.Err != nil {
-					errs = append(errs, r.Err)
-					continue
+				if o.Foreground {
+					// Also when a signal came during start-up: the pods already up
+					// are terminated, not left running unsupervised.
+					if ctx.Err() == nil {
+						stderr.Println("supervising; SIGINT or SIGTERM stops the pods")
+					}
+					errs = append(errs, h.Supervise(ctx))
 				}
-				fmt.Printf("job/%s %s\n", r.Job, describeJob(r.Status))
-			}
-			if o.Foreground {
-				// Also when a signal came during start-up: the pods already up
-				// are terminated, not left running unsupervised.
-				if ctx.Err() == nil {
-					stderr.Println("supervising; SIGINT or SIGTERM stops the pods")
-				}
-				errs = append(errs, h.Supervise(ctx))
-			}
-			return errors.Join(errs...)
+				return errors.Join(errs...)
+			})
 		},
 	}
 }
@@ -114,18 +89,6 @@ func printResult(r run.Result) {
 		return
 	}
 	fmt.Printf("pod/%s %s (%s)\n", r.Pod, r.Action, r.Phase)
-}
-
-// runJobs runs the Jobs concurrently (run.RunJob) and returns their
-// results in order.
-func runJobs(ctx context.Context, h *run.Host, jobs []*manifest.Job, o run.UpOptions) []run.JobResult {
-	out := make([]run.JobResult, len(jobs))
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Go(func() { out[i] = h.RunJob(ctx, j, o) })
-	}
-	wg.Wait()
-	return out
 }
 
 // describeJob says where a Job stands, as kubectl's COMPLETIONS and

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podrun/podrun/printers"
+	"github.com/podrun/podrun/run"
 )
 
 func volumeCommand() *cli.Command {
@@ -23,28 +24,25 @@ func volumeCommand() *cli.Command {
 				Name: "ls", Usage: "list the claims' volumes and the pods that use them",
 				Flags: []cli.Flag{outputFlag("json", "yaml")},
 				Action: func(c *cli.Context) error {
-					h, err := openHost(c.Context, c)
-					if err != nil {
-						return err
-					}
-					defer h.Close()
-					claims, err := h.Claims(c.Context)
-					if err != nil {
-						return err
-					}
-					if o := c.String("output"); o != "" {
-						return printers.Object(os.Stdout, claims, o)
-					}
-					tw := tabwriter.NewWriter(os.Stdout, 0, 8, 3, ' ', 0)
-					fmt.Fprintln(tw, "NAMESPACE\tNAME\tUSED BY\tPATH")
-					for _, cl := range claims {
-						users := strings.Join(cl.UsedBy, ",")
-						if users == "" {
-							users = "<none>"
+					return withHost(c.Context, c, func(h *run.Host) error {
+						claims, err := h.Claims(c.Context)
+						if err != nil {
+							return err
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cl.Namespace, cl.Name, users, cl.Path)
-					}
-					return tw.Flush()
+						if o := c.String("output"); o != "" {
+							return printers.Object(os.Stdout, claims, o)
+						}
+						tw := tabwriter.NewWriter(os.Stdout, 0, 8, 3, ' ', 0)
+						fmt.Fprintln(tw, "NAMESPACE\tNAME\tUSED BY\tPATH")
+						for _, cl := range claims {
+							users := strings.Join(cl.UsedBy, ",")
+							if users == "" {
+								users = "<none>"
+							}
+							fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cl.Namespace, cl.Name, users, cl.Path)
+						}
+						return tw.Flush()
+					})
 				},
 			},
 			{
@@ -54,28 +52,25 @@ func volumeCommand() *cli.Command {
 					if c.NArg() == 0 {
 						return usageError{"volume rm: name at least one volume"}
 					}
-					h, err := openHost(c.Context, c)
-					if err != nil {
-						return err
-					}
-					defer h.Close()
-					var errs []error
-					for _, a := range c.Args().Slice() {
-						t, err := podTarget(c, a)
-						if err != nil {
-							return err
+					return withHost(c.Context, c, func(h *run.Host) error {
+						var errs []error
+						for _, a := range c.Args().Slice() {
+							t, err := podTarget(c, a)
+							if err != nil {
+								return err
+							}
+							found, err := h.RemoveClaim(c.Context, t.Namespace, t.Name)
+							switch {
+							case err != nil:
+								errs = append(errs, err)
+							case found:
+								fmt.Printf("volume/%s removed\n", t)
+							default:
+								fmt.Printf("volume/%s not found (nothing to do)\n", t)
+							}
 						}
-						found, err := h.RemoveClaim(c.Context, t.Namespace, t.Name)
-						switch {
-						case err != nil:
-							errs = append(errs, err)
-						case found:
-							fmt.Printf("volume/%s removed\n", t)
-						default:
-							fmt.Printf("volume/%s not found (nothing to do)\n", t)
-						}
-					}
-					return errors.Join(errs...)
+						return errors.Join(errs...)
+					})
 				},
 			},
 		},

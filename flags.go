@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podrun/podrun/admission"
-	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/engine/ctrd"
 	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/logs"
@@ -161,33 +160,6 @@ func progress() run.Reporter {
 // signalContext is cancelled on SIGINT or SIGTERM.
 func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-}
-
-func openHost(ctx context.Context, c *cli.Context) (*run.Host, error) {
-	cfg, err := config(c)
-	if err != nil {
-		return nil, err
-	}
-	return openRuntime(ctx, cfg, progress())
-}
-
-// openHostRetrying connects like openHost, but waits for the runtime with
-// back-off (a daemon may start before containerd).
-func openHostRetrying(ctx context.Context, c *cli.Context) (*run.Host, error) {
-	delay := time.Second
-	for {
-		h, err := openHost(ctx, c)
-		if !errors.Is(err, engine.ErrUnavailable) {
-			return h, err
-		}
-		slog.Error("container runtime unavailable; retrying", "in", delay, "err", err)
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-			return nil, err
-		}
-		delay = min(2*delay, 30*time.Second)
-	}
 }
 
 // load reads the manifests of the command's arguments, saying on stderr
@@ -357,43 +329,17 @@ func podTarget(c *cli.Context, arg string) (run.Target, error) {
 	return run.Target{Namespace: ns, Name: name}, nil
 }
 
-// onePod opens the host and finds the pod named by the command's first argument.
-func onePod(c *cli.Context) (*run.Host, *run.PodInfo, error) {
-	if c.NArg() < 1 {
-		return nil, nil, usageError{fmt.Sprintf("%s: name a POD (NAME or NAMESPACE/NAME)", c.Command.Name)}
+// setLogging sets up the log from the global flags, before any command
+// runs: debug lines with --debug (containerd's own too).
+func setLogging(c *cli.Context) error {
+	level := slog.LevelInfo
+	if c.Bool("debug") {
+		level = slog.LevelDebug
 	}
-	h, err := openHost(c.Context, c)
-	if err != nil {
-		return nil, nil, err
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	ctrd.SetLogging(c.Bool("debug")) // containerd's own log lines only with --debug
+	if os.Getenv("PODRUN_NAMESPACE") != "" && os.Getenv("PODRUN_CONTAINERD_NAMESPACE") == "" {
+		fmt.Fprintln(os.Stderr, "podrun: PODRUN_NAMESPACE is deprecated and goes in the next release: use PODRUN_CONTAINERD_NAMESPACE")
 	}
-	target, err := podTarget(c, c.Args().First())
-	if err != nil {
-		h.Close()
-		return nil, nil, err
-	}
-	p, err := h.Pod(c.Context, target)
-	if err != nil {
-		h.Close()
-		return nil, nil, err
-	}
-	return h, p, nil
-}
-
-// podContainer opens the host, finds the pod named by the first argument
-// and resolves -c, saying on stderr which container was defaulted. The
-// caller closes the host.
-func podContainer(c *cli.Context) (*run.Host, *run.PodInfo, string, error) {
-	h, p, err := onePod(c)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	name, defaulted, err := p.ContainerName(c.String("container"))
-	if err != nil {
-		h.Close()
-		return nil, nil, "", usageError{err.Error()}
-	}
-	if defaulted {
-		fmt.Fprintf(os.Stderr, "Defaulted container %q (use -c to choose another)\n", name)
-	}
-	return h, p, name, nil
+	return nil
 }

@@ -1,7 +1,8 @@
 // Package console is podrun's stderr: the lines of its progress and logs
 // and, on a terminal, one line showing how pulls are going, redrawn in
 // place. One lock covers both, so that a line is never printed into the
-// progress line.
+// progress line. It also handles the user's terminal for exec and attach
+// with -t (terminal.go).
 package console
 
 import (

@@ -38,6 +38,14 @@ spec:
 			t.Errorf("ps %v lists kc-web: %v, want %v", tc.args, got, tc.want)
 		}
 	}
+	// A global flag after the command is read, as kubectl's, and wins over
+	// the same flag before it.
+	if _, stderr, code := H.Podrun(t, "", "ps", "--max-pods", "0"); code != 2 || !strings.Contains(stderr, "--max-pods 0: want at least 1") {
+		t.Errorf("ps --max-pods 0: exit %d, want 2 saying --max-pods 0 is too few\n%s", code, stderr)
+	}
+	if out, stderr, code := H.Podrun(t, "", "--max-pods", "0", "ps", "-o", "name", "--max-pods=110"); code != 0 || !strings.Contains(out, "pod/kc-web\n") {
+		t.Errorf("--max-pods 0 ps --max-pods=110: exit %d, want 0 listing kc-web\n%s", code, stderr)
+	}
 	if _, _, code := H.Podrun(t, "", "status", "kc-web"); code == 0 {
 		t.Error("status kc-web found it in namespace default")
 	}

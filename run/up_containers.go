@@ -1,0 +1,330 @@
+// The container steps of Up: "init/NAME" (runInit), "sidecar/NAME"
+// (startSidecar) and "container/NAMES" (startApps, with prepareApps), and
+// how a container is created, started and ends.
+
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/resources"
+	"github.com/podrun/podrun/spec"
+	"github.com/podrun/podrun/status"
+	"github.com/podrun/podrun/supervisor"
+)
+
+func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[string]string {
+	l := podLabels(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.source)
+	l[labels.Container] = name
+	l[labels.Kind] = kind
+	l[labels.RestartCount] = strconv.Itoa(restart)
+	if stopSignal != "" {
+		l[labels.StopSignal] = stopSignal
+	}
+	return l
+}
+
+// shimGroup is the shim container name (of kind) of pod runs in. A node's
+// pods share a pool of shims, two per core: containerd's CRI gives each pod
+// a shim of its own, and a shim (about 3 MiB of the node's memory) costs
+// more than the rest of what a small pod does (docs/benchmarks.md). A
+// pod's lane comes from its uid; its pause, init containers and sidecars,
+// which start one at a time, run in it; its app containers, which start
+// together, in the lanes from there on, one each while there are lanes (a
+// shim creates one task at a time; a create waits on runc's processes as
+// much as it computes).
+func shimGroup(pod *corev1.Pod, name, kind string, cores int) string {
+	lanes := uint32(max(2*cores, 1))
+	h := fnv.New32a()
+	h.Write([]byte(pod.UID))
+	lane := h.Sum32() % lanes
+	if kind == labels.KindApp {
+		i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name })
+		lane = (lane + uint32(max(i, 0))) % lanes
+	}
+	return "podrun-shim-" + strconv.Itoa(int(lane))
+}
+
+// startContainer creates (unless prepareApps did) and starts attempt
+// `restart` of container c.
+func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind string, restart int) (string, error) {
+	id := ContainerID(r.pod.UID, c.Name, restart)
+	s := r.takePrepared(id)
+	if s == nil {
+		var err error
+		if s, err = r.createContainer(ctx, c, kind, restart); err != nil {
+			return "", err
+		}
+	}
+	logPath := r.logPath(c.Name, restart)
+	if _, err := r.h.engine.Start(ctx, id, logPath); err != nil {
+		return "", withLogTail(err, logPath)
+	}
+	// The container runs: failing to label it must not count as a failed
+	// start. Its identity is known now (Create added the image's groups).
+	started := map[string]string{labels.StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	if s.Process != nil {
+		started[labels.User] = status.UserLabel(s.Process.User.UID, s.Process.User.GID, s.Process.User.AdditionalGids)
+	}
+	if err := r.h.engine.SetLabels(ctx, id, started); err != nil {
+		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("recording the start of %s: %v", id, err)})
+	}
+	return id, nil
+}
+
+// createContainer creates attempt `restart` of container c and returns
+// its spec.
+func (r *podRun) createContainer(ctx context.Context, c *corev1.Container, kind string, restart int) (*specs.Spec, error) {
+	id := ContainerID(r.pod.UID, c.Name, restart)
+	img := r.images[c.Image]
+	sources, err := r.envSources(c) // env.go
+	if err != nil {
+		return nil, err
+	}
+	// The kubelet's GenerateRunContainerOptions: its failures (a ConfigMap
+	// or key gone, a subPath that escapes) leave the container Waiting in
+	// CreateContainerConfigError, like spec's runAsNonRoot check.
+	env, err := spec.ResolveEnv(c, sources)
+	if err != nil {
+		return nil, &spec.ConfigError{Msg: err.Error()}
+	}
+	mounts, err := r.vols.Mounts(c, spec.VarMap(env))
+	if err != nil {
+		return nil, &spec.ConfigError{Msg: err.Error()}
+	}
+	termLog := r.layout.TerminationLog(c.Name, id)
+	if err := os.MkdirAll(filepath.Dir(termLog), 0o750); err != nil {
+		return nil, err
+	}
+	if err := r.h.disk.WriteFile(termLog, nil, 0o666); err != nil {
+		return nil, err
+	}
+	limits, oomScoreAdj := resources.Container(r.pod.Pod, c, r.h.node())
+	ipc, uts := r.sandboxNamespaces()
+	s, err := spec.Container(ctx, spec.ContainerInput{
+		ID: id, Pod: r.pod.Pod, Container: c, Image: img.Config, Env: env, Mounts: mounts, TerminationLog: termLog,
+		Security:  spec.DetectHost(r.h.cfg.Root), // seccomp, AppArmor, <root>/seccomp profiles (spec/security.go)
+		Resources: limits, OOMScoreAdj: oomScoreAdj, ShimGroup: shimGroup(r.pod.Pod, c.Name, kind, runtime.NumCPU()),
+		Sandbox: spec.Sandbox{
+			ID: r.sandboxID, IPC: ipc, UTS: uts, PID: int(r.pausePID), NetNSPath: r.netns, HostNetwork: r.hostNetwork(), Hostname: r.hostname,
+			EtcHosts: r.layout.File("etc-hosts"), ResolvConf: r.layout.File("resolv.conf"),
+			HostnameFile: r.layout.File("hostname"), Shm: r.layout.Shm(), Cgroup: r.h.podCgroup(r.pod.UID),
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	l := r.labels(c.Name, kind, restart, stopSignal(c, img))
+	l[labels.ImageID] = imageID(img)
+	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s, ImageGroups: spec.MergeImageGroups(r.pod.Pod),
+		Stdin: c.Stdin, StdinOnce: c.StdinOnce}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepareApps creates the first attempts of the app containers while CNI
+// ADD runs, when nothing starts before them (no init containers) and
+// their environment does not read the downward API (the pod's IPs are not
+// known yet): their start then only starts their tasks. A container it
+// cannot create is left to its start, which reports why.
+func (r *podRun) prepareApps(ctx context.Context) error {
+	if len(r.pod.Spec.InitContainers) > 0 {
+		return nil
+	}
+	var wg sync.WaitGroup
+	for i := range r.pod.Spec.Containers {
+		c := &r.pod.Spec.Containers[i]
+		if usesDownward(c) {
+			continue
+		}
+		wg.Go(func() {
+			if s, err := r.createContainer(ctx, c, labels.KindApp, 0); err == nil {
+				r.prepMu.Lock()
+				if r.prepared == nil {
+					r.prepared = map[string]*specs.Spec{}
+				}
+				r.prepared[ContainerID(r.pod.UID, c.Name, 0)] = s
+				r.prepMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// takePrepared returns the spec of container id if prepareApps created it
+// (once).
+func (r *podRun) takePrepared(id string) *specs.Spec {
+	r.prepMu.Lock()
+	defer r.prepMu.Unlock()
+	s := r.prepared[id]
+	delete(r.prepared, id)
+	return s
+}
+
+// undoPrepared removes the app containers prepareApps created and nothing
+// started.
+func (r *podRun) undoPrepared(ctx context.Context) error {
+	var undo []func(context.Context) error
+	for i := range r.pod.Spec.Containers {
+		if id := ContainerID(r.pod.UID, r.pod.Spec.Containers[i].Name, 0); r.takePrepared(id) != nil {
+			undo = append(undo, r.undoContainer(r.pod.Spec.Containers[i].Name))
+		}
+	}
+	return inOrder(undo...)(ctx)
+}
+
+// imageID is an image's reference by digest, as the kubelet reports imageID.
+func imageID(img engine.Image) string {
+	repo, _, _ := strings.Cut(img.Ref, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	return repo + "@" + img.Digest
+}
+
+// logPath is the log file of attempt restart of a container.
+func (r *podRun) logPath(container string, restart int) string {
+	return logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, container, restart)
+}
+
+// logTailLines is how many log lines an error message quotes.
+const logTailLines = 10
+
+func withLogTail(err error, logPath string) error {
+	tail := readTail(logPath)
+	if tail == "" {
+		return err
+	}
+	return fmt.Errorf("%w; last log lines:\n%s", err, tail)
+}
+
+func readTail(logPath string) string {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	lines := logs.Tail(f, logTailLines)
+	for i := range lines {
+		lines[i] = "  | " + lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// finish records how attempt id of pod uid ended on its labels and deletes
+// its task, so that the shim can go once nothing runs. An OOM kill nobody
+// saw the event of is read from the container's cgroup first.
+func (h *Host) finish(ctx context.Context, uid, id string, exit engine.Exit) error {
+	l := map[string]string{
+		labels.ExitCode:   strconv.Itoa(int(exit.Code)),
+		labels.FinishedAt: exit.ExitedAt.UTC().Format(time.RFC3339Nano),
+	}
+	// The exit router has labelled an OOM kill it saw too; this is for certain.
+	if exit.OOMKilled || h.oomKilled(uid, id) {
+		l[labels.Reason] = status.ReasonOOMKilled
+	}
+	if err := h.engine.SetLabels(ctx, id, l); err != nil {
+		return err
+	}
+	if _, err := h.engine.DeleteTask(ctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// ExitError is a container that exited with a non-zero code where that fails the pod.
+type ExitError struct {
+	Container string
+	Code      uint32
+	OOMKilled bool
+	Tail      string
+}
+
+// runInit runs init container c to completion in the pod's supervisor,
+// which restarts a failed one with the kubelet's back-off unless the policy
+// is Never. A final failure is an *ExitError; when ctx ends first, the
+// error says how its last attempt ended.
+func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
+	return func(ctx context.Context) error {
+		l := r.w.Start(c, supervisor.RoleInit, 0, nil)
+		err := r.w.WaitFor(ctx, func() (bool, error) {
+			st := l.State()
+			if err := st.Failed(); err != nil {
+				return false, err
+			}
+			return st.Done, nil
+		})
+		st := l.State()
+		exit := &ExitError{Container: c.Name, Code: st.LastCode, OOMKilled: st.OOMKilled, Tail: readTail(r.logPath(c.Name, st.Restarts))}
+		switch {
+		case err != nil && st.Exited && ctx.Err() != nil:
+			return fmt.Errorf("init %w; gave up: %w", exit, err)
+		case err != nil:
+			return err
+		case st.ExitCode != 0:
+			exit.Code = st.ExitCode
+			return fmt.Errorf("init %w", exit)
+		}
+		return nil
+	}
+}
+
+// startApp starts supervising app container c and waits until it has
+// started (postStart done), or failed to.
+func (r *podRun) startApps(cs []*corev1.Container) func(context.Context) error {
+	return func(ctx context.Context) error {
+		loops := make([]*supervisor.Loop, len(cs))
+		for i, c := range cs {
+			loops[i] = r.w.Start(c, supervisor.RoleApp, 0, nil)
+		}
+		return r.w.WaitFor(ctx, func() (bool, error) {
+			all := true
+			for _, l := range loops {
+				st := l.State()
+				if err := st.Failed(); err != nil {
+					return false, err
+				}
+				all = all && (st.RanOnce || st.Done)
+			}
+			return all, nil
+		})
+	}
+}
+
+// startSidecar starts a native sidecar and waits until it has started (its
+// startup probe passed), as the next init container does.
+func (r *podRun) startSidecar(c *corev1.Container) func(context.Context) error {
+	return func(ctx context.Context) error {
+		l := r.w.Start(c, supervisor.RoleSidecar, 0, nil)
+		err := r.w.WaitFor(ctx, func() (bool, error) {
+			st := l.State()
+			if err := st.Failed(); err != nil {
+				return false, err
+			}
+			return st.Started, nil
+		})
+		if err != nil && ctx.Err() != nil {
+			return r.notReady(err, []*supervisor.Loop{l})
+		}
+		return err
+	}
+}

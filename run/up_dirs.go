@@ -1,0 +1,86 @@
+// The steps of Up that prepare the node's side of a pod: "pod directory"
+// (createDirs), "volumes" (setupVolumes) and "images" (ensureImages).
+
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/resources"
+)
+
+func (r *podRun) createDirs(context.Context) error {
+	if err := r.h.disk.Create(r.layout); err != nil {
+		return err
+	}
+	if err := r.archiveLogs(); err != nil {
+		return err
+	}
+	r.state = &State{UID: r.pod.UID, Hash: r.pod.Hash, Source: r.source, Pod: r.pod.Pod}
+	return r.h.saveState(r.state)
+}
+
+// archiveLogs moves aside the logs of an earlier pod with the same UID (the
+// same manifest, run again after `down`), so that its files are kept but not
+// appended to: each run starts at 0.log like a new pod on Kubernetes.
+func (r *podRun) archiveLogs() error {
+	dir := logs.PodDir(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	old := fmt.Sprintf("%s.%s", dir, time.Now().UTC().Format("20060102T150405.000000000"))
+	if err := os.Rename(dir, old); err != nil {
+		return fmt.Errorf("keeping the logs of the previous run: %w", err)
+	}
+	return nil
+}
+
+func (r *podRun) removeDirs(context.Context) error { return r.h.disk.Remove(r.layout) }
+
+func (r *podRun) setupVolumes(context.Context) error {
+	var err error
+	cfg, err := r.h.configFor(r.pod) // configvolumes.go
+	if err != nil {
+		return err
+	}
+	r.vols, err = r.h.disk.Setup(r.layout, r.pod.Pod, cfg, r.h.volumeOptions())
+	return err
+}
+
+func (r *podRun) undoVolumes(context.Context) error {
+	if r.vols == nil {
+		return nil
+	}
+	return r.h.disk.Undo(r.vols)
+}
+
+func (r *podRun) ensureImages(ctx context.Context) error {
+	r.images = map[string]engine.Image{}
+	for _, c := range resources.Containers(r.pod.Pod) {
+		if _, ok := r.images[c.Image]; ok {
+			continue
+		}
+		img, err := r.image(ctx, c.Image, c.ImagePullPolicy, r.pod.PullSecrets) // with back-off (imagepull.go)
+		if err != nil {
+			return fmt.Errorf("container %q: %w", c.Name, err)
+		}
+		r.images[c.Image] = img
+	}
+	if r.h.cfg.PauseImage != "" {
+		// The node's credentials only, as the CRI pulls the sandbox image.
+		img, err := r.image(ctx, r.h.cfg.PauseImage, corev1.PullIfNotPresent, nil)
+		if err != nil {
+			return fmt.Errorf("pause image: %w", err)
+		}
+		r.images[r.h.cfg.PauseImage] = img
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+// The last step of Up: "wait: ready" (waitReady), "wait: completion"
+// (waitCompletion) or "record" (recordRunning).
+
+package run
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/supervisor"
+)
+
+func (r *podRun) recordRunning(context.Context) error {
+	r.state.Complete = true
+	return r.h.saveState(r.state)
+}
+
+// waitReady waits until the pod is Ready (every app container and sidecar
+// ready), or has finished first (a run-to-completion pod whose app
+// containers are all done, which is then completed), or its active deadline
+// ends it (deadline.go): `kubectl wait --for=condition=Ready`, which never
+// kills a healthy pod for not finishing.
+func (r *podRun) waitReady(ctx context.Context) error {
+	var loops []*supervisor.Loop
+	for _, l := range r.w.Loops() {
+		if l.Role() != supervisor.RoleInit { // done before any app started
+			loops = append(loops, l)
+		}
+	}
+	dctx, passed, cancel := r.untilDeadline(ctx)
+	defer cancel()
+	err := r.w.WaitFor(dctx, func() (bool, error) { return r.allReady(loops) || r.appsDone(), nil })
+	switch {
+	case err != nil && passed():
+		return r.failDeadline(ctx)
+	case err != nil:
+		return r.notReady(err, loops)
+	case r.appsDone():
+		return r.complete(ctx)
+	}
+	return r.recordRunning(ctx)
+}
+
+func (r *podRun) allReady(loops []*supervisor.Loop) bool {
+	for _, l := range loops {
+		if !l.State().Ready {
+			return false
+		}
+	}
+	return true
+}
+
+// appsDone reports whether a run-to-completion pod's app containers have
+// all exited for good (Succeeded or Failed).
+func (r *podRun) appsDone() bool {
+	if r.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || r.w == nil {
+		return false
+	}
+	for _, l := range r.w.Loops() {
+		if l.Role() == supervisor.RoleApp && !l.State().Done {
+			return false
+		}
+	}
+	return true
+}
+
+// notReady explains a wait that ended: for each container that is not
+// ready, its state, its last probe or hook failure and its last log lines.
+func (r *podRun) notReady(cause error, loops []*supervisor.Loop) error {
+	var b strings.Builder
+	for _, l := range loops {
+		st := l.State()
+		if st.Ready {
+			continue
+		}
+		fmt.Fprintf(&b, "\n  container %q: %s", l.Container().Name, st.Describe())
+		if st.LastFail != "" {
+			fmt.Fprintf(&b, "; %s", st.LastFail)
+		}
+		logPath := r.logPath(l.Container().Name, st.Restarts)
+		if tail := readTail(logPath); tail != "" {
+			fmt.Fprintf(&b, "; last log lines:\n%s", tail)
+		}
+	}
+	return fmt.Errorf("not ready: %w%s", cause, b.String())
+}
+
+// waitCompletion waits for a Never/OnFailure pod's app containers to finish
+// (their loops restart failures under OnFailure), then stops its sidecars,
+// sandbox and network (killPod): a finished pod keeps its containers and directory
+// for status and logs until `down`, and nothing of it keeps running.
+func (r *podRun) waitCompletion(ctx context.Context) error {
+	var apps []*supervisor.Loop
+	for _, l := range r.w.Loops() {
+		if l.Role() == supervisor.RoleApp {
+			apps = append(apps, l)
+		}
+	}
+	dctx, passed, cancel := r.untilDeadline(ctx) // deadline.go
+	defer cancel()
+	if err := r.w.WaitAll(dctx, apps, func(s supervisor.State) bool { return s.Done }); err != nil {
+		if passed() {
+			return r.failDeadline(ctx)
+		}
+		return r.notReady(err, apps)
+	}
+	return r.complete(ctx)
+}
+
+// complete ends a pod that has finished: its sidecars and sandbox end
+// (killPod), nothing of it runs any more; its containers and directory
+// stay for status and logs until `down`.
+func (r *podRun) complete(ctx context.Context) error {
+	if err := r.h.killPod(ctx, r.teardown(teardown{sandbox: true})); err != nil {
+		return err
+	}
+	r.state.Complete = true
+	return r.h.saveState(r.state)
+}
