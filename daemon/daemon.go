@@ -318,7 +318,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 
 // syncPod is one change of a pod by its worker; its outcome is logged.
 func (d *Daemon) syncPod(ctx context.Context, key string, j job) []run.Result {
-	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true, RecordRefusals: true}
+	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true, RecordRefusals: true, RecordConfigErrors: true}
 	rs := d.h.SyncPod(ctx, key, j.want, opts, j.snapshot)
 	for _, r := range rs {
 		perr := (*images.PullError)(nil)

@@ -290,6 +290,53 @@ spec:
 	}, "dp-cfg")
 }
 
+// TestDaemonConfigErrorAtStart: a static pod whose container cannot be
+// created (runAsNonRoot, an image that runs as root) is not dropped: as the
+// kubelet shows it, `podrun ps` lists it Pending with STATUS
+// CreateContainerConfigError and `podrun status` the container Waiting with
+// the kubelet's message, while the daemon tries it again at each re-scan;
+// a fixed manifest runs.
+func TestDaemonConfigErrorAtStart(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	pod := func(nonRoot string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata: {name: dp-nonroot}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: ` + H.Image + `
+    command: ["sleep", "3600"]
+    securityContext: {runAsNonRoot: ` + nonRoot + `}
+`
+	}
+	plDownOnCleanup(t, "dp-nonroot")
+	dmRename(t, dir, "dp-nonroot.yaml", pod("true"))
+	dmStart(t, dir, nil, "--resync", "2s")
+	var p corev1.Pod
+	svEventually(t, 60*time.Second, "dp-nonroot Pending, its container Waiting in CreateContainerConfigError", func() (bool, string) {
+		p = dmPods(t)["dp-nonroot"]
+		if len(p.Status.ContainerStatuses) != 1 {
+			return false, fmt.Sprintf("%+v", p.Status)
+		}
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return p.Status.Phase == corev1.PodPending && w != nil && w.Reason == "CreateContainerConfigError", fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses[0].State)
+	})
+	want := fmt.Sprintf(`container has runAsNonRoot and image will run as root (pod: "%s_default(%s)", container: app)`, p.Name, p.UID)
+	if w := p.Status.ContainerStatuses[0].State.Waiting; w.Message != want {
+		t.Errorf("waiting message %q, want %q", w.Message, want)
+	}
+	stdout, _, code := H.Podrun(t, "", "ps")
+	if row := strings.Fields(dpRow(stdout, dmFull("dp-nonroot"))); code != 0 || len(row) < 4 || row[3] != "CreateContainerConfigError" {
+		t.Errorf("podrun ps (exit %d): dp-nonroot row %q, want STATUS CreateContainerConfigError:\n%s", code, row, stdout)
+	}
+
+	dmRename(t, dir, "dp-nonroot.yaml", pod("false"))
+	dmWaitRunning(t, 60*time.Second, nil, "dp-nonroot")
+}
+
 // dpRow returns the first line of s whose first fields include name.
 func dpRow(s, name string) string {
 	for _, l := range strings.Split(s, "\n") {

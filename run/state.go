@@ -35,6 +35,9 @@ type State struct {
 	// ImagePull is the image failure a pod that could not start waits on
 	// (imagepull.go): its containers show it as their waiting reason.
 	ImagePull *status.ImageWait `json:"imagePull,omitempty"`
+	// ConfigWait is the container a pod that could not start could not
+	// create (configwait.go): it shows CreateContainerConfigError.
+	ConfigWait *status.ConfigWait `json:"configWait,omitempty"`
 	// Refused: the node refused the pod at admission (Ended says why);
 	// nothing of it was made but this record.
 	Refused bool `json:"refused,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/plan"
+	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/supervisor"
 )
 
@@ -422,6 +423,12 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 		if perr := (*images.PullError)(nil); o.PullBackOff && errors.As(err, &perr) {
 			// Listed as Pending with the image's reason (imagepull.go).
 			if kerr := h.keepPending(p, r.source, perr); kerr != nil {
+				err = errors.Join(err, kerr)
+			}
+			return corev1.PodPending, err
+		}
+		if cerr := (*spec.ConfigError)(nil); o.RecordConfigErrors && errors.As(err, &cerr) {
+			if kerr := h.keepConfigWaiting(p, r.source, cerr); kerr != nil {
 				err = errors.Join(err, kerr)
 			}
 			return corev1.PodPending, err

@@ -530,11 +530,11 @@ func (r *podRun) createContainer(ctx context.Context, c *corev1.Container, kind 
 	// CreateContainerConfigError, like spec's runAsNonRoot check.
 	env, err := spec.ResolveEnv(c, sources)
 	if err != nil {
-		return nil, &spec.ConfigError{Msg: err.Error()}
+		return nil, &spec.ConfigError{Container: c.Name, Msg: err.Error()}
 	}
 	mounts, err := r.vols.Mounts(c, spec.VarMap(env))
 	if err != nil {
-		return nil, &spec.ConfigError{Msg: err.Error()}
+		return nil, &spec.ConfigError{Container: c.Name, Msg: err.Error()}
 	}
 	termLog := r.layout.TerminationLog(c.Name, id)
 	if err := os.MkdirAll(filepath.Dir(termLog), 0o750); err != nil {

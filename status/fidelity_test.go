@@ -134,3 +134,20 @@ func jsonOf(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestConfigWait: the container a pod could not create waits with the
+// record's reason and message, the pod Pending; the others keep theirs.
+func TestConfigWait(t *testing.T) {
+	p := pod(corev1.RestartPolicyAlways, nil, corev1.Container{Name: "app"}, corev1.Container{Name: "web"})
+	w := &ConfigWait{Container: "app", Reason: "CreateContainerConfigError", Message: "container has runAsNonRoot and image will run as root"}
+	st := Compute(p, Observed{ConfigWait: w})
+	if s := st.ContainerStatuses[0].State.Waiting; s == nil || s.Reason != w.Reason || s.Message != w.Message {
+		t.Errorf("app: state %+v, want waiting %s %q", st.ContainerStatuses[0].State, w.Reason, w.Message)
+	}
+	if s := st.ContainerStatuses[1].State.Waiting; s == nil || s.Reason != "ContainerCreating" {
+		t.Errorf("web: state %+v, want waiting ContainerCreating", st.ContainerStatuses[1].State)
+	}
+	if st.Phase != corev1.PodPending || Reason(p, st) != w.Reason {
+		t.Errorf("phase %s, STATUS %s; want Pending, %s", st.Phase, Reason(p, st), w.Reason)
+	}
+}

@@ -24,9 +24,10 @@ type Observed struct {
 	Containers map[string][]engine.Container // by container name, every attempt kept
 	PodIPs     []string
 	HostIP     string
-	Created    time.Time  // when the pod was first set up (PodScheduled)
-	Ended      *Ended     // the pod was ended by its node (evicted), not by its containers
-	ImageWait  *ImageWait // the image failure the pod waits on
+	Created    time.Time   // when the pod was first set up (PodScheduled)
+	Ended      *Ended      // the pod was ended by its node (evicted), not by its containers
+	ImageWait  *ImageWait  // the image failure the pod waits on
+	ConfigWait *ConfigWait // the container the pod could not create
 	// Messages are the termination messages of attempts that ended, by
 	// container id.
 	Messages map[string]string
@@ -46,6 +47,17 @@ type ImageWait struct {
 	Image   string `json:"image"`
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+}
+
+// ConfigWait is a container that could not be created from its
+// configuration (runAsNonRoot with a root image, a subPathExpr that
+// expands to an absolute path): it waits with this reason
+// (CreateContainerConfigError) and message, the pod Pending, as the
+// kubelet shows it while it tries again.
+type ConfigWait struct {
+	Container string `json:"container"`
+	Reason    string `json:"reason"`
+	Message   string `json:"message"`
 }
 
 // Latest returns the attempt with the highest restart count.
@@ -244,6 +256,10 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 		imageWaiting(pod.Spec.InitContainers, st.InitContainerStatuses, w)
 		imageWaiting(pod.Spec.Containers, st.ContainerStatuses, w)
 	}
+	if w := o.ConfigWait; w != nil {
+		configWaiting(st.InitContainerStatuses, w)
+		configWaiting(st.ContainerStatuses, w)
+	}
 	trimMessages(pod, &st)
 	st.Phase = Phase(pod.Spec.RestartPolicy, initDone, initFailed, st.ContainerStatuses)
 	if o.Ended != nil {
@@ -273,6 +289,16 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 func imageWaiting(ctrs []corev1.Container, sts []corev1.ContainerStatus, w *ImageWait) {
 	for i := range sts {
 		if ctrs[i].Image == w.Image && sts[i].ContainerID == "" {
+			sts[i].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
+		}
+	}
+}
+
+// configWaiting gives w's container, if it was never created, w's reason
+// and message.
+func configWaiting(sts []corev1.ContainerStatus, w *ConfigWait) {
+	for i := range sts {
+		if sts[i].Name == w.Container && sts[i].ContainerID == "" {
 			sts[i].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
 		}
 	}
