@@ -410,7 +410,7 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff,
+	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff, keepFailed: o.RecordFailures,
 		pinned: pinnedSandbox(p.Pod, h.cfg.PauseImage), pins: h.pinsOf(p.UID, p.Pod)}
 	r.w = supervisor.New(r, h.exits, h.clock, p.Spec.RestartPolicy)
 	err := Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report)
@@ -426,6 +426,13 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 				err = errors.Join(err, kerr)
 			}
 			return corev1.PodPending, err
+		}
+		if r.final != nil {
+			// Failed for good, as the kubelet keeps it (failed.go).
+			if kerr := h.keepFailed(p, r.source, r.final); kerr != nil {
+				return corev1.PodFailed, errors.Join(err, kerr)
+			}
+			return corev1.PodFailed, fmt.Errorf("%w (%w)", err, ErrKeptFailed)
 		}
 		if cerr := (*spec.ConfigError)(nil); o.RecordConfigErrors && errors.As(err, &cerr) {
 			if kerr := h.keepConfigWaiting(p, r.source, cerr); kerr != nil {

@@ -72,6 +72,10 @@ type podRun struct {
 	sandboxID string
 	// pullBackOff: image failures go into the host's back-off (UpOptions.PullBackOff).
 	pullBackOff bool
+	// keepFailed: an init container failing under restartPolicy Never
+	// leaves the pod's status in final (UpOptions.RecordFailures).
+	keepFailed bool
+	final      *corev1.PodStatus
 }
 
 func (r *podRun) hostNetwork() bool { return r.pod.Spec.HostNetwork }
@@ -720,10 +724,31 @@ func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 			return err
 		case st.ExitCode != 0:
 			exit.Code = st.ExitCode
+			r.final = r.finalStatus(ctx)
 			return fmt.Errorf("init %w", exit)
 		}
 		return nil
 	}
+}
+
+// finalStatus is the status of a pod whose init container failed for good
+// under restartPolicy Never, taken before its steps are undone: the
+// kubelet keeps such a pod Failed, its init containers' states shown. Nil
+// without keepFailed, under another policy, or when it cannot be listed.
+func (r *podRun) finalStatus(ctx context.Context) *corev1.PodStatus {
+	if !r.keepFailed || r.pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		return nil
+	}
+	pods, err := r.h.podsNamed(ctx, r.key, []string{r.pod.UID})
+	if err != nil {
+		return nil
+	}
+	for _, p := range pods {
+		if p.UID == r.pod.UID && p.Pod != nil && p.Pod.Status.Phase == corev1.PodFailed {
+			return p.Pod.Status.DeepCopy()
+		}
+	}
+	return nil
 }
 
 // startApp starts supervising app container c and waits until it has
