@@ -318,7 +318,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 
 // syncPod is one change of a pod by its worker; its outcome is logged.
 func (d *Daemon) syncPod(ctx context.Context, key string, j job) []run.Result {
-	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true, RecordRefusals: true}
+	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true, RecordRefusals: true, RecordConfigErrors: true, RecordFailures: true}
 	rs := d.h.SyncPod(ctx, key, j.want, opts, j.snapshot)
 	for _, r := range rs {
 		perr := (*images.PullError)(nil)
@@ -332,6 +332,8 @@ func (d *Daemon) syncPod(ctx context.Context, key string, j job) []run.Result {
 			}
 		case errors.As(r.Err, &perr):
 			d.log.Warn("pod waiting for its image", "pod", r.Pod, "reason", perr.Reason, "image", perr.Image, "message", perr.Err.Error())
+		case errors.Is(r.Err, run.ErrKeptFailed):
+			d.log.Warn("pod failed while starting; Failed until its manifest changes", "pod", r.Pod, "err", r.Err)
 		case r.Err != nil:
 			d.log.Error("starting pod; retrying at the next re-scan", "pod", r.Pod, "err", r.Err)
 		case r.Action == run.Refused:

@@ -290,6 +290,116 @@ spec:
 	}, "dp-cfg")
 }
 
+// TestDaemonConfigErrorAtStart: a static pod whose container cannot be
+// created (runAsNonRoot, an image that runs as root) is not dropped: as the
+// kubelet shows it, `podrun ps` lists it Pending with STATUS
+// CreateContainerConfigError and `podrun status` the container Waiting with
+// the kubelet's message, while the daemon tries it again at each re-scan;
+// a fixed manifest runs.
+func TestDaemonConfigErrorAtStart(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	pod := func(nonRoot string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata: {name: dp-nonroot}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: ` + H.Image + `
+    command: ["sleep", "3600"]
+    securityContext: {runAsNonRoot: ` + nonRoot + `}
+`
+	}
+	plDownOnCleanup(t, "dp-nonroot")
+	dmRename(t, dir, "dp-nonroot.yaml", pod("true"))
+	dmStart(t, dir, nil, "--resync", "2s")
+	var p corev1.Pod
+	svEventually(t, 60*time.Second, "dp-nonroot Pending, its container Waiting in CreateContainerConfigError", func() (bool, string) {
+		p = dmPods(t)["dp-nonroot"]
+		if len(p.Status.ContainerStatuses) != 1 {
+			return false, fmt.Sprintf("%+v", p.Status)
+		}
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return p.Status.Phase == corev1.PodPending && w != nil && w.Reason == "CreateContainerConfigError", fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses[0].State)
+	})
+	want := fmt.Sprintf(`container has runAsNonRoot and image will run as root (pod: "%s_default(%s)", container: app)`, p.Name, p.UID)
+	if w := p.Status.ContainerStatuses[0].State.Waiting; w.Message != want {
+		t.Errorf("waiting message %q, want %q", w.Message, want)
+	}
+	stdout, _, code := H.Podrun(t, "", "ps")
+	if row := strings.Fields(dpRow(stdout, dmFull("dp-nonroot"))); code != 0 || len(row) < 4 || row[3] != "CreateContainerConfigError" {
+		t.Errorf("podrun ps (exit %d): dp-nonroot row %q, want STATUS CreateContainerConfigError:\n%s", code, row, stdout)
+	}
+
+	dmRename(t, dir, "dp-nonroot.yaml", pod("false"))
+	dmWaitRunning(t, 60*time.Second, nil, "dp-nonroot")
+}
+
+// TestDaemonFailedInitStaysFailed: a static pod whose init container fails
+// under restartPolicy Never stays listed Failed, as the kubelet keeps it:
+// init states Completed and Error, Initialized False naming the failed
+// one, not tried again at the re-scans; a changed file runs.
+func TestDaemonFailedInitStaysFailed(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	pod := func(code string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata: {name: dp-initfail}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  initContainers:
+  - name: first
+    image: ` + H.Image + `
+    command: ["true"]
+  - name: setup
+    image: ` + H.Image + `
+    command: ["sh", "-c", "exit ` + code + `"]
+  containers:
+  - name: app
+    image: ` + H.Image + `
+    command: ["sleep", "3600"]
+`
+	}
+	plDownOnCleanup(t, "dp-initfail")
+	dmRename(t, dir, "dp-initfail.yaml", pod("3"))
+	d := dmStart(t, dir, nil, "--resync", "2s")
+	var p corev1.Pod
+	svEventually(t, 60*time.Second, "dp-initfail Failed", func() (bool, string) {
+		p = dmPods(t)["dp-initfail"]
+		return p.Status.Phase == corev1.PodFailed, fmt.Sprintf("%+v", p.Status)
+	})
+	check := func(when string, p corev1.Pod) {
+		t.Helper()
+		ics := p.Status.InitContainerStatuses
+		if len(ics) != 2 || ics[0].State.Terminated == nil || ics[0].State.Terminated.Reason != "Completed" ||
+			ics[1].State.Terminated == nil || ics[1].State.Terminated.Reason != "Error" || ics[1].State.Terminated.ExitCode != 3 || ics[1].RestartCount != 0 {
+			t.Errorf("%s: init container statuses %+v, want Completed, then Error 3 not restarted", when, ics)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodInitialized && (c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "setup")) {
+				t.Errorf("%s: Initialized %+v, want False naming setup", when, c)
+			}
+		}
+	}
+	check("failed", p)
+	time.Sleep(7 * time.Second) // three re-scans
+	if again := dmPods(t)["dp-initfail"]; again.UID != p.UID || again.Status.Phase != corev1.PodFailed {
+		t.Errorf("after re-scans: %s %s, want the same pod %s Failed", again.UID, again.Status.Phase, p.UID)
+	} else {
+		check("after re-scans", again)
+	}
+	if n := len(dmLogged(d.stderr(), "pod failed while starting; Failed until its manifest changes", "dp-initfail")); n != 1 {
+		t.Errorf("logged the failure %d times, want once:\n%s", n, d.stderr())
+	}
+
+	dmRename(t, dir, "dp-initfail.yaml", pod("0"))
+	dmWaitRunning(t, 60*time.Second, nil, "dp-initfail")
+}
+
 // dpRow returns the first line of s whose first fields include name.
 func dpRow(s, name string) string {
 	for _, l := range strings.Split(s, "\n") {

@@ -125,9 +125,11 @@ spec:
 		t.Errorf("init container setup: %+v; want restarted once (42), then 0", ics)
 	}
 	cs := svMustCS(t, st, "app")
+	// The finished container has no lastState: the kubelet keeps one
+	// exited container per name, so the exit 42 is gone from its status.
 	if cs.RestartCount != 1 || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 3 ||
-		cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 42 {
-		t.Errorf("container app: restartCount %d, state %+v, lastState %+v; want 1 restart, 3 after 42", cs.RestartCount, cs.State, cs.LastTerminationState)
+		cs.LastTerminationState.Terminated != nil {
+		t.Errorf("container app: restartCount %d, state %+v, lastState %+v; want 1 restart, 3, no lastState", cs.RestartCount, cs.State, cs.LastTerminationState)
 	}
 }
 

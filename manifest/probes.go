@@ -49,14 +49,13 @@ func setIfZero(v *int32, d int32) {
 // validateInitLifecycle: only a native sidecar (restartPolicy Always) may
 // have probes and hooks, as the API server enforces; another init
 // container may have its own restartPolicy (OnFailure, Never) and
-// restartPolicyRules (ContainerRestartRules), a sidecar no rules.
+// restartPolicyRules (ContainerRestartRules). A sidecar's rules are
+// accepted and have no effect (it restarts on any exit), as kubelet 1.34
+// takes a static pod: with its default gates (ContainerRestartRules off)
+// validateInitContainerRestartPolicy looks at no rule of a sidecar.
 func validateInitLifecycle(c *corev1.Container, fld *field.Path) field.ErrorList {
 	if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-		errs := validateLifecycle(c, fld)
-		if len(c.RestartPolicyRules) > 0 {
-			errs = append(errs, field.Forbidden(fld.Child("restartPolicyRules"), "may not be set for init containers with restartPolicy=Always"))
-		}
-		return errs
+		return validateLifecycle(c, fld)
 	}
 	errs := validateRestartRules(c, fld)
 	forbid := func(set bool, name string) {

@@ -32,8 +32,9 @@ func TestProbeAndLifecycleValidation(t *testing.T) {
 		{"an init container's own restartPolicy and rules", pod("", "  initContainers:\n  - name: setup\n    image: busybox:1\n    restartPolicy: OnFailure\n    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n"), nil},
 		{"init restartPolicy unknown", pod("", "  initContainers:\n  - name: setup\n    image: busybox:1\n    restartPolicy: Sometimes\n"),
 			[]string{`spec.initContainers[0].restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"`}},
-		{"rules on a sidecar", pod("", "  initContainers:\n  - name: proxy\n    image: busybox:1\n    restartPolicy: Always\n    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n"),
-			[]string{`spec.initContainers[0].restartPolicyRules: Forbidden: may not be set for init containers with restartPolicy=Always`}},
+		// Kubelet 1.34 (ContainerRestartRules off) takes a sidecar's rules
+		// without looking at them; a sidecar restarts on any exit anyway.
+		{"rules on a sidecar", pod("", "  initContainers:\n  - name: proxy\n    image: busybox:1\n    restartPolicy: Always\n    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n"), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

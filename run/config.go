@@ -93,6 +93,16 @@ type UpOptions struct {
 	// with the kubelet's reason and message (the daemon); otherwise a
 	// refused pod leaves nothing.
 	RecordRefusals bool
+	// RecordConfigErrors records a pod whose container could not be
+	// created from its configuration (spec.ConfigError) as Pending with
+	// that container waiting in CreateContainerConfigError (the daemon,
+	// which tries it again at its next sync); otherwise it leaves nothing.
+	RecordConfigErrors bool
+	// RecordFailures records a pod whose init container failed under
+	// restartPolicy Never as Failed, with the status it had (the daemon):
+	// kept so until its manifest changes, as the kubelet keeps a failed
+	// static pod; otherwise it leaves nothing.
+	RecordFailures bool
 	// AwaitTTL: RunJob returns only once a finished Job's
 	// ttlSecondsAfterFinished has removed it (the daemon, which stays).
 	AwaitTTL bool

@@ -143,8 +143,13 @@ func (p *PodInfo) withStatus(hostIP string) *corev1.Pod {
 	if p.State == nil || p.State.Pod == nil {
 		return nil
 	}
+	if p.State.Final != nil {
+		pod := p.State.Pod.DeepCopy()
+		pod.Status = *p.State.Final.DeepCopy()
+		return pod
+	}
 	o := status.Observed{Containers: map[string][]engine.Container{}, PodIPs: p.State.PodIPs, HostIP: hostIP,
-		Ended: p.State.Ended, ImageWait: p.State.ImagePull, Messages: p.messages}
+		Ended: p.State.Ended, ImageWait: p.State.ImagePull, ConfigWait: p.State.ConfigWait, Messages: p.messages}
 	for i, c := range p.Containers {
 		if o.Created.IsZero() || c.CreatedAt.Before(o.Created) {
 			o.Created = c.CreatedAt

@@ -35,9 +35,16 @@ type State struct {
 	// ImagePull is the image failure a pod that could not start waits on
 	// (imagepull.go): its containers show it as their waiting reason.
 	ImagePull *status.ImageWait `json:"imagePull,omitempty"`
-	// Refused: the node refused the pod at admission (Ended says why);
-	// nothing of it was made but this record.
+	// ConfigWait is the container a pod that could not start could not
+	// create (configwait.go): it shows CreateContainerConfigError.
+	ConfigWait *status.ConfigWait `json:"configWait,omitempty"`
+	// Refused: nothing of the pod runs but this record, kept until its
+	// manifest changes: the node refused it at admission (Ended says why),
+	// or it failed for good while starting (Final).
 	Refused bool `json:"refused,omitempty"`
+	// Final is the status of a pod that failed for good while starting
+	// (failed.go), shown as it was.
+	Final *corev1.PodStatus `json:"final,omitempty"`
 }
 
 // recordRefusal records a pod the node refused as the kubelet shows one:

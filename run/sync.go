@@ -14,6 +14,7 @@ import (
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/plan"
+	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/supervisor"
 )
 
@@ -409,7 +410,7 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff,
+	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff, keepFailed: o.RecordFailures,
 		pinned: pinnedSandbox(p.Pod, h.cfg.PauseImage), pins: h.pinsOf(p.UID, p.Pod)}
 	r.w = supervisor.New(r, h.exits, h.clock, p.Spec.RestartPolicy)
 	err := Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report)
@@ -422,6 +423,19 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 		if perr := (*images.PullError)(nil); o.PullBackOff && errors.As(err, &perr) {
 			// Listed as Pending with the image's reason (imagepull.go).
 			if kerr := h.keepPending(p, r.source, perr); kerr != nil {
+				err = errors.Join(err, kerr)
+			}
+			return corev1.PodPending, err
+		}
+		if r.final != nil {
+			// Failed for good, as the kubelet keeps it (failed.go).
+			if kerr := h.keepFailed(p, r.source, r.final); kerr != nil {
+				return corev1.PodFailed, errors.Join(err, kerr)
+			}
+			return corev1.PodFailed, fmt.Errorf("%w (%w)", err, ErrKeptFailed)
+		}
+		if cerr := (*spec.ConfigError)(nil); o.RecordConfigErrors && errors.As(err, &cerr) {
+			if kerr := h.keepConfigWaiting(p, r.source, cerr); kerr != nil {
 				err = errors.Join(err, kerr)
 			}
 			return corev1.PodPending, err

@@ -61,6 +61,10 @@ type podRun struct {
 	sandboxID string
 	// pullBackOff: image failures go into the host's back-off (UpOptions.PullBackOff).
 	pullBackOff bool
+	// keepFailed: an init container failing under restartPolicy Never
+	// leaves the pod's status in final (UpOptions.RecordFailures).
+	keepFailed bool
+	final      *corev1.PodStatus
 }
 
 func (r *podRun) hostNetwork() bool { return r.pod.Spec.HostNetwork }

@@ -103,11 +103,11 @@ func (r *podRun) createContainer(ctx context.Context, c *corev1.Container, kind 
 	// CreateContainerConfigError, like spec's runAsNonRoot check.
 	env, err := spec.ResolveEnv(c, sources)
 	if err != nil {
-		return nil, &spec.ConfigError{Msg: err.Error()}
+		return nil, &spec.ConfigError{Container: c.Name, Msg: err.Error()}
 	}
 	mounts, err := r.vols.Mounts(c, spec.VarMap(env))
 	if err != nil {
-		return nil, &spec.ConfigError{Msg: err.Error()}
+		return nil, &spec.ConfigError{Container: c.Name, Msg: err.Error()}
 	}
 	termLog := r.layout.TerminationLog(c.Name, id)
 	if err := os.MkdirAll(filepath.Dir(termLog), 0o750); err != nil {
@@ -282,10 +282,31 @@ func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 			return err
 		case st.ExitCode != 0:
 			exit.Code = st.ExitCode
+			r.final = r.finalStatus(ctx)
 			return fmt.Errorf("init %w", exit)
 		}
 		return nil
 	}
+}
+
+// finalStatus is the status of a pod whose init container failed for good
+// under restartPolicy Never, taken before its steps are undone: the
+// kubelet keeps such a pod Failed, its init containers' states shown. Nil
+// without keepFailed, under another policy, or when it cannot be listed.
+func (r *podRun) finalStatus(ctx context.Context) *corev1.PodStatus {
+	if !r.keepFailed || r.pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		return nil
+	}
+	pods, err := r.h.podsNamed(ctx, r.key, []string{r.pod.UID})
+	if err != nil {
+		return nil
+	}
+	for _, p := range pods {
+		if p.UID == r.pod.UID && p.Pod != nil && p.Pod.Status.Phase == corev1.PodFailed {
+			return p.Pod.Status.DeepCopy()
+		}
+	}
+	return nil
 }
 
 // startApp starts supervising app container c and waits until it has

@@ -225,7 +225,8 @@ func VarMap(declared []EnvVar) map[string]string {
 // SubPathExpr expands a volumeMount's subPathExpr against the container's
 // variables as the kubelet does (ExpandContainerVolumeMounts): a reference
 // to a variable that is unset or empty is an error, and the result must be
-// a relative path without "..".
+// a relative path without ".." (makeMounts). The errors are the kubelet's
+// words: they are the CreateContainerConfigError message.
 func SubPathExpr(expr string, vars map[string]string) (string, error) {
 	var unset []string
 	sub := Expand(expr, func(name string) (string, bool) {
@@ -238,11 +239,11 @@ func SubPathExpr(expr string, vars map[string]string) (string, error) {
 	switch {
 	case len(unset) > 0:
 		slices.Sort(unset)
-		return "", fmt.Errorf("subPathExpr %q: missing value for %s", expr, strings.Join(unset, ", "))
+		return "", fmt.Errorf("missing value for %s", strings.Join(unset, ", "))
 	case path.IsAbs(sub):
-		return "", fmt.Errorf("subPathExpr %q expands to %q, which must not be an absolute path", expr, sub)
+		return "", fmt.Errorf("error SubPath `%s` must not be an absolute path", sub)
 	case slices.Contains(strings.Split(sub, "/"), ".."):
-		return "", fmt.Errorf("subPathExpr %q expands to %q, which must not contain '..'", expr, sub)
+		return "", fmt.Errorf("unable to provision SubPath `%s`: must not contain '..'", sub)
 	}
 	return sub, nil
 }

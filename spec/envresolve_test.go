@@ -205,8 +205,8 @@ func TestSubPathExpr(t *testing.T) {
 	}
 	for expr, want := range map[string]string{
 		"$(NOPE)/$(EMPTY)/$(NOPE)": "missing value for EMPTY, NOPE",
-		"$(ABS)/x":                 `expands to "/etc/x", which must not be an absolute path`,
-		"a/$(UP)/b":                `expands to "a/../b", which must not contain '..'`,
+		"$(ABS)/x":                 "error SubPath `/etc/x` must not be an absolute path",
+		"a/$(UP)/b":                "unable to provision SubPath `a/../b`: must not contain '..'",
 	} {
 		if got, err := SubPathExpr(expr, vars); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("SubPathExpr(%q) = %q, %v; want an error containing %q", expr, got, err, want)

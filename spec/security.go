@@ -54,9 +54,10 @@ const ReasonCreateContainerConfigError = "CreateContainerConfigError"
 
 // ConfigError is a container the kubelet would leave Waiting with reason
 // CreateContainerConfigError, e.g. runAsNonRoot with an image that runs as
-// root. The message is the kubelet's.
+// root. The message is the kubelet's; Container names the container.
 type ConfigError struct {
-	Msg string
+	Container string
+	Msg       string
 }
 
 func (e *ConfigError) Error() string { return ReasonCreateContainerConfigError + ": " + e.Msg }
@@ -238,16 +239,16 @@ func checkNonRoot(pod *corev1.Pod, container string, img Image, e effectiveSecur
 	where := fmt.Sprintf("(pod: %q, container: %s)", fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID), container)
 	if e.runAsUser != nil {
 		if *e.runAsUser == 0 {
-			return &ConfigError{Msg: "container's runAsUser breaks non-root policy " + where}
+			return &ConfigError{Container: container, Msg: "container's runAsUser breaks non-root policy " + where}
 		}
 		return nil
 	}
 	user, _, _ := strings.Cut(img.User, ":")
 	switch uid, err := parseID(user); {
 	case user == "" || err == nil && uid == 0:
-		return &ConfigError{Msg: "container has runAsNonRoot and image will run as root " + where}
+		return &ConfigError{Container: container, Msg: "container has runAsNonRoot and image will run as root " + where}
 	case err != nil:
-		return &ConfigError{Msg: fmt.Sprintf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root %s", user, where)}
+		return &ConfigError{Container: container, Msg: fmt.Sprintf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root %s", user, where)}
 	}
 	return nil
 }

@@ -91,7 +91,11 @@ func TestConditionsAsTheKubelet(t *testing.T) {
 			check(corev1.PodInitialized, tt.initialized)
 			check(corev1.PodReady, tt.readiness)
 			check(corev1.ContainersReady, tt.readiness)
-			check(corev1.PodReadyToStartContainers, cond{"True", "", ""})
+			sandboxReady := cond{"True", "", ""}
+			if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
+				sandboxReady.status = "False" // the kubelet has stopped a finished pod's sandbox
+			}
+			check(corev1.PodReadyToStartContainers, sandboxReady)
 			for i, ic := range tt.pod.Spec.InitContainers {
 				cs := st.InitContainerStatuses[i]
 				done := cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
@@ -106,8 +110,10 @@ func TestConditionsAsTheKubelet(t *testing.T) {
 	}
 }
 
-// TestImageNameAsTheCRI: the image is reported normalized, as the kubelet
-// shows it through containerd.
+// TestImageNameAsTheCRI: a created container's image is reported
+// normalized, as the kubelet shows it through containerd; one not yet
+// created shows the spec's image as written (convertToAPIContainerStatuses'
+// default status).
 func TestImageNameAsTheCRI(t *testing.T) {
 	for in, want := range map[string]string{
 		"busybox:1.28":              "docker.io/library/busybox:1.28",
@@ -116,9 +122,13 @@ func TestImageNameAsTheCRI(t *testing.T) {
 		"127.0.0.1:5000/app:1":      "127.0.0.1:5000/app:1",
 		"user/app@sha256:" + strings.Repeat("a", 64): "docker.io/user/app@sha256:" + strings.Repeat("a", 64),
 	} {
-		st := ContainerStatus(&corev1.Container{Name: "c", Image: in}, nil, "ContainerCreating", nil)
+		c := &corev1.Container{Name: "c", Image: in}
+		if st := ContainerStatus(c, nil, "ContainerCreating", nil); st.Image != in {
+			t.Errorf("waiting, not created: image %s reported as %s, want it as written", in, st.Image)
+		}
+		st := ContainerStatus(c, []engine.Container{attempt("c", labels.KindApp, 0, running, nil)}, "ContainerCreating", nil)
 		if st.Image != want {
-			t.Errorf("image %s reported as %s, want %s", in, st.Image, want)
+			t.Errorf("created: image %s reported as %s, want %s", in, st.Image, want)
 		}
 	}
 }

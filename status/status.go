@@ -24,9 +24,10 @@ type Observed struct {
 	Containers map[string][]engine.Container // by container name, every attempt kept
 	PodIPs     []string
 	HostIP     string
-	Created    time.Time  // when the pod was first set up (PodScheduled)
-	Ended      *Ended     // the pod was ended by its node (evicted), not by its containers
-	ImageWait  *ImageWait // the image failure the pod waits on
+	Created    time.Time   // when the pod was first set up (PodScheduled)
+	Ended      *Ended      // the pod was ended by its node (evicted), not by its containers
+	ImageWait  *ImageWait  // the image failure the pod waits on
+	ConfigWait *ConfigWait // the container the pod could not create
 	// Messages are the termination messages of attempts that ended, by
 	// container id.
 	Messages map[string]string
@@ -46,6 +47,17 @@ type ImageWait struct {
 	Image   string `json:"image"`
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+}
+
+// ConfigWait is a container that could not be created from its
+// configuration (runAsNonRoot with a root image, a subPathExpr that
+// expands to an absolute path): it waits with this reason
+// (CreateContainerConfigError) and message, the pod Pending, as the
+// kubelet shows it while it tries again.
+type ConfigWait struct {
+	Container string `json:"container"`
+	Reason    string `json:"reason"`
+	Message   string `json:"message"`
 }
 
 // Latest returns the attempt with the highest restart count.
@@ -80,12 +92,23 @@ func startedAt(c engine.Container) metav1.Time {
 // ContainerStatus is one container's status from its attempts; waiting is
 // the reason used when there is no attempt yet, messages the termination
 // messages of attempts that ended (by container id).
+//
+// As the kubelet's convertToAPIContainerStatuses (pkg/kubelet/kubelet_pods.go)
+// reports it: a container not yet created shows its image as the spec
+// writes it, a created one the runtime's normalised reference, its
+// resources (the allocated ones: the spec's, `{}` when it has none) and
+// allocatedResources (the spec's requests); every one its volume mounts.
 func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting string, messages map[string]string) corev1.ContainerStatus {
-	st := corev1.ContainerStatus{Name: c.Name, Image: imageName(c.Image), Started: boolPtr(false)}
+	st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Started: boolPtr(false), VolumeMounts: volumeMounts(c)}
 	cur := Latest(attempts)
 	if cur == nil {
 		st.State.Waiting = &corev1.ContainerStateWaiting{Reason: waiting}
 		return st
+	}
+	st.Image = imageName(c.Image)
+	st.Resources = c.Resources.DeepCopy()
+	if c.Resources.Requests != nil {
+		st.AllocatedResources = c.Resources.Requests.DeepCopy()
 	}
 	st.ContainerID = "containerd://" + cur.ID
 	st.ImageID = cur.Labels[labels.ImageID]
@@ -108,12 +131,36 @@ func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting s
 	started := running && (c.StartupProbe == nil || cur.Labels[labels.Started] == "true")
 	st.Started = boolPtr(started)
 	st.Ready = started && (c.ReadinessProbe == nil || cur.Labels[labels.Ready] == "true")
+	if st.State.Terminated != nil {
+		// The kubelet keeps one exited container per name (its
+		// podContainerDeletor removes older ones when a container dies), and
+		// lastState comes from the attempt before the newest it has: an
+		// exited container not restarted again has none.
+		return st
+	}
 	for i := range attempts {
 		if RestartCount(attempts[i]) == st.RestartCount-1 {
 			st.LastTerminationState = state(attempts[i], messages)
 		}
 	}
 	return st
+}
+
+// volumeMounts are the container's mounts as the kubelet reports them
+// (RecursiveReadOnlyMounts, GA in 1.33): name, path and readOnly; a
+// read-only one's recursiveReadOnly Disabled, as podrun accepts no
+// recursiveReadOnly and so never resolves one to Enabled.
+func volumeMounts(c *corev1.Container) []corev1.VolumeMountStatus {
+	var out []corev1.VolumeMountStatus
+	for _, m := range c.VolumeMounts {
+		vs := corev1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}
+		if m.ReadOnly {
+			disabled := corev1.RecursiveReadOnlyDisabled
+			vs.RecursiveReadOnly = &disabled
+		}
+		out = append(out, vs)
+	}
+	return out
 }
 
 // imageName is an image reference as the kubelet reports it through
@@ -209,6 +256,10 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 		imageWaiting(pod.Spec.InitContainers, st.InitContainerStatuses, w)
 		imageWaiting(pod.Spec.Containers, st.ContainerStatuses, w)
 	}
+	if w := o.ConfigWait; w != nil {
+		configWaiting(st.InitContainerStatuses, w)
+		configWaiting(st.ContainerStatuses, w)
+	}
 	trimMessages(pod, &st)
 	st.Phase = Phase(pod.Spec.RestartPolicy, initDone, initFailed, st.ContainerStatuses)
 	if o.Ended != nil {
@@ -238,6 +289,16 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 func imageWaiting(ctrs []corev1.Container, sts []corev1.ContainerStatus, w *ImageWait) {
 	for i := range sts {
 		if ctrs[i].Image == w.Image && sts[i].ContainerID == "" {
+			sts[i].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
+		}
+	}
+}
+
+// configWaiting gives w's container, if it was never created, w's reason
+// and message.
+func configWaiting(sts []corev1.ContainerStatus, w *ConfigWait) {
+	for i := range sts {
+		if sts[i].Name == w.Container && sts[i].ContainerID == "" {
 			sts[i].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
 		}
 	}
@@ -298,15 +359,20 @@ const (
 // conditions are the kubelet's pod conditions, word for word and in its
 // order (generateAPIPodStatus): PodReadyToStartContainers, Initialized,
 // Ready, ContainersReady, PodScheduled. Transition times: the pod's
-// creation, the sandbox's, the last init container's finish, and the
+// creation, the sandbox's (a finished pod's: its last container's finish),
+// the last init container's finish, and the
 // latest readiness change of its containers.
 func conditions(pod *corev1.Pod, o Observed, st corev1.PodStatus) []corev1.PodCondition {
 	created := metav1.NewTime(o.Created)
-	initAt, readyAt := created, created
+	initAt, readyAt, endAt := created, created, created
 	for _, attempts := range o.Containers {
 		for _, a := range attempts {
-			if t, ok := labelTime(a, labels.FinishedAt); ok && a.Labels[labels.Kind] == labels.KindInit && t.After(initAt.Time) {
+			t, ok := labelTime(a, labels.FinishedAt)
+			if ok && a.Labels[labels.Kind] == labels.KindInit && t.After(initAt.Time) {
 				initAt = metav1.NewTime(t)
+			}
+			if ok && t.After(endAt.Time) {
+				endAt = metav1.NewTime(t)
 			}
 			for _, key := range []string{labels.ReadyAt, labels.StartedAt} {
 				if t, ok := labelTime(a, key); ok && t.After(readyAt.Time) && a.Labels[labels.Kind] == labels.KindApp {
@@ -316,7 +382,13 @@ func conditions(pod *corev1.Pod, o Observed, st corev1.PodStatus) []corev1.PodCo
 		}
 	}
 	sandbox := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse, LastTransitionTime: created}
-	if o.Sandbox != nil && o.Sandbox.Task.State == engine.TaskRunning {
+	switch {
+	case st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed:
+		// The kubelet stops a finished pod's sandbox (SyncTerminatingPod),
+		// so GeneratePodReadyToStartContainersCondition finds none ready,
+		// whether or not podrun's pause container still runs.
+		sandbox.LastTransitionTime = endAt
+	case o.Sandbox != nil && o.Sandbox.Task.State == engine.TaskRunning:
 		sandbox.Status, sandbox.LastTransitionTime = corev1.ConditionTrue, metav1.NewTime(o.Sandbox.CreatedAt)
 	}
 	initialized := initializedCondition(pod, st)

@@ -34,7 +34,7 @@ func (p *Prepared) Mounts(c *corev1.Container, vars map[string]string) ([]spec.M
 		if vm.SubPathExpr != "" {
 			var err error
 			if sub, err = spec.SubPathExpr(vm.SubPathExpr, vars); err != nil {
-				return nil, fmt.Errorf("volumeMounts[%d] (%s): %w", i, vm.MountPath, err)
+				return nil, err // the kubelet's message as it is
 			}
 		}
 		if sub != "" {

@@ -1,0 +1,22 @@
+package run
+
+import (
+	"os"
+
+	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/spec"
+	"github.com/podrun/podrun/status"
+)
+
+// keepConfigWaiting records a pod that Up could not start (its steps
+// undone) because a container could not be created from its
+// configuration, so that `podrun ps` and `status` show it Pending with
+// that container waiting in CreateContainerConfigError and the message,
+// as the kubelet shows such a pod while it tries it again.
+func (h *Host) keepConfigWaiting(p *manifest.Pod, source string, cerr *spec.ConfigError) error {
+	if err := os.MkdirAll(h.layout(p.UID).Pod(), 0o750); err != nil {
+		return err
+	}
+	return h.saveState(&State{UID: p.UID, Hash: p.Hash, Source: source, Pod: p.Pod,
+		ConfigWait: &status.ConfigWait{Container: cerr.Container, Reason: spec.ReasonCreateContainerConfigError, Message: cerr.Msg}})
+}
