@@ -332,7 +332,9 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) R
 		}
 	case plan.Remove:
 		res.Action = Removed
-		res.Err = h.downUID(ctx, a.UID, nil)
+		if res.Err = h.downUID(ctx, a.UID, nil); res.Err == nil {
+			res.Err = h.history.Remove(a.Key) // its source is gone
+		}
 	case plan.Keep, plan.Adopt:
 		res.Action = Unchanged
 		if a.Pod != nil {

@@ -41,6 +41,7 @@ func (r *podRun) waitReady(ctx context.Context) error {
 	case r.appsDone():
 		return r.complete(ctx)
 	}
+	r.recordReady()
 	return r.recordRunning(ctx)
 }
 
