@@ -76,6 +76,32 @@ func Add(revs []Revision, r Revision, max int) ([]Revision, bool) {
 	return out, true
 }
 
+// Find is the version numbered n of revs (oldest first); n 0 is the
+// newest one that is not current (the running version's hash), the one
+// `kubectl rollout undo` goes back to, and a rollback too.
+func Find(revs []Revision, n int, current string) (Revision, error) {
+	for i := len(revs) - 1; i >= 0; i-- {
+		if n == 0 && revs[i].Hash != current || n != 0 && revs[i].Revision == n {
+			return revs[i], nil
+		}
+	}
+	if n == 0 {
+		return Revision{}, errors.New("no other version that became Ready is kept")
+	}
+	return Revision{}, fmt.Errorf("revision %d not found", n)
+}
+
+// Override is a version kept that stands in, on this node, for the one
+// its file asks for, until the file changes: a rollback (the file's
+// version failed: Reason and Message say how) or `rollout undo`.
+type Override struct {
+	Hash    string    `json:"hash"` // the file's version it stands in for
+	To      Revision  `json:"to"`
+	Reason  string    `json:"reason,omitempty"`
+	Message string    `json:"message,omitempty"`
+	At      time.Time `json:"at"`
+}
+
 // Store keeps the versions under Dir, one file per pod.
 type Store struct {
 	Dir string
@@ -85,6 +111,45 @@ type Store struct {
 // path is pod key's file: "namespace_name.json" (neither has a "_").
 func (s *Store) path(key string) string {
 	return filepath.Join(s.Dir, strings.Replace(key, "/", "_", 1)+".json")
+}
+
+// overridePath is pod key's override file.
+func (s *Store) overridePath(key string) string {
+	return filepath.Join(s.Dir, strings.Replace(key, "/", "_", 1)+".override.json")
+}
+
+// Override is what stands in for pod key's file, nil when nothing does.
+func (s *Store) Override(key string) (*Override, error) {
+	data, err := os.ReadFile(s.overridePath(key))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var o Override
+	if err := json.Unmarshal(data, &o); err != nil {
+		return nil, fmt.Errorf("reading the override of pod %s: %w", key, err)
+	}
+	return &o, nil
+}
+
+// SetOverride records o for pod key, atomically.
+func (s *Store) SetOverride(key string, o Override) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	return s.write(s.overridePath(key), data)
+}
+
+// ClearOverride drops pod key's override; none is success.
+func (s *Store) ClearOverride(key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return remove(s.overridePath(key))
 }
 
 // List is pod key's versions, oldest first; none when nothing is kept.
@@ -120,23 +185,36 @@ func (s *Store) Record(key string, r Revision) error {
 	if err != nil {
 		return err
 	}
+	if err := s.write(s.path(key), data); err != nil {
+		return fmt.Errorf("recording the history of pod %s: %w", key, err)
+	}
+	return nil
+}
+
+// write replaces path with data: a temporary file synced, renamed over
+// the old one, the directory synced; root-only.
+func (s *Store) write(path string, data []byte) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return err
 	}
 	if err := os.Chmod(s.Dir, 0o700); err != nil { // made before with other bits
 		return err
 	}
-	if err := renameio.WriteFile(s.path(key), data, 0o600, renameio.WithStaticPermissions(0o600)); err != nil {
-		return fmt.Errorf("recording the history of pod %s: %w", key, err)
+	if err := renameio.WriteFile(path, data, 0o600, renameio.WithStaticPermissions(0o600)); err != nil {
+		return err
 	}
 	return syncDir(s.Dir)
 }
 
-// Remove forgets pod key's versions; none kept is success.
+// Remove forgets pod key's versions and override; none kept is success.
 func (s *Store) Remove(key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := os.Remove(s.path(key))
+	return errors.Join(remove(s.overridePath(key)), remove(s.path(key)))
+}
+
+func remove(path string) error {
+	err := os.Remove(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

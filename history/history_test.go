@@ -52,6 +52,25 @@ func TestAdd(t *testing.T) {
 	}
 }
 
+func TestFind(t *testing.T) {
+	revs := []Revision{{Revision: 2, Hash: "b"}, {Revision: 3, Hash: "c"}}
+	if r, err := Find(revs, 0, "c"); err != nil || r.Hash != "b" {
+		t.Fatalf("Find(0) running c = %v, %v; want b, the one before", r.Hash, err)
+	}
+	if r, err := Find(revs, 0, "x"); err != nil || r.Hash != "c" {
+		t.Fatalf("Find(0) running a version never Ready = %v, %v; want c, the newest", r.Hash, err)
+	}
+	if r, err := Find(revs, 3, "c"); err != nil || r.Hash != "c" {
+		t.Fatalf("Find(3) = %v, %v", r.Hash, err)
+	}
+	if _, err := Find(revs, 1, "c"); err == nil {
+		t.Fatal("Find(1): no error for a revision not kept")
+	}
+	if _, err := Find(revs[1:], 0, "c"); err == nil {
+		t.Fatal("Find(0) of the running version alone: no error")
+	}
+}
+
 func TestStore(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "history")
 	s := &Store{Dir: dir}
@@ -97,5 +116,35 @@ func TestStore(t *testing.T) {
 	}
 	if err := s.Remove("default/web"); err != nil {
 		t.Fatalf("removing what is gone: %v", err)
+	}
+}
+
+func TestOverride(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	if o, err := s.Override("default/web"); err != nil || o != nil {
+		t.Fatalf("Override of nothing = %v, %v", o, err)
+	}
+	want := Override{Hash: "bad", To: Revision{Revision: 2, Hash: "good"}, Reason: "CrashLoopBackOff"}
+	if err := s.SetOverride("default/web", want); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.Override("default/web")
+	if err != nil || o == nil || o.Hash != "bad" || o.To.Hash != "good" || o.Reason != "CrashLoopBackOff" {
+		t.Fatalf("Override = %+v, %v", o, err)
+	}
+	if err := s.ClearOverride("default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := s.Override("default/web"); o != nil {
+		t.Fatalf("after ClearOverride: %+v", o)
+	}
+	if err := s.SetOverride("default/web", want); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove("default/web"); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := s.Override("default/web"); o != nil {
+		t.Fatalf("after Remove: %+v", o)
 	}
 }

@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podrun/podrun/history"
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/supervisor"
 )
 
@@ -53,4 +55,77 @@ func (r *podRun) watchReady(ctx context.Context) {
 	if r.w.WaitFor(ctx, func() (bool, error) { return r.allReady(loops), nil }) == nil {
 		r.recordReady()
 	}
+}
+
+// Revision rebuilds a version kept in the history as a pod to apply.
+func Revision(rev history.Revision) *manifest.Pod {
+	src := manifest.Source{File: rev.Source}
+	if rev.Source == "stdin" {
+		src.File = "-"
+	}
+	return &manifest.Pod{Pod: rev.Pod.DeepCopy(), Source: src, Hash: rev.Hash, UID: rev.UID,
+		ConfigMaps: rev.ConfigMaps, Secrets: rev.Secrets, PullSecrets: rev.PullSecrets}
+}
+
+// Overridden is what the node runs for p, the version its file asks for:
+// p, or the version kept that stands in for it (a rollback's, an undo's)
+// while the file asks for the version overridden (o, the override). Once
+// the file asks for another version, the override is dropped.
+func (h *Host) Overridden(p *manifest.Pod) (*manifest.Pod, *history.Override, error) {
+	o, err := h.history.Override(p.Key())
+	switch {
+	case err != nil:
+		return p, nil, err
+	case o == nil:
+		return p, nil, nil
+	case o.Hash != p.Hash || o.To.Pod == nil:
+		return p, nil, h.history.ClearOverride(p.Key())
+	}
+	return Revision(o.To), o, nil
+}
+
+// RollBack records that pod key's version bad has failed (reason, message)
+// and that the newest other version that became Ready stands in for it
+// until its file changes (Overridden); it returns that version.
+func (h *Host) RollBack(key, bad, reason, message string) (history.Revision, error) {
+	revs, err := h.history.List(key)
+	if err != nil {
+		return history.Revision{}, err
+	}
+	to, err := history.Find(revs, 0, bad)
+	if err != nil {
+		return history.Revision{}, err
+	}
+	o := history.Override{Hash: bad, To: to, Reason: reason, Message: message, At: h.clock.Now().UTC()}
+	return to, h.history.SetOverride(key, o)
+}
+
+// ConditionProgressing is a Deployment's condition, shown on a pod whose
+// new version was rolled back: False, with the failure's reason
+// (ProgressDeadlineExceeded, CrashLoopBackOff, ...).
+const ConditionProgressing corev1.PodConditionType = "Progressing"
+
+// markRolledBack adds ConditionProgressing to a listed pod that runs, in
+// place of its file's version, the version a rollback went back to.
+func (h *Host) markRolledBack(p *PodInfo) {
+	if p.Pod == nil {
+		return
+	}
+	o, err := h.history.Override(p.Key())
+	if err != nil || o == nil || o.Reason == "" || o.To.UID != p.UID {
+		return
+	}
+	p.Pod.Status.Conditions = append(p.Pod.Status.Conditions, corev1.PodCondition{Type: ConditionProgressing, Status: corev1.ConditionFalse,
+		Reason: o.Reason, LastTransitionTime: metav1.NewTime(o.At),
+		Message: fmt.Sprintf("rolled back to revision %d: version %.12s failed: %s", o.To.Revision, o.Hash, o.Message)})
+}
+
+// RolledBack is the condition markRolledBack added to pod, nil if none.
+func RolledBack(pod *corev1.Pod) *corev1.PodCondition {
+	for i, c := range pod.Status.Conditions {
+		if c.Type == ConditionProgressing && c.Status == corev1.ConditionFalse {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
 }
