@@ -15,7 +15,9 @@ import (
 	"github.com/podrun/podrun/run"
 )
 
-// progressPoll is how often a new version's progress is looked at.
+// progressPoll is how often a new version's progress is looked at; it
+// counts as Ready once seen Ready at two looks in a row (a container that
+// exits at once is Ready for a moment).
 const progressPoll = time.Second
 
 // Rollback is a pod of the sources that runs, in place of its file's
@@ -73,6 +75,7 @@ func (d *Daemon) watchProgress(ctx context.Context, p *manifest.Pod, workload *i
 // awaitProgress looks at p every progressPoll until progress.Decide says
 // Ready (done) or Failed (rolled back), or p is no longer on the node.
 func (d *Daemon) awaitProgress(ctx context.Context, p *manifest.Pod, since time.Time, deadline time.Duration) {
+	wasReady := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -92,13 +95,15 @@ func (d *Daemon) awaitProgress(ctx context.Context, p *manifest.Pod, since time.
 		if info == nil {
 			return // replaced or removed meanwhile
 		}
-		switch v := progress.Decide(info.Pod, since, time.Now(), deadline); v.Phase {
-		case progress.Ready:
+		v := progress.Decide(info.Pod, since, time.Now(), deadline)
+		switch {
+		case v.Phase == progress.Ready && wasReady:
 			return
-		case progress.Failed:
+		case v.Phase == progress.Failed:
 			d.rollBack(p, v)
 			return
 		}
+		wasReady = v.Phase == progress.Ready
 	}
 }
 

@@ -145,6 +145,26 @@ func TestRollbackDaemonCrash(t *testing.T) {
 		out, _ := svQuiet(t, "rollout", "history", "rb-crash")
 		return rbHasRevision(out, 1) && rbHasRevision(out, 2), out
 	})
+
+	// rollout undo of the daemon's pod: back to revision 1, nothing written
+	// into the directory, kept at the re-scans until the file changes.
+	if out, stderr, code := H.Podrun(t, "", "rollout", "undo", "rb-crash"); code != 0 || !strings.Contains(out, "the daemon applies it") {
+		t.Fatalf("rollout undo: exit %d\n%s\n%s", code, out, stderr)
+	}
+	svEventually(t, 30*time.Second, "rb-crash back at v1 after undo", func() (bool, string) {
+		p := dmPods(t)["rb-crash"]
+		return p.UID == good.UID && dmRunning(p), string(p.UID)
+	})
+	dmWaitSyncs(t, d, 2, 30*time.Second)
+	if p := dmPods(t)["rb-crash"]; p.UID != good.UID {
+		t.Errorf("after re-scans the undone rb-crash runs %s (VALUE %q), want v1", p.UID, dmValue(p))
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "rb-crash.yaml")); !strings.Contains(string(b), `"v3"`) {
+		t.Errorf("rollout undo changed the daemon's file:\n%s", b)
+	}
+	if out, code := svQuiet(t, "rollout", "status", "rb-crash"); code != 0 || !strings.Contains(out, "successfully rolled out") {
+		t.Errorf("rollout status after undo: exit %d\n%s", code, out)
+	}
 }
 
 // TestRollbackDaemonReadinessDeadline: an edit whose readiness probe never
@@ -194,4 +214,61 @@ func rbHasRevision(out string, n int) bool {
 		}
 	}
 	return false
+}
+
+// TestRollbackUp: `up` of a change whose container exits at once exits 1,
+// saying it rolled back, and the version before runs again (its UID); with
+// --no-rollback, a change never Ready is removed and nothing of the pod is
+// left, as before. rollout history, undo and status on the pod of up.
+func TestRollbackUp(t *testing.T) {
+	H.require(t)
+	plDownOnCleanup(t, "rb-up")
+	v1 := H.WriteManifest(t, "rb-up-v1.yaml", rbPod{name: "rb-up", value: "v1"}.yaml())
+	if _, stderr, code := H.Podrun(t, "", "up", v1); code != 0 {
+		t.Fatalf("up v1: exit %d\n%s", code, stderr)
+	}
+	good := dmPods(t)["rb-up"]
+	bad := H.WriteManifest(t, "rb-up-v2.yaml", rbPod{name: "rb-up", value: "v2", exit: true}.yaml())
+	_, stderr, code := H.Podrun(t, "", "up", "--timeout", "20s", bad)
+	if code != 1 || !strings.Contains(stderr, "rolled back to revision 1") {
+		t.Errorf("up of a failing change: exit %d, want 1 saying rolled back to revision 1; stderr:\n%s", code, stderr)
+	}
+	if p := dmPods(t)["rb-up"]; p.UID != good.UID || !dmRunning(p) || dmValue(p) != "v1" {
+		t.Errorf("after the rollback rb-up is %s (%s, VALUE %q), want v1 Running again (%s)", p.UID, p.Status.Phase, dmValue(p), good.UID)
+	}
+	out, _ := svQuiet(t, "rollout", "history", "rb-up")
+	if !strings.HasPrefix(out, "pod/rb-up\nREVISION  CHANGE-CAUSE\n") || !rbHasRevision(out, 1) {
+		t.Errorf("rollout history:\n%s", out)
+	}
+	if out, code := svQuiet(t, "rollout", "status", "rb-up"); code != 0 || !strings.Contains(out, `pod "rb-up" successfully rolled out`) {
+		t.Errorf("rollout status: exit %d\n%s", code, out)
+	}
+
+	// v3, good: revision 2; undo goes back to revision 1 (v1, its UID).
+	v3 := H.WriteManifest(t, "rb-up-v3.yaml", rbPod{name: "rb-up", value: "v3"}.yaml())
+	if _, stderr, code := H.Podrun(t, "", "up", v3); code != 0 {
+		t.Fatalf("up v3: exit %d\n%s", code, stderr)
+	}
+	if out, _ := svQuiet(t, "rollout", "history", "rb-up"); !rbHasRevision(out, 2) {
+		t.Errorf("rollout history after v3:\n%s", out)
+	}
+	if out, stderr, code := H.Podrun(t, "", "rollout", "undo", "rb-up"); code != 0 || !strings.Contains(out, "rolled back to revision 1") {
+		t.Errorf("rollout undo: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if p := dmPods(t)["rb-up"]; p.UID != good.UID || dmValue(p) != "v1" {
+		t.Errorf("after undo rb-up runs VALUE %q (%s), want v1 (%s)", dmValue(p), p.UID, good.UID)
+	}
+	if out, stderr, code := H.Podrun(t, "", "rollout", "undo", "--to-revision", "9", "rb-up"); code == 0 || !strings.Contains(stderr, "revision 9 not found") {
+		t.Errorf("rollout undo --to-revision 9: exit %d\n%s\n%s", code, out, stderr)
+	}
+
+	// --no-rollback: a change never Ready times out and is removed; the
+	// version before is gone too (today's behaviour).
+	never := H.WriteManifest(t, "rb-up-never.yaml", rbPod{name: "rb-up", value: "v4", notReady: true}.yaml())
+	if _, stderr, code := H.Podrun(t, "", "up", "--no-rollback", "--timeout", "5s", never); code != 1 || strings.Contains(stderr, "rolled back") {
+		t.Errorf("up --no-rollback of a change never Ready: exit %d, want 1 without a rollback; stderr:\n%s", code, stderr)
+	}
+	if p, ok := dmPods(t)["rb-up"]; ok {
+		t.Errorf("after up --no-rollback rb-up is still listed (%s, VALUE %q)", p.Status.Phase, dmValue(p))
+	}
 }

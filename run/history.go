@@ -6,9 +6,11 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +19,11 @@ import (
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/supervisor"
 )
+
+// readySettle is how long a version must stay Ready to be kept in the
+// history, and a changed pod that may be rolled back to be counted up: a
+// container that exits at once is Ready for a moment.
+const readySettle = time.Second
 
 // historyDir is where the versions are kept, under the state root.
 const historyDir = "history"
@@ -52,7 +59,7 @@ func (r *podRun) watchReady(ctx context.Context) {
 	if len(loops) == 0 || r.pod.Spec.RestartPolicy != corev1.RestartPolicyAlways {
 		return // a pod that runs to completion has no version to go back to
 	}
-	if r.w.WaitFor(ctx, func() (bool, error) { return r.allReady(loops), nil }) == nil {
+	if r.stayReady(ctx, loops, readySettle) == nil {
 		r.recordReady()
 	}
 }
@@ -128,4 +135,29 @@ func RolledBack(pod *corev1.Pod) *corev1.PodCondition {
 		}
 	}
 	return nil
+}
+
+// rollBackNew replaces p, a changed pod that failed to come up (phase,
+// failed), by its last version that became Ready, if one is kept; the
+// failure is still returned, saying so.
+func (h *Host) rollBackNew(ctx context.Context, p *manifest.Pod, o UpOptions, phase corev1.PodPhase, failed error) (corev1.PodPhase, error) {
+	key := p.Key()
+	revs, err := h.history.List(key)
+	if err != nil {
+		return phase, errors.Join(failed, err)
+	}
+	to, err := history.Find(revs, 0, p.Hash)
+	if err != nil {
+		return phase, failed // nothing to go back to
+	}
+	h.report(Event{Pod: key, Msg: fmt.Sprintf("the new version failed; rolling back to revision %d", to.Revision)})
+	if err := h.downUID(ctx, p.UID, nil); err != nil {
+		return phase, errors.Join(failed, fmt.Errorf("pod %s: removing the failed version: %w", key, err))
+	}
+	o.minReady = 0 // it was Ready before
+	back, err := h.create(ctx, Revision(to), o)
+	if err != nil {
+		return back, errors.Join(failed, fmt.Errorf("pod %s: rolling back to revision %d: %w", key, to.Revision, err))
+	}
+	return back, fmt.Errorf("%w\npod %s: rolled back to revision %d, its last version that became Ready (%s)", failed, key, to.Revision, back)
 }
