@@ -51,11 +51,11 @@ func (r *podRun) waitReady(ctx context.Context) error {
 
 // stayReady waits until the pod has stayed Ready for settle (a container
 // that exits at once is Ready for a moment), waiting for Ready again each
-// time it is not.
+// time it is not; a pod that finishes meanwhile is done.
 func (r *podRun) stayReady(ctx context.Context, loops []*supervisor.Loop, settle time.Duration) error {
 	for {
-		if err := r.w.WaitFor(ctx, func() (bool, error) { return r.allReady(loops), nil }); err != nil {
-			return err
+		if err := r.w.WaitFor(ctx, func() (bool, error) { return r.allReady(loops) || r.appsDone(), nil }); err != nil || r.appsDone() {
+			return err // a pod that has finished is done with
 		}
 		sctx, cancel := context.WithTimeout(ctx, settle)
 		err := r.w.WaitFor(sctx, func() (bool, error) { return !r.allReady(loops), nil })
