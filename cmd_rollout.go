@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/manifest"
-	progresspkg "github.com/podrun/podrun/progress"
+	rollout "github.com/podrun/podrun/progress"
 	"github.com/podrun/podrun/run"
 )
 
@@ -88,7 +87,7 @@ func rolloutCommand() *cli.Command {
 }
 
 // rolloutStatus prints where the pod's version stands, as kubectl's
-// rollout status: waiting lines, then "successfully rolled out", or an
+// rollout status: a waiting line, then "successfully rolled out", or an
 // error (exit 1) when it failed.
 func rolloutStatus(c *cli.Context) error {
 	ctx, stop := signalContext(c)
@@ -103,39 +102,24 @@ func rolloutStatus(c *cli.Context) error {
 		return err
 	}
 	return withHost(ctx, c, func(h *run.Host) error {
-		said := ""
-		for {
-			p, err := h.Pod(ctx, target)
-			if err != nil {
-				return err
+		said := false
+		v, name, err := h.AwaitRollout(ctx, target, c.Duration("progress-deadline"), c.Bool("watch"), func(name string) {
+			if !said {
+				fmt.Printf("Waiting for pod %q rollout to finish: not Ready yet...\n", name)
+				said = true
 			}
-			v, err := run.Progress(p, c.Duration("progress-deadline"), time.Now())
-			if err != nil {
-				return err
-			}
-			switch v.Phase {
-			case progresspkg.Ready:
-				fmt.Printf("pod %q successfully rolled out\n", p.Name)
-				return nil
-			case progresspkg.Failed:
-				if v.Reason == progresspkg.ReasonDeadlineExceeded {
-					return fmt.Errorf("pod %q exceeded its progress deadline: %s", p.Name, v.Message)
-				}
-				return fmt.Errorf("pod %q failed (%s): %s", p.Name, v.Reason, v.Message)
-			}
-			if line := fmt.Sprintf("Waiting for pod %q rollout to finish: not Ready yet...", p.Name); line != said {
-				fmt.Println(line)
-				said = line
-			}
-			if !c.Bool("watch") {
-				return nil
-			}
-			select {
-			case <-ctx.Done():
-				return errors.New("timed out waiting for the condition")
-			case <-time.After(time.Second):
-			}
+		})
+		switch {
+		case err != nil:
+			return err
+		case v.Phase == rollout.Ready:
+			fmt.Printf("pod %q successfully rolled out\n", name)
+		case v.Reason == rollout.ReasonDeadlineExceeded:
+			return fmt.Errorf("pod %q exceeded its progress deadline: %s", name, v.Message)
+		case v.Phase == rollout.Failed:
+			return fmt.Errorf("pod %q failed (%s): %s", name, v.Reason, v.Message)
 		}
+		return nil
 	})
 }
 

@@ -82,3 +82,29 @@ func Progress(p *PodInfo, def time.Duration, now time.Time) (progress.Verdict, e
 	}
 	return progress.Decide(p.Pod, since, now, deadline), nil
 }
+
+// AwaitRollout follows pod t's version until progress says Ready or
+// Failed (kubectl rollout status), looking every second while watch, and
+// tells waiting once each time the pod is not there yet; it returns the
+// last verdict and the pod's name.
+func (h *Host) AwaitRollout(ctx context.Context, t Target, def time.Duration, watch bool, waiting func(name string)) (progress.Verdict, string, error) {
+	for {
+		p, err := h.Pod(ctx, t)
+		if err != nil {
+			return progress.Verdict{}, t.Name, err
+		}
+		v, err := Progress(p, def, h.clock.Now())
+		if err != nil || v.Phase != progress.Progressing {
+			return v, p.Name, err
+		}
+		waiting(p.Name)
+		if !watch {
+			return v, p.Name, nil
+		}
+		select {
+		case <-ctx.Done():
+			return v, p.Name, fmt.Errorf("timed out waiting for pod %q: %w", p.Name, ctx.Err())
+		case <-h.clock.After(time.Second):
+		}
+	}
+}
