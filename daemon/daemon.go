@@ -370,9 +370,12 @@ func (d *Daemon) syncPod(ctx context.Context, key string, j job) []run.Result {
 		case r.Action != run.Unchanged:
 			d.log.Info("pod "+string(r.Action), "pod", r.Pod, "phase", r.Phase)
 		}
-		if r.Err == nil && (r.Action == run.Replaced || r.Action == run.Unchanged) {
+		if ctx.Err() == nil && (r.Action == run.Replaced || r.Action == run.Unchanged) {
 			// A new version (or one adopted before it got Ready) is watched
-			// until Ready, and rolled back if it fails (rollback.go).
+			// until Ready, and rolled back if it fails (rollback.go): also
+			// one that failed while starting and is kept listed (a failed
+			// init container, a configuration error); one not on the node
+			// (its image not pulled: the old one runs) ends the watch.
 			for _, p := range j.want.Pods {
 				if p.Key() == key && p.UID == r.UID {
 					d.watchProgress(ctx, p, j.deadline)

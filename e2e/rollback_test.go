@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -270,5 +271,57 @@ func TestRollbackUp(t *testing.T) {
 	}
 	if p, ok := dmPods(t)["rb-up"]; ok {
 		t.Errorf("after up --no-rollback rb-up is still listed (%s, VALUE %q)", p.Status.Phase, dmValue(p))
+	}
+}
+
+// TestRollbackDaemonKill9: the daemon is killed (kill -9) as soon as it
+// has decided a rollback; started again it finishes it: one version, the
+// one before, Running, and nothing of the failed version left.
+func TestRollbackDaemonKill9(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	plDownOnCleanup(t, "rb-kill")
+	d1 := dmStart(t, dir, nil, "--resync", "2s")
+	dmWaitSynced(t, d1, 60*time.Second)
+	dmRename(t, dir, "rb-kill.yaml", rbPod{name: "rb-kill", value: "v1"}.yaml())
+	good := rbWaitValue(t, "rb-kill", "v1", 30*time.Second)
+	svEventually(t, 10*time.Second, "revision 1 recorded", func() (bool, string) {
+		out, _ := svQuiet(t, "rollout", "history", "rb-kill")
+		return rbHasRevision(out, 1), out
+	})
+	prefix := strings.ReplaceAll(string(good.UID), "-", "")[:12] // its containers' ids begin so
+	dmRename(t, dir, "rb-kill.yaml", rbPod{name: "rb-kill", value: "v2", exit: true}.yaml())
+	line := `msg="new version failed; rolling back until its file changes" pod=default/` + dmFull("rb-kill")
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(d1.stderr(), line) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no rollback logged within 60 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := d1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 %d: %v", d1.cmd.Process.Pid, err)
+	}
+	if !d1.wait(10 * time.Second) {
+		t.Fatalf("the daemon did not die of kill -9")
+	}
+	d2 := dmStart(t, dir, nil, "--resync", "2s")
+	dmWaitSynced(t, d2, 60*time.Second)
+	svEventually(t, 60*time.Second, "rb-kill back at v1, only its containers there", func() (bool, string) {
+		p := dmPods(t)["rb-kill"]
+		tasks := dmTasks(t, "rb-kill")
+		for id := range tasks {
+			if !strings.HasPrefix(id, prefix) {
+				return false, fmt.Sprintf("container %s of another version", id)
+			}
+		}
+		return p.UID == good.UID && dmRunning(p), fmt.Sprintf("uid %s, containers %v", p.UID, tasks)
+	})
+	dmWaitSyncs(t, d2, 2, 30*time.Second)
+	if p := dmPods(t)["rb-kill"]; p.UID != good.UID || !dmRunning(p) {
+		t.Errorf("after re-scans rb-kill is %s (%s), want v1 Running", p.UID, p.Status.Phase)
+	}
+	if row := svQuietPsRow(t, "rb-kill"); len(row) < 4 || row[3] != "RolledBack" {
+		t.Errorf("ps row %q, want STATUS RolledBack", row)
 	}
 }
