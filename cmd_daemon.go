@@ -31,6 +31,8 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "manifest-url-header-file", EnvVars: []string{"PODRUN_MANIFEST_URL_HEADER_FILE"}, Usage: "send the \"Name: value\" lines of this file (e.g. Authorization: Bearer TOKEN) with every fetch of --manifest-url; read at each fetch, root-owned and not group- or world-writable"},
 			&cli.DurationFlag{Name: "resync", Value: 10 * time.Second, Usage: "full re-scan period, the backstop to inotify"},
 			&cli.DurationFlag{Name: "settle", Value: 500 * time.Millisecond, Usage: "how long a written file must stay unchanged before it is read"},
+			&cli.DurationFlag{Name: "progress-deadline", Value: 10 * time.Minute, EnvVars: []string{"PODRUN_PROGRESS_DEADLINE"},
+				Usage: "a changed pod not Ready after this long (or failing for certain first) is rolled back to its last Ready version, unless its podrun.io/progress-deadline-seconds annotation or its Deployment's progressDeadlineSeconds says otherwise; 0: no rollback"},
 			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
@@ -109,7 +111,8 @@ func daemonOptions(c *cli.Context) (daemon.Options, error) {
 		ManifestDir: dir, URL: c.String("manifest-url"), URLHeaderFile: c.String("manifest-url-header-file"),
 		Resync: c.Duration("resync"), Settle: c.Duration("settle"),
 		StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
-		Admission: admit, LogRetention: retention, ImagesDir: images, ImageGC: imagePolicy,
+		ProgressDeadline: c.Duration("progress-deadline"),
+		Admission:        admit, LogRetention: retention, ImagesDir: images, ImageGC: imagePolicy,
 	}, nil
 }
 

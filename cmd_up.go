@@ -26,10 +26,12 @@ func upCommand() *cli.Command {
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "same as --wait=running"},
 			&cli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay and supervise (probes, hooks, restarts) until SIGINT or SIGTERM, then stop the pods gracefully"},
 			&cli.BoolFlag{Name: "keep-on-failure", Usage: "leave a failed pod's parts in place for inspection"},
+			&cli.BoolFlag{Name: "no-rollback", Usage: "a changed pod that does not become Ready is not replaced by its last Ready version (it is removed, the version before it gone too)"},
 			configMapFlag(),
 		}, append(admissionFlags(), logFlags()...)...),
 		Action: func(c *cli.Context) error {
-			o := run.UpOptions{Timeout: c.Duration("timeout"), Wait: run.Wait(c.String("wait")), KeepOnFailure: c.Bool("keep-on-failure"), Foreground: c.Bool("foreground")}
+			o := run.UpOptions{Timeout: c.Duration("timeout"), Wait: run.Wait(c.String("wait")), KeepOnFailure: c.Bool("keep-on-failure"), Foreground: c.Bool("foreground"),
+				Rollback: !c.Bool("no-rollback") && !c.Bool("keep-on-failure")}
 			switch {
 			case c.Bool("detach") || o.Wait == "none":
 				o.Wait = run.WaitRunning

@@ -49,7 +49,7 @@ func newApp() *cli.App {
 		},
 		Before: setLogging,
 		Commands: []*cli.Command{
-			upCommand(), downCommand(), waitCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), attachCommand(), daemonCommand(), volumeCommand(),
+			upCommand(), downCommand(), waitCommand(), psCommand(), statusCommand(), logsCommand(), execCommand(), attachCommand(), daemonCommand(), volumeCommand(), rolloutCommand(),
 			validateCommand(), imageCommand(), versionCommand(), completionCommand(), gcCommand(),
 			// Run by podrun, not by users: the sandbox's PID 1 and the node's
 			// stream keeper (every container's log, stdin and attach).

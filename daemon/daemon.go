@@ -46,6 +46,11 @@ type Options struct {
 	StopPodsOnExit bool
 	StatusFile     string        // where ps and status read the daemon's problems
 	PodTimeout     time.Duration // for starting one pod
+	// ProgressDeadline is how long a new version of a pod has to become
+	// Ready before the last Ready version replaces it (rollback.go), when
+	// neither the pod's annotation nor its Deployment says; 0 turns
+	// rollback off.
+	ProgressDeadline time.Duration
 	// Admission is the node's policy for the pods read: a pod it refuses is
 	// the problem of its source, like an invalid manifest.
 	Admission manifest.Options
@@ -100,6 +105,13 @@ type Daemon struct {
 	jobsMu  sync.Mutex
 	jobRuns map[string]*jobRun
 	current map[string]bool
+	// watching are the new versions whose progress is watched, by
+	// namespace/name (rollback.go); kick asks the loop for a sync.
+	watchMu  sync.Mutex
+	watching map[string]string
+	kick     chan struct{}
+	// rolledBack are the pods wanted that run a rollback's version.
+	rolledBack []Rollback
 }
 
 // New returns a daemon on a connected host.
@@ -107,7 +119,8 @@ func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
 	src := NewSources(o.ManifestDir, o.URL)
 	src.Admission, src.URLHeaderFile = o.Admission, o.URLHeaderFile
 	d := &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{},
-		archives: map[string]archiveState{}, sources: map[string]string{}, jobRuns: map[string]*jobRun{}}
+		archives: map[string]archiveState{}, sources: map[string]string{}, jobRuns: map[string]*jobRun{},
+		watching: map[string]string{}, kick: make(chan struct{}, 1)}
 	d.workers = newWorkers(d.syncPod)
 	return d
 }
@@ -213,6 +226,8 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 				}
 			}
 			wake()
+		case <-d.kick: // a rollback recorded (rollback.go)
+			schedule(time.Now())
 		case <-hup:
 			d.log.Info("SIGHUP: re-scanning")
 			d.sync(ctx, writing(settle, time.Now(), schedule))
@@ -258,7 +273,7 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	if err != nil {
 		d.log.Error("container runtime unavailable; retrying", "err", err)
 		d.health.set(false, "container runtime unavailable: "+err.Error())
-		d.writeStatus(problems, nil)
+		d.writeStatus(Status{Problems: problems})
 		return true
 	}
 	d.syncJobs(ctx, broken) // before dispatch, which prunes the pods of no source and no Job
@@ -305,14 +320,27 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 	}
 	sort.Strings(keys)
 	w := run.Want{Owns: func(p *run.PodInfo) bool { return d.src.Owns(p.Source) && !d.jobPod(p) }, Broken: broken, Prune: true}
+	var rolledBack []Rollback
+	deadlines := map[string]*int32{}
 	for _, k := range keys {
-		w.Pods = append(w.Pods, wants[k].Pod)
+		deadlines[k] = wants[k].ProgressDeadline
+		// A version a rollback or an undo went back to stands in for the
+		// file's while the file asks for the version it replaced.
+		p, o, err := d.h.Overridden(wants[k].Pod)
+		if err != nil {
+			d.log.Warn("reading the pod's rollback", "pod", k, "err", err)
+		}
+		if o != nil && o.Reason != "" {
+			rolledBack = append(rolledBack, Rollback{Pod: k, Source: sources[k], Revision: o.To.Revision, Reason: o.Reason, Message: o.Message})
+		}
+		w.Pods = append(w.Pods, p)
 	}
 	d.pubMu.Lock()
 	d.sources = sources
+	d.rolledBack = rolledBack
 	d.pubMu.Unlock()
 	for _, k := range append(w.Others(pods), keys...) {
-		d.workers.update(ctx, k, job{want: w, snapshot: pods})
+		d.workers.update(ctx, k, job{want: w, snapshot: pods, deadline: deadlines[k]})
 	}
 }
 
@@ -342,6 +370,18 @@ func (d *Daemon) syncPod(ctx context.Context, key string, j job) []run.Result {
 		case r.Action != run.Unchanged:
 			d.log.Info("pod "+string(r.Action), "pod", r.Pod, "phase", r.Phase)
 		}
+		if ctx.Err() == nil && (r.Action == run.Replaced || r.Action == run.Unchanged) {
+			// A new version (or one adopted before it got Ready) is watched
+			// until Ready, and rolled back if it fails (rollback.go): also
+			// one that failed while starting and is kept listed (a failed
+			// init container, a configuration error); one not on the node
+			// (its image not pulled: the old one runs) ends the watch.
+			for _, p := range j.want.Pods {
+				if p.Key() == key && p.UID == r.UID {
+					d.watchProgress(ctx, p, j.deadline)
+				}
+			}
+		}
 	}
 	return rs
 }
@@ -353,6 +393,7 @@ func (d *Daemon) publish() {
 	d.pubMu.Lock()
 	problems := append([]Problem(nil), d.problems...)
 	sources := d.sources
+	rolledBack := d.rolledBack
 	d.pubMu.Unlock()
 	latest := d.workers.results(func(key string) bool { _, ok := sources[key]; return ok })
 	keys := make([]string, 0, len(latest))
@@ -371,7 +412,7 @@ func (d *Daemon) publish() {
 			}
 		}
 	}
-	d.writeStatus(problems, waiting)
+	d.writeStatus(Status{Problems: problems, Waiting: waiting, RolledBack: rolledBack})
 }
 
 func (d *Daemon) shutdown() error {
@@ -397,6 +438,9 @@ type Status struct {
 	Updated     time.Time `json:"updated"`
 	Problems    []Problem `json:"problems,omitempty"`
 	Waiting     []Waiting `json:"waiting,omitempty"`
+	// RolledBack are the pods that run the version a rollback went back
+	// to, until their file changes.
+	RolledBack []Rollback `json:"rolledBack,omitempty"`
 }
 
 // Waiting is a pod that could not start for its image, as the kubelet
@@ -430,8 +474,8 @@ func (d *Daemon) logProblems(problems []Problem) {
 // writeStatus publishes the daemon's state, readable by root only (it
 // names every problem, and the URL even redacted says where pods come
 // from).
-func (d *Daemon) writeStatus(problems []Problem, waiting []Waiting) {
-	st := Status{PID: os.Getpid(), ManifestDir: d.o.ManifestDir, URL: d.src.URLName(), Updated: time.Now().UTC(), Problems: problems, Waiting: waiting}
+func (d *Daemon) writeStatus(st Status) {
+	st.PID, st.ManifestDir, st.URL, st.Updated = os.Getpid(), d.o.ManifestDir, d.src.URLName(), time.Now().UTC()
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(d.o.StatusFile), 0o700)

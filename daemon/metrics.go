@@ -30,6 +30,7 @@ type Metrics struct {
 	probeDuration *prometheus.HistogramVec
 	syncDuration  prometheus.Histogram
 	syncFailures  prometheus.Counter
+	rollbacks     *prometheus.CounterVec
 }
 
 // NewMetrics registers podrun's metrics on a fresh registry.
@@ -45,8 +46,10 @@ func NewMetrics() *Metrics {
 			Help: "Duration of the daemon's syncs of its sources to the node.", Buckets: prometheus.ExponentialBuckets(0.005, 3, 9)}),
 		syncFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "podrun_sync_failures_total",
 			Help: "Syncs that could not reach the container runtime."}),
+		rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "podrun_rollbacks_total",
+			Help: "New versions of pods that failed and were replaced by their last Ready version, by reason."}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.pods, m.probeResults, m.probeDuration, m.syncDuration, m.syncFailures,
+	m.reg.MustRegister(m.pods, m.probeResults, m.probeDuration, m.syncDuration, m.syncFailures, m.rollbacks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -87,6 +87,8 @@ func IsManifest(name string) bool {
 type Want struct {
 	Pod    *manifest.Pod
 	Source string // the file (absolute path) or URL it comes from
+	// ProgressDeadline is its Deployment's progressDeadlineSeconds, if any.
+	ProgressDeadline *int32
 }
 
 // Scan reads every source. Files in settling are still being written: they
@@ -369,7 +371,8 @@ func (s *Sources) collect(files []string, problems []Problem) (map[string]Want, 
 					Msg: fmt.Sprintf("pod %s is also defined in %s, which comes first and wins", key, first.Source)})
 				continue
 			}
-			wants[key] = Want{Pod: p, Source: source}
+			wants[key] = Want{Pod: p, Source: source,
+				ProgressDeadline: set.Rollouts[p.Namespace+"/"+manifest.Workload(p.Pod)].ProgressDeadline}
 		}
 	}
 	return wants, broken, problems

@@ -34,6 +34,7 @@ type workers struct {
 type job struct {
 	want     run.Want
 	snapshot []*run.PodInfo // the node then
+	deadline *int32         // the pod's Deployment's progressDeadlineSeconds
 }
 
 func newWorkers(sync func(ctx context.Context, key string, j job) []run.Result) *workers {

@@ -64,6 +64,9 @@ type Rollout struct {
 	// one at a time in ordinal order, each Ready before the next, and go
 	// the other way round.
 	Ordered bool
+	// ProgressDeadline is a Deployment's progressDeadlineSeconds: on one
+	// node, a new pod not Ready by then is rolled back (the daemon's).
+	ProgressDeadline *int32
 }
 
 // readWorkload reads a Deployment, ReplicaSet, StatefulSet or DaemonSet.
@@ -141,6 +144,7 @@ func (r *reader) decodeWorkload(src Source, prefix string, data []byte, raw map[
 				r.problem(src, prefix+"spec.paused", "a paused Deployment is not supported by podrun (it would never apply a change)")
 			}
 			w.rollout = r.deploymentRollout(src, prefix, d.Spec.Strategy, int(w.replicas))
+			w.rollout.ProgressDeadline = d.Spec.ProgressDeadlineSeconds
 		}
 	case "ReplicaSet":
 		var rs appsv1.ReplicaSet

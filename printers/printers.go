@@ -94,6 +94,9 @@ func podRow(p *run.PodInfo, wide bool) string {
 		}
 		ready = fmt.Sprintf("%d/%d", n, len(p.Pod.Spec.Containers))
 		reason = status.Reason(p.Pod, st)
+		if reason == string(corev1.PodRunning) && run.RolledBack(p.Pod) != nil {
+			reason = "RolledBack" // runs the version before its file's, which failed
+		}
 		if st.StartTime != nil {
 			age = duration.HumanDuration(time.Since(st.StartTime.Time))
 		}

@@ -103,6 +103,12 @@ type UpOptions struct {
 	// kept so until its manifest changes, as the kubelet keeps a failed
 	// static pod; otherwise it leaves nothing.
 	RecordFailures bool
+	// Rollback: a changed pod that fails to come up (not Ready within
+	// Timeout, with Wait ready) is replaced by its last version that
+	// became Ready (history.go), and Sync still reports the failure
+	// (`up`; the daemon rolls back on its own).
+	Rollback bool
+	minReady time.Duration // a replacing pod's (readySettle, with Rollback)
 	// AwaitTTL: RunJob returns only once a finished Job's
 	// ttlSecondsAfterFinished has removed it (the daemon, which stays).
 	AwaitTTL bool

@@ -47,6 +47,9 @@ func (h *Host) Down(ctx context.Context, targets []Target, o DownOptions) []Down
 					errs = append(errs, h.downUID(ctx, p.UID, o.GracePeriod))
 				}
 			}
+			if results[i].Found && errors.Join(errs...) == nil {
+				errs = append(errs, h.history.Remove(t.String())) // taken down for good
+			}
 			results[i].Err = errors.Join(errs...)
 		}()
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/history"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
@@ -42,6 +43,7 @@ type Host struct {
 	mu      sync.Mutex
 	workers map[string]*podRun // by pod UID: the pods this process supervises
 	images  *images.Manager
+	history *history.Store // the versions of the pods that became Ready (history.go)
 
 	said sync.Map // notes about the host already reported (sayOnce, network.go)
 }
@@ -84,6 +86,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		clock:      d.Clock,
 		hostIPs:    cacheHostIPs(d.HostIPs, d.Clock.Now),
 		workers:    map[string]*podRun{},
+		history:    newHistory(cfg.Root),
 	}
 	h.images = images.New(d.Engine, cfg.Images, d.Clock.Now)
 	var ctx context.Context

@@ -332,7 +332,9 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) R
 		}
 	case plan.Remove:
 		res.Action = Removed
-		res.Err = h.downUID(ctx, a.UID, nil)
+		if res.Err = h.downUID(ctx, a.UID, nil); res.Err == nil {
+			res.Err = h.history.Remove(a.Key) // its source is gone
+		}
 	case plan.Keep, plan.Adopt:
 		res.Action = Unchanged
 		if a.Pod != nil {
@@ -388,7 +390,13 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) R
 				return res
 			}
 		}
+		if o.Rollback {
+			o.minReady = readySettle
+		}
 		res.Phase, res.Err = h.create(ctx, a.Pod, o)
+		if res.Err != nil && o.Rollback {
+			res.Phase, res.Err = h.rollBackNew(ctx, a.Pod, o, res.Phase, res.Err)
+		}
 	case plan.Create:
 		res.Action = Created
 		release, err := h.holdImages(ctx, a.Pod)
@@ -411,7 +419,7 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 		defer cancel()
 	}
 	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff, keepFailed: o.RecordFailures,
-		pinned: pinnedSandbox(p.Pod, h.cfg.PauseImage), pins: h.pinsOf(p.UID, p.Pod)}
+		pinned: pinnedSandbox(p.Pod, h.cfg.PauseImage), pins: h.pinsOf(p.UID, p.Pod), minReady: o.minReady}
 	r.w = supervisor.New(r, h.exits, h.clock, p.Spec.RestartPolicy)
 	err := Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report)
 	if err != nil || !o.Foreground {

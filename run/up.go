@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -65,6 +66,9 @@ type podRun struct {
 	// leaves the pod's status in final (UpOptions.RecordFailures).
 	keepFailed bool
 	final      *corev1.PodStatus
+	// minReady: waitReady waits until the pod has stayed Ready this long
+	// (a changed pod that may be rolled back: readySettle).
+	minReady time.Duration
 }
 
 func (r *podRun) hostNetwork() bool { return r.pod.Spec.HostNetwork }

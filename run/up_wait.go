@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -33,6 +34,9 @@ func (r *podRun) waitReady(ctx context.Context) error {
 	dctx, passed, cancel := r.untilDeadline(ctx)
 	defer cancel()
 	err := r.w.WaitFor(dctx, func() (bool, error) { return r.allReady(loops) || r.appsDone(), nil })
+	if err == nil && r.minReady > 0 && !r.appsDone() {
+		err = r.stayReady(dctx, loops, r.minReady)
+	}
 	switch {
 	case err != nil && passed():
 		return r.failDeadline(ctx)
@@ -41,7 +45,28 @@ func (r *podRun) waitReady(ctx context.Context) error {
 	case r.appsDone():
 		return r.complete(ctx)
 	}
+	r.recordReady()
 	return r.recordRunning(ctx)
+}
+
+// stayReady waits until the pod has stayed Ready for settle (a container
+// that exits at once is Ready for a moment), waiting for Ready again each
+// time it is not; a pod that finishes meanwhile is done.
+func (r *podRun) stayReady(ctx context.Context, loops []*supervisor.Loop, settle time.Duration) error {
+	for {
+		if err := r.w.WaitFor(ctx, func() (bool, error) { return r.allReady(loops) || r.appsDone(), nil }); err != nil || r.appsDone() {
+			return err // a pod that has finished is done with
+		}
+		sctx, cancel := context.WithTimeout(ctx, settle)
+		err := r.w.WaitFor(sctx, func() (bool, error) { return !r.allReady(loops), nil })
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil: // settle passed, Ready all along
+			return nil
+		}
+	}
 }
 
 func (r *podRun) allReady(loops []*supervisor.Loop) bool {

@@ -1,0 +1,160 @@
+// podrun rollout: kubectl's rollout history, undo and status, for one pod.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/podrun/podrun/daemon"
+	"github.com/podrun/podrun/manifest"
+	rollout "github.com/podrun/podrun/progress"
+	"github.com/podrun/podrun/run"
+)
+
+func rolloutCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "rollout",
+		Usage: "a pod's versions that became Ready: list them, go back to one, follow the newest (kubectl rollout)",
+		Subcommands: []*cli.Command{
+			{
+				Name: "history", Usage: "list the versions kept (the last 3 that became Ready)", ArgsUsage: "POD|FILE",
+				Flags: []cli.Flag{namespaceFlag()},
+				Action: func(c *cli.Context) error {
+					return withRolloutPod(c, func(h *run.Host, p *run.PodInfo) error {
+						revs, err := h.History(p.Key())
+						if err != nil {
+							return err
+						}
+						fmt.Printf("pod/%s\n", p.Name)
+						tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', 0)
+						fmt.Fprintln(tw, "REVISION\tCHANGE-CAUSE")
+						for _, r := range revs {
+							cause := r.ChangeCause()
+							if cause == "" {
+								cause = "<none>"
+							}
+							fmt.Fprintf(tw, "%d\t%s\n", r.Revision, cause)
+						}
+						return tw.Flush()
+					})
+				},
+			},
+			{
+				Name: "undo", Usage: "go back to the version before (or --to-revision); a daemon's pod keeps it until its file changes", ArgsUsage: "POD|FILE",
+				Flags: []cli.Flag{namespaceFlag(),
+					&cli.IntFlag{Name: "to-revision", Usage: "the revision to go back to (0: the one before the running version)"},
+					&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on the version not Ready after this long (a pod of up)"}},
+				Action: func(c *cli.Context) error {
+					return withRolloutPod(c, func(h *run.Host, p *run.PodInfo) error {
+						st, owned := daemon.ReadStatus(statusFile(c))
+						owned = owned && st.Owns(p.Source)
+						o := run.UndoOptions{Revision: c.Int("to-revision"), Daemon: owned,
+							Up: run.UpOptions{Wait: run.WaitReady, Timeout: c.Duration("timeout")}}
+						to, _, err := h.Undo(c.Context, p, o)
+						if err != nil {
+							return err
+						}
+						if owned {
+							// The daemon re-scans at SIGHUP and applies the version.
+							if err := syscall.Kill(st.PID, syscall.SIGHUP); err != nil {
+								return fmt.Errorf("asking the daemon (pid %d) to apply it: %w", st.PID, err)
+							}
+							fmt.Printf("pod/%s rolled back to revision %d (the daemon applies it; kept until %s changes)\n", p.Name, to.Revision, p.Source)
+							return nil
+						}
+						fmt.Printf("pod/%s rolled back to revision %d\n", p.Name, to.Revision)
+						return nil
+					})
+				},
+			},
+			{
+				Name: "status", Usage: "wait until the pod's version is Ready, or say why it is not (kubectl rollout status)", ArgsUsage: "POD|FILE",
+				Flags: []cli.Flag{namespaceFlag(),
+					&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Value: true, Usage: "wait for the outcome"},
+					&cli.DurationFlag{Name: "progress-deadline", Value: 10 * time.Minute, Usage: "the deadline of a pod without the podrun.io/progress-deadline-seconds annotation"},
+					&cli.DurationFlag{Name: "timeout", Usage: "stop waiting after this long (0: no limit)"}},
+				Action: rolloutStatus,
+			},
+		},
+	}
+}
+
+// rolloutStatus prints where the pod's version stands, as kubectl's
+// rollout status: a waiting line, then "successfully rolled out", or an
+// error (exit 1) when it failed.
+func rolloutStatus(c *cli.Context) error {
+	ctx, stop := signalContext(c)
+	defer stop()
+	if t := c.Duration("timeout"); t > 0 {
+		var cancel func()
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	target, err := rolloutTarget(c)
+	if err != nil {
+		return err
+	}
+	return withHost(ctx, c, func(h *run.Host) error {
+		said := false
+		v, name, err := h.AwaitRollout(ctx, target, c.Duration("progress-deadline"), c.Bool("watch"), func(name string) {
+			if !said {
+				fmt.Printf("Waiting for pod %q rollout to finish: not Ready yet...\n", name)
+				said = true
+			}
+		})
+		switch {
+		case err != nil:
+			return err
+		case v.Phase == rollout.Ready:
+			fmt.Printf("pod %q successfully rolled out\n", name)
+		case v.Reason == rollout.ReasonDeadlineExceeded:
+			return fmt.Errorf("pod %q exceeded its progress deadline: %s", name, v.Message)
+		case v.Phase == rollout.Failed:
+			return fmt.Errorf("pod %q failed (%s): %s", name, v.Reason, v.Message)
+		}
+		return nil
+	})
+}
+
+// withRolloutPod opens the host and finds the pod the argument names: a
+// POD, or the pod of a FILE.
+func withRolloutPod(c *cli.Context, fn func(h *run.Host, p *run.PodInfo) error) error {
+	target, err := rolloutTarget(c)
+	if err != nil {
+		return err
+	}
+	return withHost(c.Context, c, func(h *run.Host) error {
+		p, err := h.Pod(c.Context, target)
+		if err != nil {
+			return err
+		}
+		return fn(h, p)
+	})
+}
+
+// rolloutTarget is the pod the argument names: a manifest file's one pod,
+// else NAME or NAMESPACE/NAME.
+func rolloutTarget(c *cli.Context) (run.Target, error) {
+	if c.NArg() != 1 {
+		return run.Target{}, usageError{fmt.Sprintf("rollout %s: name one POD or FILE", c.Command.Name)}
+	}
+	arg := c.Args().First()
+	if fi, err := os.Stat(arg); err != nil || !fi.Mode().IsRegular() {
+		return podTarget(c, arg)
+	}
+	set, err := manifest.Options{}.Load([]string{arg}, os.Stdin)
+	if err != nil {
+		return run.Target{}, err
+	}
+	if len(set.Pods) != 1 {
+		return run.Target{}, usageError{fmt.Sprintf("rollout %s: %s holds %d pods: name one POD", c.Command.Name, arg, len(set.Pods))}
+	}
+	return run.Target{Namespace: set.Pods[0].Namespace, Name: set.Pods[0].Name}, nil
+}
