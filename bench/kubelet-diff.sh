@@ -16,9 +16,10 @@
 # (tools/mkimage), starts the anchor, runs the oracle and stops the anchor on
 # any exit. Run it through the e2e lock: `make kubelet-diff`.
 #
-# PARALLEL (4) pods at a time; OUT (a temp dir, removed) keeps the pod JSON
-# and the full report (report.txt) when set; extra arguments go to oracle.py
-# (e.g. --ignore REGEXP).
+# PARALLEL (4) pods at a time; ONLY=REGEXP runs the pods whose name matches
+# (grep -E) alone; OUT (a temp dir, removed) keeps the pod JSON and the full
+# report (report.txt) when set; extra arguments go to oracle.py (e.g.
+# --ignore REGEXP).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -66,6 +67,13 @@ mkdir -p "$TMP/img" "$TMP/pods"
 log "extracting the e2e suite's pod manifests"
 (cd "$REPO" && $GO run ./tools/e2epods -src e2e -o "$TMP/pods" -suite-image podrun.test/busybox:1 \
 	-absent podrun.test/in-does-not-exist:1)
+
+if [[ -n ${ONLY:-} ]]; then
+	for f in "$TMP/pods"/*.yaml; do
+		basename "$f" .yaml | grep -Eq -- "$ONLY" || rm "$f"
+	done
+fi
+compgen -G "$TMP/pods/*.yaml" >/dev/null || die "no pod to run (ONLY=${ONLY:-})"
 
 log "starting the anchor"
 started=1
