@@ -112,5 +112,13 @@ bench-daemon: deps
 bench-memory: deps
 	flock /tmp/podrun-e2e.lock bash bench/memory.sh
 
+# The real kubelet as the judge: the e2e suite's pod manifests on the kubelet
+# anchor (../shared/kubelet-anchor: kubelet v1.34 and podrun's daemon side by
+# side), field by field (prints equal/compared per pod, asserts nothing; needs
+# root and the anchor's kubelet build, ~15 min once per machine: not in `test`).
+.PHONY: kubelet-diff
+kubelet-diff:
+	flock /tmp/podrun-e2e.lock bash bench/kubelet-diff.sh
+
 clean:
 	rm -rf $(BIN)

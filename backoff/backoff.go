@@ -1,6 +1,6 @@
 // Package backoff is the kubelet's back-off (flowcontrol.Backoff as its
 // doBackOff and image puller use it): 10 s, doubling, capped at 300 s, and
-// back to the start once an attempt has run for 10 minutes. The supervisor
+// back to the start once an attempt has run for more than 10 minutes. The supervisor
 // restarts containers with it (the first restart at once) and the image
 // manager retries pulls with it (the first retry after 10 s).
 package backoff
@@ -11,8 +11,9 @@ import "time"
 const (
 	Initial = 10 * time.Second
 	Max     = 300 * time.Second
-	// Reset: an attempt that ran this long (twice Max, flowcontrol's
-	// expiry) starts the schedule again.
+	// Reset: an attempt that ran longer than this (the kubelet's
+	// crashLoopBackOff.HasExpiredFunc: more than 600 s between the restart
+	// and the exit) starts the schedule again.
 	Reset = 10 * time.Minute
 )
 
@@ -29,7 +30,7 @@ type Backoff struct {
 // Delay returns how long to wait before the next try after one that ran
 // for ranFor, and advances the schedule.
 func (b *Backoff) Delay(ranFor time.Duration) time.Duration {
-	if !b.started || ranFor >= Reset {
+	if !b.started || ranFor > Reset {
 		b.started, b.next = true, Initial
 		if b.FirstAtOnce {
 			return 0

@@ -20,12 +20,13 @@ func TestPullSchedule(t *testing.T) {
 	if got, want := seconds(&b, 7, time.Second), []int{10, 20, 40, 80, 160, 300, 300}; !reflect.DeepEqual(got, want) {
 		t.Errorf("delays = %v, want %v", got, want)
 	}
-	// An attempt that ran for 10 minutes resets the schedule; 9 minutes does not.
-	if d := b.Delay(9 * time.Minute); d != 300*time.Second {
-		t.Errorf("after 9 min running: %s, want 5m0s", d)
+	// An attempt that ran for more than 10 minutes resets the schedule;
+	// 10 minutes exactly does not (the kubelet's expiry is "> 600 s").
+	if d := b.Delay(10 * time.Minute); d != 300*time.Second {
+		t.Errorf("after 10 min running: %s, want 5m0s", d)
 	}
-	if d := b.Delay(10 * time.Minute); d != 10*time.Second {
-		t.Errorf("after 10 min running: %s, want 10s", d)
+	if d := b.Delay(10*time.Minute + time.Millisecond); d != 10*time.Second {
+		t.Errorf("after 10m0.001s running: %s, want 10s", d)
 	}
 	if d := b.Delay(time.Second); d != 20*time.Second {
 		t.Errorf("after reset, next: %s, want 20s", d)
@@ -33,18 +34,18 @@ func TestPullSchedule(t *testing.T) {
 }
 
 // TestRestartSchedule: a container restarts at once after its first exit,
-// then after 10 s, 20 s, ... 300 s; one that ran 10 minutes restarts at
-// once again.
+// then after 10 s, 20 s, ... 300 s; one that ran more than 10 minutes
+// restarts at once again.
 func TestRestartSchedule(t *testing.T) {
 	b := Backoff{FirstAtOnce: true}
 	if got, want := seconds(&b, 8, time.Second), []int{0, 10, 20, 40, 80, 160, 300, 300}; !reflect.DeepEqual(got, want) {
 		t.Errorf("delays = %v, want %v", got, want)
 	}
-	if d := b.Delay(9*time.Minute + 59*time.Second); d != 300*time.Second {
-		t.Errorf("after 9m59s running: %s, want 5m0s", d)
+	if d := b.Delay(10 * time.Minute); d != 300*time.Second {
+		t.Errorf("after 10m running: %s, want 5m0s", d)
 	}
-	if got, want := seconds(&b, 1, 10*time.Minute), []int{0}; !reflect.DeepEqual(got, want) {
-		t.Errorf("after 10 min running: %v, want %v", got, want)
+	if got, want := seconds(&b, 1, 10*time.Minute+time.Second), []int{0}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after 10m01s running: %v, want %v", got, want)
 	}
 	if got, want := seconds(&b, 3, time.Second), []int{10, 20, 40}; !reflect.DeepEqual(got, want) {
 		t.Errorf("after the reset: %v, want %v", got, want)

@@ -14,16 +14,21 @@ import (
 // each pod (by namespace/name) is changed by a goroutine of its own, so
 // that a slow stop or start of one pod never delays another's create,
 // replace or remove. While a pod's worker is busy, the latest wanted state
-// waits for it; older ones are dropped.
+// waits for it; older ones are dropped. A start that another wanted state
+// makes moot (the pod's file removed or changed while, say, its init
+// container crash-loops) is cancelled, and undone, as the kubelet's
+// UpdatePod cancels a pod's sync, instead of running until its deadline.
 type workers struct {
 	sync func(ctx context.Context, key string, j job) []run.Result
 
-	mu   sync.Mutex
-	busy map[string]bool
-	next map[string]job
-	last map[string][]run.Result // each pod's latest outcome
-	wg   sync.WaitGroup
-	done chan struct{} // a worker finished a change (capacity 1)
+	mu       sync.Mutex
+	busy     map[string]bool
+	starting map[string]string // the uid of the pod being started (or kept), by key
+	cancel   map[string]context.CancelFunc
+	next     map[string]job
+	last     map[string][]run.Result // each pod's latest outcome
+	wg       sync.WaitGroup
+	done     chan struct{} // a worker finished a change (capacity 1)
 	// starts bounds the pods being started or replaced at once to what
 	// the cores can do (a batch of 50 files makes the first pods Running
 	// sooner than 50 pipelines sharing 2 cores); removals are not bounded.
@@ -38,7 +43,8 @@ type job struct {
 }
 
 func newWorkers(sync func(ctx context.Context, key string, j job) []run.Result) *workers {
-	return &workers{sync: sync, busy: map[string]bool{}, next: map[string]job{}, last: map[string][]run.Result{},
+	return &workers{sync: sync, busy: map[string]bool{}, starting: map[string]string{}, cancel: map[string]context.CancelFunc{},
+		next: map[string]job{}, last: map[string][]run.Result{},
 		done: make(chan struct{}, 1), starts: make(chan struct{}, max(4, 2*runtime.NumCPU()))}
 }
 
@@ -49,6 +55,11 @@ func (ws *workers) update(ctx context.Context, key string, j job) {
 	defer ws.mu.Unlock()
 	if ws.busy[key] {
 		ws.next[key] = j
+		if uid, starting := ws.starting[key]; starting {
+			if next, ok := wanted(j, key); !ok || next != uid {
+				ws.cancel[key]()
+			}
+		}
 		return
 	}
 	ws.busy[key] = true
@@ -59,15 +70,25 @@ func (ws *workers) update(ctx context.Context, key string, j job) {
 func (ws *workers) work(ctx context.Context, key string, j job) {
 	defer ws.wg.Done()
 	for {
-		start := slices.ContainsFunc(j.want.Pods, func(p *manifest.Pod) bool { return p.Pod != nil && p.Key() == key })
+		uid, start := wanted(j, key)
+		sctx, cancel := context.WithCancel(ctx)
+		ws.mu.Lock()
+		if start {
+			ws.starting[key] = uid
+		}
+		ws.cancel[key] = cancel
+		ws.mu.Unlock()
 		if start {
 			ws.starts <- struct{}{}
 		}
-		rs := ws.sync(ctx, key, j)
+		rs := ws.sync(sctx, key, j)
 		if start {
 			<-ws.starts
 		}
+		cancel()
 		ws.mu.Lock()
+		delete(ws.starting, key)
+		delete(ws.cancel, key)
 		ws.last[key] = rs
 		next, more := ws.next[key]
 		delete(ws.next, key)
@@ -85,6 +106,16 @@ func (ws *workers) work(ctx context.Context, key string, j job) {
 		}
 		j = next
 	}
+}
+
+// wanted is the uid of the pod named key that j wants on the node; false
+// when it wants none.
+func wanted(j job, key string) (string, bool) {
+	i := slices.IndexFunc(j.want.Pods, func(p *manifest.Pod) bool { return p.Pod != nil && p.Key() == key })
+	if i < 0 {
+		return "", false
+	}
+	return j.want.Pods[i].UID, true
 }
 
 // results are the latest outcome of every pod a worker has changed;

@@ -124,3 +124,52 @@ func TestWorkersBoundStarts(t *testing.T) {
 		t.Errorf("at most %d pods started at once, want %d", most, slots)
 	}
 }
+
+// TestWorkersCancelAMootStart: a start that the pod's next wanted state
+// makes moot (its file removed, or changed) is cancelled at once and the
+// next state made; the same wanted state again (a re-scan) cancels nothing.
+func TestWorkersCancelAMootStart(t *testing.T) {
+	pod := func(uid string) *manifest.Pod {
+		return &manifest.Pod{UID: uid, Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default"}}}
+	}
+	started := make(chan struct{}, 4)
+	var mu sync.Mutex
+	var made []string
+	ws := newWorkers(func(ctx context.Context, key string, j job) []run.Result {
+		what := "remove"
+		if len(j.want.Pods) > 0 {
+			what = "start " + j.want.Pods[0].UID
+			started <- struct{}{}
+			select { // a start that never ends by itself: an init container crash-looping
+			case <-ctx.Done():
+				what += " cancelled"
+			case <-time.After(10 * time.Second):
+			}
+		}
+		mu.Lock()
+		made = append(made, what)
+		mu.Unlock()
+		return nil
+	})
+	ctx := context.Background()
+	for _, next := range []job{{want: run.Want{Pods: []*manifest.Pod{pod("v2")}}}, {}} {
+		made = nil
+		ws.update(ctx, "default/p", job{want: run.Want{Pods: []*manifest.Pod{pod("v1")}}})
+		<-started
+		ws.update(ctx, "default/p", job{want: run.Want{Pods: []*manifest.Pod{pod("v1")}}}) // a re-scan
+		ws.update(ctx, "default/p", next)
+		begun := time.Now()
+		if len(next.want.Pods) > 0 {
+			<-started // v2 starts once v1's start is cancelled; end it
+			ws.update(ctx, "default/p", job{})
+		}
+		ws.wait()
+		want := []string{"start v1 cancelled", "remove"}
+		if len(next.want.Pods) > 0 {
+			want = []string{"start v1 cancelled", "start v2 cancelled", "remove"}
+		}
+		if !slices.Equal(made, want) || time.Since(begun) > 5*time.Second {
+			t.Errorf("made %v in %v, want %v at once", made, time.Since(begun), want)
+		}
+	}
+}

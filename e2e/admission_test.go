@@ -85,7 +85,7 @@ func TestDaemonRecordsRefusedPod(t *testing.T) {
 		p = dmPods(t)["ad-daemon"]
 		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "NodeAffinity", fmt.Sprintf("%+v", p.Status)
 	})
-	if p.Status.Message != "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" {
+	if p.Status.Message != "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" {
 		t.Errorf("message %q", p.Status.Message)
 	}
 	if row := plPsRow(t, "ad-daemon", "-a"); len(row) < 4 || row[3] != "NodeAffinity" {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/backoff"
@@ -141,10 +142,28 @@ func (p *pullBackoffs) next(now time.Time) time.Time {
 // UpOptions.PullBackOff ends (zero when none runs): the daemon syncs then.
 func (m *Manager) NextRetry() time.Time { return m.pulls.next(m.now()) }
 
-// backOffError is the failure of an image still in back-off.
+// BackOffError is the failure of an image still in back-off; last is the
+// failed pull's Cause. The kubelet's message (image_manager.go) names the
+// image as written, with the default tag applied.
 func BackOffError(ref, last string) *PullError {
 	return &PullError{Reason: ReasonImagePullBackOff, Image: ref,
-		Err: fmt.Errorf("Back-off pulling image %q: %s", ref, last)} //nolint:staticcheck // the kubelet's message, capitalized
+		Err: fmt.Errorf("Back-off pulling image %q: %s", withDefaultTag(ref), last)} //nolint:staticcheck // the kubelet's message, capitalized
+}
+
+// withDefaultTag is the kubelet's applyDefaultImageTag: ref with ":latest"
+// when it has neither tag nor digest, not otherwise normalized ("busybox"
+// -> "busybox:latest").
+func withDefaultTag(ref string) string {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return ref
+	}
+	_, tagged := named.(reference.Tagged)
+	_, digested := named.(reference.Digested)
+	if !tagged && !digested {
+		return ref + ":latest"
+	}
+	return ref
 }
 
 // PullError carries the Kubernetes reason for an image failure. Failed
@@ -161,6 +180,11 @@ func (e *PullError) Error() string {
 }
 
 func (e *PullError) Unwrap() error { return e.Err }
+
+// Cause is the reason and message of a failed pull as the kubelet keeps
+// them for the message of the back-off that follows ("ErrImagePull: failed
+// to pull and unpack image ...").
+func (e *PullError) Cause() string { return e.Reason + ": " + e.Err.Error() }
 
 // Ensure makes ref present per policy; pulls use pullSecrets, then the
 // node's credentials.
@@ -209,7 +233,7 @@ func (m *Manager) EnsureGated(ctx context.Context, uid, ref string, policy corev
 	case err == nil:
 		m.pulls.forget(key)
 	case errors.As(err, &perr) && perr.Reason == ReasonErrImagePull:
-		m.pulls.failed(key, m.now(), perr.Err.Error())
+		m.pulls.failed(key, m.now(), perr.Cause())
 	}
 	return img, err
 }
@@ -343,7 +367,7 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 	if len(creds) == 0 {
 		img, err := m.engine.Pull(ctx, ref, o)
 		if err != nil {
-			return engine.Image{}, explainPull(err, domain, nil, m.o.RegistryConfig)
+			return engine.Image{}, pullFailed(ref, explainPull(err, domain, nil, m.o.RegistryConfig))
 		}
 		return img, nil
 	}
@@ -367,7 +391,17 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 			break // another credential would not help
 		}
 	}
-	return engine.Image{}, last
+	return engine.Image{}, pullFailed(ref, last)
+}
+
+// pullFailed words a failed pull as containerd's CRI plugin does
+// (image_pull.go), whose message the kubelet shows with ErrImagePull: the
+// image fully named, then the cause.
+func pullFailed(ref string, err error) error {
+	if named, perr := reference.ParseDockerRef(ref); perr == nil {
+		ref = named.String()
+	}
+	return fmt.Errorf("failed to pull and unpack image %q: %w", ref, err)
 }
 
 // explainPull adds what podrun tried, and the way out, to a pull error.

@@ -187,3 +187,33 @@ func TestPullProgressAndImagePullCommand(t *testing.T) {
 		t.Errorf("missing default config: %v; want an anonymous pull, refused", err)
 	}
 }
+
+// TestPullMessagesAreTheKubelets: a failed pull's message is containerd
+// CRI's ("failed to pull and unpack image" and the image fully named), and
+// the back-off after it is the kubelet's image manager's: the image as
+// written with the default tag, then the failed pull's reason and message.
+func TestPullMessagesAreTheKubelets(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	h := New(fake.New(), Options{}, func() time.Time { return now })
+	_, err := h.EnsureGated(ctx, "uid1", "absent", corev1.PullIfNotPresent, nil)
+	perr := (*PullError)(nil)
+	if !errors.As(err, &perr) || perr.Reason != ReasonErrImagePull ||
+		!strings.HasPrefix(perr.Err.Error(), `failed to pull and unpack image "docker.io/library/absent:latest": `) {
+		t.Fatalf("first pull: %v; want ErrImagePull, containerd CRI's message", err)
+	}
+	cause := perr.Err.Error()
+	_, err = h.EnsureGated(ctx, "uid1", "absent", corev1.PullIfNotPresent, nil)
+	want := `Back-off pulling image "absent:latest": ErrImagePull: ` + cause
+	if !errors.As(err, &perr) || perr.Reason != ReasonImagePullBackOff || perr.Err.Error() != want {
+		t.Errorf("in back-off: %v; want ImagePullBackOff, %q", err, want)
+	}
+	for ref, want := range map[string]string{
+		"busybox": "busybox:latest", "podrun.test/x:1": "podrun.test/x:1", "localhost:5000/x": "localhost:5000/x:latest",
+		"x@sha256:" + strings.Repeat("a", 64): "x@sha256:" + strings.Repeat("a", 64),
+	} {
+		if got := withDefaultTag(ref); got != want {
+			t.Errorf("withDefaultTag(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}

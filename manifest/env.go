@@ -13,12 +13,20 @@ import (
 	"github.com/podrun/podrun/downward"
 )
 
-// defaultEnv sets the API server's default apiVersion v1 of env fieldRefs
-// (SetDefaults_ObjectFieldSelector).
+// defaultEnv sets the API server's defaults of env sources: apiVersion v1
+// of a fieldRef (SetDefaults_ObjectFieldSelector), optional false of a
+// fileKeyRef (zz_generated.defaults.go).
 func defaultEnv(c *corev1.Container) {
 	for i := range c.Env {
-		if vf := c.Env[i].ValueFrom; vf != nil && vf.FieldRef != nil && vf.FieldRef.APIVersion == "" {
+		vf := c.Env[i].ValueFrom
+		if vf == nil {
+			continue
+		}
+		if vf.FieldRef != nil && vf.FieldRef.APIVersion == "" {
 			vf.FieldRef.APIVersion = "v1"
+		}
+		if vf.FileKeyRef != nil && vf.FileKeyRef.Optional == nil {
+			vf.FileKeyRef.Optional = new(false)
 		}
 	}
 }

@@ -146,3 +146,22 @@ func TestDefaultEnvFieldRefVersion(t *testing.T) {
 		t.Errorf("fieldRef apiVersion = %q, want v1", v)
 	}
 }
+
+// TestDefaultEnvFileKeyRefOptional: a fileKeyRef's optional defaults to
+// false, as kubelet 1.34 shows it; an explicit true stays.
+func TestDefaultEnvFileKeyRefOptional(t *testing.T) {
+	pod := basePod()
+	ref := func(optional *bool) corev1.EnvVar {
+		return corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{
+			VolumeName: "v", Path: "a.env", Key: "A", Optional: optional}}}
+	}
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{ref(nil), ref(new(true))}
+	Default(pod)
+	env := pod.Spec.Containers[0].Env
+	if o := env[0].ValueFrom.FileKeyRef.Optional; o == nil || *o {
+		t.Errorf("unset optional defaulted to %v, want false", o)
+	}
+	if o := env[1].ValueFrom.FileKeyRef.Optional; o == nil || !*o {
+		t.Errorf("optional: true became %v", o)
+	}
+}

@@ -37,7 +37,7 @@ func (r *podRun) image(ctx context.Context, ref string, policy corev1.PullPolicy
 			return img, err
 		}
 		// `podrun ps` meanwhile shows the pod Pending, ImagePullBackOff.
-		r.state.ImagePull = &status.ImageWait{Image: ref, Reason: images.ReasonImagePullBackOff, Message: images.BackOffError(ref, perr.Err.Error()).Err.Error()}
+		r.state.ImagePull = &status.ImageWait{Image: ref, Reason: images.ReasonImagePullBackOff, Message: images.BackOffError(ref, perr.Cause()).Err.Error()}
 		if err := r.h.saveState(r.state); err != nil {
 			return engine.Image{}, err
 		}

@@ -157,7 +157,7 @@ func TestDaemonPullBackOff(t *testing.T) {
 	hs.clk.Advance(9 * time.Second)
 	perr := try()
 	if perr == nil || perr.Reason != images.ReasonImagePullBackOff || pulls() != 1 ||
-		perr.Err.Error() != fmt.Sprintf(`Back-off pulling image %q: manifest unknown: not found`, remoteRef) {
+		perr.Err.Error() != fmt.Sprintf(`Back-off pulling image %q: ErrImagePull: failed to pull and unpack image %[1]q: manifest unknown: not found`, remoteRef) {
 		t.Fatalf("within the back-off: %v after %d pulls, want ImagePullBackOff with the last failure, no pull", perr, pulls())
 	}
 	if next := hs.h.Images().NextRetry(); !next.Equal(hs.clk.Now().Add(time.Second)) {

@@ -7,11 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/volumes"
 )
@@ -43,7 +46,7 @@ type State struct {
 	// or it failed for good while starting (Final).
 	Refused bool `json:"refused,omitempty"`
 	// Final is the status of a pod that failed for good while starting
-	// (failed.go), shown as it was.
+	// (failed.go), or that the node refused (rejectedStatus), shown as it was.
 	Final *corev1.PodStatus `json:"final,omitempty"`
 }
 
@@ -54,7 +57,17 @@ func (h *Host) recordRefusal(p *manifest.Pod, r *admission.Refusal) error {
 		return err
 	}
 	return h.saveState(&State{UID: p.UID, Hash: p.Hash, Source: p.Source.Origin(), Pod: p.Pod, Complete: true, Refused: true,
-		Ended: &status.Ended{Reason: r.Reason, Message: r.Message}})
+		Ended: &status.Ended{Reason: r.Reason, Message: r.Message}, Final: rejectedStatus(p.Pod, r, h.clock.Now())})
+}
+
+// rejectedStatus is the status the kubelet's rejectPod gives a pod it
+// refused at admission: Failed, the reason, "Pod was rejected: " and the
+// message, the QoS class, and the start time its status manager sets; no
+// conditions and no container statuses, nothing having been made.
+func rejectedStatus(pod *corev1.Pod, r *admission.Refusal, now time.Time) *corev1.PodStatus {
+	start := metav1.NewTime(now.UTC().Truncate(time.Second))
+	return &corev1.PodStatus{Phase: corev1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message,
+		QOSClass: resources.QOSClass(pod), StartTime: &start}
 }
 
 const (
