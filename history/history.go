@@ -7,6 +7,8 @@
 package history
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,12 +112,29 @@ type Store struct {
 
 // path is pod key's file: "namespace_name.json" (neither has a "_").
 func (s *Store) path(key string) string {
-	return filepath.Join(s.Dir, strings.Replace(key, "/", "_", 1)+".json")
+	return filepath.Join(s.Dir, base(key)+".json")
 }
 
 // overridePath is pod key's override file.
 func (s *Store) overridePath(key string) string {
-	return filepath.Join(s.Dir, strings.Replace(key, "/", "_", 1)+".override.json")
+	return filepath.Join(s.Dir, base(key)+".override.json")
+}
+
+// maxBase keeps every file name of a pod (base and ".override.json", and
+// the temporary name renameio writes it under first: a dot before and up
+// to 20 digits after) within the 255 bytes a name may have.
+const maxBase = 255 - len(".override.json") - 21
+
+// base is the start of pod key's file names, "namespace_name"; a name too
+// long for that (a namespace of 63 and a name of 253 characters are valid)
+// is cut and a hash of the key added, as the log directory's name is.
+func base(key string) string {
+	b := strings.Replace(key, "/", "_", 1)
+	if len(b) <= maxBase {
+		return b
+	}
+	sum := sha256.Sum256([]byte(key))
+	return b[:maxBase-17] + "-" + hex.EncodeToString(sum[:8])
 }
 
 // Override is what stands in for pod key's file, nil when nothing does.

@@ -3,6 +3,7 @@ package history
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -146,5 +147,33 @@ func TestOverride(t *testing.T) {
 	}
 	if o, _ := s.Override("default/web"); o != nil {
 		t.Fatalf("after Remove: %+v", o)
+	}
+}
+
+// TestLongestPodName: a namespace of 63 and a name of 253 characters (both
+// valid) make file names within 255 bytes, two such pods apart.
+func TestLongestPodName(t *testing.T) {
+	s := &Store{Dir: filepath.Join(t.TempDir(), "history")}
+	ns := strings.Repeat("n", 63)
+	keys := []string{ns + "/" + strings.Repeat("x", 253), ns + "/" + strings.Repeat("x", 252) + "y"}
+	for _, key := range keys {
+		if err := s.Record(key, Revision{Hash: key[len(key)-1:], Pod: &corev1.Pod{}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetOverride(key, Override{Hash: "f"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range keys {
+		revs, err := s.List(key)
+		if err != nil || len(revs) != 1 || revs[0].Hash != key[len(key)-1:] {
+			t.Fatalf("%s: List = %v, %v", key[len(key)-3:], revs, err)
+		}
+		if err := s.Remove(key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if entries, _ := os.ReadDir(s.Dir); len(entries) != 0 {
+		t.Fatalf("left after Remove: %d files", len(entries))
 	}
 }
