@@ -344,8 +344,9 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 	}
 }
 
-// syncPod is one change of a pod by its worker; its outcome is logged.
-func (d *Daemon) syncPod(ctx context.Context, key string, j job) []run.Result {
+// syncPod is one change of a pod by its worker (ctx ends when it is made
+// moot, life when the daemon stops); its outcome is logged.
+func (d *Daemon) syncPod(ctx, life context.Context, key string, j job) []run.Result {
 	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true, RecordRefusals: true, RecordConfigErrors: true, RecordFailures: true}
 	rs := d.h.SyncPod(ctx, key, j.want, opts, j.snapshot)
 	for _, r := range rs {
@@ -378,7 +379,8 @@ func (d *Daemon) syncPod(ctx context.Context, key string, j job) []run.Result {
 			// (its image not pulled: the old one runs) ends the watch.
 			for _, p := range j.want.Pods {
 				if p.Key() == key && p.UID == r.UID {
-					d.watchProgress(ctx, p, j.deadline)
+					// The watch outlives this change: it ends with the daemon.
+					d.watchProgress(life, p, j.deadline)
 				}
 			}
 		}

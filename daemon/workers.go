@@ -19,7 +19,10 @@ import (
 // container crash-loops) is cancelled, and undone, as the kubelet's
 // UpdatePod cancels a pod's sync, instead of running until its deadline.
 type workers struct {
-	sync func(ctx context.Context, key string, j job) []run.Result
+	// sync makes one change: ctx ends when the change is made moot (or
+	// the daemon stops), life only when the daemon stops (for what the
+	// change leaves running after it, such as a watch of its progress).
+	sync func(ctx, life context.Context, key string, j job) []run.Result
 
 	mu       sync.Mutex
 	busy     map[string]bool
@@ -42,7 +45,7 @@ type job struct {
 	deadline *int32         // the pod's Deployment's progressDeadlineSeconds
 }
 
-func newWorkers(sync func(ctx context.Context, key string, j job) []run.Result) *workers {
+func newWorkers(sync func(ctx, life context.Context, key string, j job) []run.Result) *workers {
 	return &workers{sync: sync, busy: map[string]bool{}, starting: map[string]string{}, cancel: map[string]context.CancelFunc{},
 		next: map[string]job{}, last: map[string][]run.Result{},
 		done: make(chan struct{}, 1), starts: make(chan struct{}, max(4, 2*runtime.NumCPU()))}
@@ -81,7 +84,7 @@ func (ws *workers) work(ctx context.Context, key string, j job) {
 		if start {
 			ws.starts <- struct{}{}
 		}
-		rs := ws.sync(sctx, key, j)
+		rs := ws.sync(sctx, ctx, key, j)
 		if start {
 			<-ws.starts
 		}

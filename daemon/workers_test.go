@@ -22,7 +22,7 @@ func TestWorkersNeverWaitForEachOther(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var made []string
-	ws := newWorkers(func(ctx context.Context, key string, j job) []run.Result {
+	ws := newWorkers(func(ctx, _ context.Context, key string, j job) []run.Result {
 		if key == "default/slow" && len(j.want.Pods) == 1 {
 			<-release // the first change of slow lasts
 		}
@@ -76,7 +76,7 @@ func TestWorkersBoundStarts(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	running, most, removing := 0, 0, 0
-	ws := newWorkers(func(ctx context.Context, key string, j job) []run.Result {
+	ws := newWorkers(func(ctx, _ context.Context, key string, j job) []run.Result {
 		mu.Lock()
 		if len(j.want.Pods) == 0 {
 			removing++
@@ -135,7 +135,7 @@ func TestWorkersCancelAMootStart(t *testing.T) {
 	started := make(chan struct{}, 4)
 	var mu sync.Mutex
 	var made []string
-	ws := newWorkers(func(ctx context.Context, key string, j job) []run.Result {
+	ws := newWorkers(func(ctx, _ context.Context, key string, j job) []run.Result {
 		what := "remove"
 		if len(j.want.Pods) > 0 {
 			what = "start " + j.want.Pods[0].UID
@@ -171,5 +171,29 @@ func TestWorkersCancelAMootStart(t *testing.T) {
 		if !slices.Equal(made, want) || time.Since(begun) > 5*time.Second {
 			t.Errorf("made %v in %v, want %v at once", made, time.Since(begun), want)
 		}
+	}
+}
+
+// TestWorkersLifeOutlivesTheChange: a change's own context ends with it;
+// the one for what it leaves running (a watch of its progress) ends only
+// with the daemon's.
+func TestWorkersLifeOutlivesTheChange(t *testing.T) {
+	var change, life context.Context
+	ws := newWorkers(func(ctx, l context.Context, key string, j job) []run.Result {
+		change, life = ctx, l
+		return []run.Result{{Pod: key, Action: run.Replaced}}
+	})
+	daemon, stop := context.WithCancel(context.Background())
+	ws.update(daemon, "default/web", job{want: run.Want{Pods: []*manifest.Pod{{UID: "v2"}}}})
+	ws.wait()
+	if change.Err() == nil {
+		t.Fatal("the change's context outlived it")
+	}
+	if life.Err() != nil {
+		t.Fatal("the context for what the change leaves running ended with the change")
+	}
+	stop()
+	if life.Err() == nil {
+		t.Fatal("the context for what the change leaves running outlived the daemon")
 	}
 }
