@@ -32,11 +32,13 @@ import (
 	"time"
 
 	"github.com/containerd/containerd"
+	shim "github.com/containerd/containerd/api/runtime/task/v2"
 	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/leases"
 	"github.com/containerd/containerd/namespaces"
 	"github.com/containerd/containerd/snapshots"
+	"github.com/containerd/ttrpc"
 	"github.com/opencontainers/image-spec/identity"
 
 	"github.com/podrun/podrun/internal/testimage"
@@ -578,7 +580,14 @@ func (s *e2eSuite) tearDown(failed bool) error {
 			_ = s.ctrd.Process.Kill()
 			<-s.done
 		}
-		// Shims outlive containerd by design; any still serving our address is a leak.
+		// Shims outlive containerd by design; any still serving our address
+		// is a leak. But a shared shim (run's pool) whose last task's delete
+		// was cut off by a killed podrun never got containerd's Shutdown and
+		// idles until its lane's next task ends: it is sent that Shutdown
+		// (a shim with a task refuses it and stays a leak).
+		for _, pid := range e2eShims(H.Address) {
+			e2eShutdownIdleShim(pid)
+		}
 		for _, pid := range e2eShims(H.Address) {
 			errs = append(errs, fmt.Errorf("containerd shim pid %d still running after containerd stopped (killed)", pid))
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -1265,4 +1274,46 @@ func e2eProcs(keep func(pid int, argv []string) bool) []int {
 		}
 	}
 	return pids
+}
+
+// e2eShutdownIdleShim sends shim pid the Shutdown containerd sends once a
+// shim's task is deleted, on each unix socket it listens on, and gives it
+// 2 s to exit: a shim serving no task exits, one serving a task stays.
+func e2eShutdownIdleShim(pid int) {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	table, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(table), "\n")[1:] {
+		f := strings.Fields(line)
+		// Num RefCount Protocol Flags(00010000: listening) Type St Inode Path
+		if len(f) < 8 || f[3] != "00010000" || !inodes[f[6]] {
+			continue
+		}
+		conn, err := net.DialTimeout("unix", strings.TrimPrefix(f[7], "@"), time.Second)
+		if err != nil {
+			continue
+		}
+		client := ttrpc.NewClient(conn)
+		ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), H.Namespace), 2*time.Second)
+		_, _ = shim.NewTaskClient(client).Shutdown(ctx, &shim.ShutdownRequest{})
+		cancel()
+		client.Close()
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+			return
+		}
+	}
 }
