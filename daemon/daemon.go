@@ -347,7 +347,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 // syncPod is one change of a pod by its worker (ctx ends when it is made
 // moot, life when the daemon stops); its outcome is logged.
 func (d *Daemon) syncPod(ctx, life context.Context, key string, j job) []run.Result {
-	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true, RecordRefusals: true, RecordConfigErrors: true, RecordFailures: true}
+	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true, RecordRefusals: true, RecordConfigErrors: true, RecordFailures: true, RetryStartErrors: true}
 	rs := d.h.SyncPod(ctx, key, j.want, opts, j.snapshot)
 	for _, r := range rs {
 		perr := (*images.PullError)(nil)

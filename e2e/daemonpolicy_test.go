@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -270,11 +271,8 @@ spec:
 	if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 1 || cs.RestartCount != 0 {
 		t.Errorf("last termination %+v, restartCount %d; want the exit 1 of the first run, 0 restarts", cs.LastTerminationState, cs.RestartCount)
 	}
-	stdout, _, code := H.Podrun(t, "", "ps")
-	if row := strings.Fields(dpRow(stdout, dmFull("dp-cfg"))); code != 0 || len(row) < 4 || row[3] != "CreateContainerConfigError" {
-		t.Errorf("podrun ps (exit %d): dp-cfg row %q, want STATUS CreateContainerConfigError:\n%s", code, row, stdout)
-	}
-	stdout, _, code = H.Podrun(t, "", "status", "dp-cfg", "-o", "json")
+	dpPsStatus(t, "dp-cfg", "CreateContainerConfigError")
+	stdout, _, code := H.Podrun(t, "", "status", "dp-cfg", "-o", "json")
 	var pod corev1.Pod
 	if err := json.Unmarshal([]byte(stdout), &pod); code != 0 || err != nil || len(pod.Status.ContainerStatuses) != 1 {
 		t.Fatalf("podrun status dp-cfg -o json: exit %d, %v:\n%s", code, err, stdout)
@@ -328,10 +326,7 @@ spec:
 	if w := p.Status.ContainerStatuses[0].State.Waiting; w.Message != want {
 		t.Errorf("waiting message %q, want %q", w.Message, want)
 	}
-	stdout, _, code := H.Podrun(t, "", "ps")
-	if row := strings.Fields(dpRow(stdout, dmFull("dp-nonroot"))); code != 0 || len(row) < 4 || row[3] != "CreateContainerConfigError" {
-		t.Errorf("podrun ps (exit %d): dp-nonroot row %q, want STATUS CreateContainerConfigError:\n%s", code, row, stdout)
-	}
+	dpPsStatus(t, "dp-nonroot", "CreateContainerConfigError")
 
 	dmRename(t, dir, "dp-nonroot.yaml", pod("false"))
 	dmWaitRunning(t, 60*time.Second, nil, "dp-nonroot")
@@ -398,6 +393,82 @@ spec:
 
 	dmRename(t, dir, "dp-initfail.yaml", pod("0"))
 	dmWaitRunning(t, 60*time.Second, nil, "dp-initfail")
+}
+
+// TestDaemonStartErrorKeepsRestarting: a static pod whose container's
+// command does not exist stays up, as the kubelet keeps it: Running, the
+// container restarted with the back-off, each attempt terminated
+// StartError with exit code 128 and containerd's error, never started
+// (startedAt the zero of Unix time), the container waiting in
+// RunContainerError (CrashLoopBackOff later in a back-off); the same pod
+// all along, not rolled back or made again at the re-scans. A fixed
+// manifest runs.
+func TestDaemonStartErrorKeepsRestarting(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	pod := func(command string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata: {name: dp-nocmd}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: ` + H.Image + `
+    command: ["` + command + `", "3600"]
+`
+	}
+	plDownOnCleanup(t, "dp-nocmd")
+	dmRename(t, dir, "dp-nocmd.yaml", pod("dp-no-such-command"))
+	d := dmStart(t, dir, nil, "--resync", "2s")
+	var first corev1.Pod
+	svEventually(t, 60*time.Second, "dp-nocmd listed with its container", func() (bool, string) {
+		first = dmPods(t)["dp-nocmd"]
+		return len(first.Status.ContainerStatuses) == 1, fmt.Sprintf("%+v", first.Status)
+	})
+	var p corev1.Pod
+	svEventually(t, 60*time.Second, "dp-nocmd restarted twice after failed starts", func() (bool, string) {
+		p = dmPods(t)["dp-nocmd"]
+		if len(p.Status.ContainerStatuses) != 1 {
+			return false, fmt.Sprintf("%+v", p.Status)
+		}
+		cs := p.Status.ContainerStatuses[0]
+		return cs.RestartCount >= 2 && cs.LastTerminationState.Terminated != nil, fmt.Sprintf("restarts %d, %+v", cs.RestartCount, cs.LastTerminationState)
+	})
+	cs := p.Status.ContainerStatuses[0]
+	if p.UID != first.UID || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("pod %s %s, want the first pod %s Running", p.UID, p.Status.Phase, first.UID)
+	}
+	last := cs.LastTerminationState.Terminated
+	if last.Reason != "StartError" || last.ExitCode != 128 || !strings.Contains(last.Message, `exec: "dp-no-such-command": executable file not found in $PATH`) ||
+		!strings.HasPrefix(last.Message, "failed to create containerd task: ") || !last.StartedAt.Time.Equal(time.Unix(0, 0)) {
+		t.Errorf("lastState %+v, want terminated StartError 128 with containerd's message, started at 1970", last)
+	}
+	if w := cs.State.Waiting; w == nil || (w.Reason != "RunContainerError" || w.Message != last.Message) && w.Reason != "CrashLoopBackOff" {
+		t.Errorf("state %+v, want waiting RunContainerError with the message, or CrashLoopBackOff", cs.State)
+	}
+	if cs.Started == nil || *cs.Started || cs.Ready {
+		t.Errorf("started %v ready %v, want neither", cs.Started, cs.Ready)
+	}
+	dpPsStatus(t, "dp-nocmd", "RunContainerError", "CrashLoopBackOff")
+	for _, l := range strings.Split(d.stderr(), "\n") {
+		if strings.Contains(l, "dp-nocmd") && (strings.Contains(l, "FAILED") || strings.Contains(l, "rolling back")) {
+			t.Errorf("the daemon failed dp-nocmd's start: %s", l)
+		}
+	}
+
+	dmRename(t, dir, "dp-nocmd.yaml", pod("sleep"))
+	dmWaitRunning(t, 60*time.Second, nil, "dp-nocmd")
+}
+
+// dpPsStatus checks that `podrun ps` shows the daemon's pod name with one
+// of the STATUS values want.
+func dpPsStatus(t *testing.T, name string, want ...string) {
+	t.Helper()
+	stdout, _, code := H.Podrun(t, "", "ps")
+	if row := strings.Fields(dpRow(stdout, dmFull(name))); code != 0 || len(row) < 4 || !slices.Contains(want, row[3]) {
+		t.Errorf("podrun ps (exit %d): %s row %q, want STATUS %s:\n%s", code, name, row, strings.Join(want, " or "), stdout)
+	}
 }
 
 // dpRow returns the first line of s whose first fields include name.

@@ -35,6 +35,15 @@ var ErrUnauthorized = errors.New("unauthorized")
 // or it answered 429 Too Many Requests or a 5xx status.
 var ErrTemporary = errors.New("temporary registry failure")
 
+// StartError is a failure of Start once the container exists: its task
+// could not be created or started (the process not found, a mount that
+// fails, ...). Containerd's CRI records such a container exited with code
+// 128 and reason StartError, and the kubelet restarts it as a crashed one.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
 // PullOptions are how Pull reaches the registry. They are plain data from
 // podrun's point of view: the caller finds the credentials (registry
 // package); the engine only answers the registry's challenges with them.

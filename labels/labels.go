@@ -3,6 +3,8 @@
 // process (or a restarted daemon) finds and adopts pods through them.
 package labels
 
+import "strings"
+
 const (
 	prefix = "io.podrun."
 
@@ -53,8 +55,10 @@ const (
 	// LastProbe is the last failed probe's kind and output, for errors and status.
 	LastProbe = prefix + "container.last-probe"
 	// Reason is why a container's task ended when its exit code does not
-	// say it: "OOMKilled" once the kernel's OOM killer killed in it.
-	Reason = prefix + "container.reason"
+	// say it: "OOMKilled" once the kernel's OOM killer killed in it,
+	// "StartError" when it could not be started, Message then why.
+	Reason  = prefix + "container.reason"
+	Message = prefix + "container.message"
 	// PodIPs is the comma-separated list of the pod's IPs, on the sandbox.
 	PodIPs = prefix + "pod.ips"
 
@@ -73,3 +77,17 @@ const (
 	// shim process.
 	ShimGroup = "io.containerd.runc.v2.group"
 )
+
+// MaxMessage bounds the messages podrun keeps in labels (containerd refuses
+// a label over 4096 bytes).
+const MaxMessage = 2048
+
+// Clip is message msg as a label keeps it: trimmed, at most MaxMessage
+// bytes.
+func Clip(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if len(msg) > MaxMessage {
+		return msg[:MaxMessage]
+	}
+	return msg
+}

@@ -57,6 +57,7 @@ func Deadline(pod *corev1.Pod, workload *int32, def time.Duration) (time.Duratio
 // cannot be used.
 var certain = map[string]bool{
 	"CrashLoopBackOff":           true,
+	"RunContainerError":          true,
 	"ImagePullBackOff":           true,
 	"ErrImagePull":               true,
 	"ErrImageNeverPull":          true,

@@ -52,6 +52,7 @@ func TestDecide(t *testing.T) {
 		{"starting", corev1.RestartPolicyAlways, corev1.PodStatus{Conditions: []corev1.PodCondition{notReady}}, time.Second, Progressing, ""},
 		{"crash loop at once", corev1.RestartPolicyAlways, corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("CrashLoopBackOff")}}, time.Second, Failed, "CrashLoopBackOff"},
 		{"image back-off", corev1.RestartPolicyAlways, corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("ImagePullBackOff")}}, time.Second, Failed, "ImagePullBackOff"},
+		{"cannot start", corev1.RestartPolicyAlways, corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("RunContainerError")}}, time.Second, Failed, "RunContainerError"},
 		{"config error", corev1.RestartPolicyAlways, corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("CreateContainerConfigError")}}, time.Second, Failed, "CreateContainerConfigError"},
 		{"waiting to be created", corev1.RestartPolicyAlways, corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("ContainerCreating")}}, time.Second, Progressing, ""},
 		{"init failed under Never", corev1.RestartPolicyNever, corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{Name: "setup",

@@ -103,6 +103,12 @@ type UpOptions struct {
 	// kept so until its manifest changes, as the kubelet keeps a failed
 	// static pod; otherwise it leaves nothing.
 	RecordFailures bool
+	// RetryStartErrors leaves a container that was made but could not be
+	// started (engine.StartError: its command not found, ...) to its
+	// restarts with the back-off, as the kubelet restarts it (the daemon):
+	// the pod comes up with that container waiting in RunContainerError.
+	// Otherwise the pod's start fails.
+	RetryStartErrors bool
 	// Rollback: a changed pod that fails to come up (not Ready within
 	// Timeout, with Wait ready) is replaced by its last version that
 	// became Ready (history.go), and Sync still reports the failure

@@ -418,7 +418,7 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 	}
-	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff, keepFailed: o.RecordFailures,
+	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff, keepFailed: o.RecordFailures, retryStarts: o.RetryStartErrors,
 		pinned: pinnedSandbox(p.Pod, h.cfg.PauseImage), pins: h.pinsOf(p.UID, p.Pod), minReady: o.minReady}
 	r.w = supervisor.New(r, h.exits, h.clock, p.Spec.RestartPolicy)
 	err := Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report)

@@ -66,6 +66,9 @@ type podRun struct {
 	// leaves the pod's status in final (UpOptions.RecordFailures).
 	keepFailed bool
 	final      *corev1.PodStatus
+	// retryStarts: a container that could not start is left to its
+	// restarts (UpOptions.RetryStartErrors).
+	retryStarts bool
 	// minReady: waitReady waits until the pod has stayed Ready this long
 	// (a changed pod that may be rolled back: readySettle).
 	minReady time.Duration

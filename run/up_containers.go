@@ -75,6 +75,9 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	}
 	logPath := r.logPath(c.Name, restart)
 	if _, err := r.h.engine.Start(ctx, id, logPath); err != nil {
+		if serr := (*engine.StartError)(nil); errors.As(err, &serr) {
+			r.recordStartError(ctx, id, serr)
+		}
 		return "", withLogTail(err, logPath)
 	}
 	// The container runs: failing to label it must not count as a failed
@@ -87,6 +90,23 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("recording the start of %s: %v", id, err)})
 	}
 	return id, nil
+}
+
+// recordStartError records on attempt id that it could not start, as
+// containerd's CRI records it: exited with code 128 and reason StartError,
+// never started (its start time the zero of Unix time), the error its
+// message.
+func (r *podRun) recordStartError(ctx context.Context, id string, serr *engine.StartError) {
+	l := map[string]string{
+		labels.ExitCode:   strconv.Itoa(status.StartErrorCode),
+		labels.Reason:     status.ReasonStartError,
+		labels.Message:    labels.Clip(serr.Error()),
+		labels.StartedAt:  time.Unix(0, 0).UTC().Format(time.RFC3339Nano),
+		labels.FinishedAt: r.h.clock.Now().UTC().Format(time.RFC3339Nano),
+	}
+	if err := r.h.engine.SetLabels(context.WithoutCancel(ctx), id, l); err != nil {
+		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("recording the failed start of %s: %v", id, err)})
+	}
 }
 
 // createContainer creates attempt `restart` of container c and returns
@@ -268,7 +288,7 @@ func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 		l := r.w.Start(c, supervisor.RoleInit, 0, nil)
 		err := r.w.WaitFor(ctx, func() (bool, error) {
 			st := l.State()
-			if err := st.Failed(); err != nil {
+			if err := r.startFailure(st); err != nil {
 				return false, err
 			}
 			return st.Done, nil
@@ -309,6 +329,17 @@ func (r *podRun) finalStatus(ctx context.Context) *corev1.PodStatus {
 	return nil
 }
 
+// startFailure is the failure to start that fails a step waiting for a
+// container in state st: none for one made but not started when such a
+// container is left to its restarts (retryStarts).
+func (r *podRun) startFailure(st supervisor.State) error {
+	err := st.Failed()
+	if serr := (*engine.StartError)(nil); r.retryStarts && errors.As(err, &serr) {
+		return nil
+	}
+	return err
+}
+
 // startApp starts supervising app container c and waits until it has
 // started (postStart done), or failed to.
 func (r *podRun) startApps(cs []*corev1.Container) func(context.Context) error {
@@ -321,10 +352,10 @@ func (r *podRun) startApps(cs []*corev1.Container) func(context.Context) error {
 			all := true
 			for _, l := range loops {
 				st := l.State()
-				if err := st.Failed(); err != nil {
+				if err := r.startFailure(st); err != nil {
 					return false, err
 				}
-				all = all && (st.RanOnce || st.Done)
+				all = all && (st.RanOnce || st.Done || st.Failed() != nil)
 			}
 			return all, nil
 		})
@@ -338,7 +369,7 @@ func (r *podRun) startSidecar(c *corev1.Container) func(context.Context) error {
 		l := r.w.Start(c, supervisor.RoleSidecar, 0, nil)
 		err := r.w.WaitFor(ctx, func() (bool, error) {
 			st := l.State()
-			if err := st.Failed(); err != nil {
+			if err := r.startFailure(st); err != nil {
 				return false, err
 			}
 			return st.Started, nil

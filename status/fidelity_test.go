@@ -3,6 +3,7 @@ package status
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -149,5 +150,35 @@ func TestConfigWait(t *testing.T) {
 	}
 	if st.Phase != corev1.PodPending || Reason(p, st) != w.Reason {
 		t.Errorf("phase %s, STATUS %s; want Pending, %s", st.Phase, Reason(p, st), w.Reason)
+	}
+}
+
+// TestStatusStartError: an attempt made but not started, waiting for its
+// restart, shows as the kubelet shows it: waiting RunContainerError with
+// the error, lastState terminated StartError, exit code 128, started at the
+// zero of Unix time, the error as its message; the pod Running under
+// restartPolicy Always (a container that has exited before counts as
+// stopped, not waiting, in getPhase).
+func TestStatusStartError(t *testing.T) {
+	const msg = `failed to create containerd task: exec: "nope": executable file not found in $PATH: unknown`
+	c := corev1.Container{Name: "app"}
+	failed := attempt("app", labels.KindApp, 3, engine.Task{}, map[string]string{
+		labels.ExitCode: "128", labels.Reason: ReasonStartError, labels.Message: msg,
+		labels.StartedAt: "1970-01-01T00:00:00Z", labels.FinishedAt: t0.Format(time.RFC3339Nano),
+		labels.Waiting: ReasonRunContainerError, labels.WaitingMessage: msg,
+	})
+	p := pod(corev1.RestartPolicyAlways, nil, c)
+	st := Compute(p, Observed{Containers: map[string][]engine.Container{"app": {failed}}})
+	cs := st.ContainerStatuses[0]
+	if w := cs.State.Waiting; w == nil || w.Reason != ReasonRunContainerError || w.Message != msg {
+		t.Errorf("state %+v, want waiting RunContainerError with the error", cs.State)
+	}
+	last := cs.LastTerminationState.Terminated
+	if last == nil || last.ExitCode != 128 || last.Reason != ReasonStartError || last.Message != msg ||
+		!last.StartedAt.Time.Equal(time.Unix(0, 0)) || !last.FinishedAt.Time.Equal(t0) {
+		t.Errorf("lastState %+v, want terminated StartError 128 started at 1970 with the message", cs.LastTerminationState)
+	}
+	if cs.RestartCount != 3 || st.Phase != corev1.PodRunning {
+		t.Errorf("restartCount %d, phase %s; want 3, Running", cs.RestartCount, st.Phase)
 	}
 }

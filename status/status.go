@@ -4,6 +4,7 @@
 package status
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -191,7 +192,7 @@ func state(c engine.Container, messages map[string]string) corev1.ContainerState
 			StartedAt:   startedAt(c),
 			FinishedAt:  metav1.NewTime(c.Task.ExitedAt),
 			ContainerID: "containerd://" + c.ID,
-			Message:     messages[c.ID],
+			Message:     cmp.Or(messages[c.ID], c.Labels[labels.Message]),
 		}}
 	default:
 		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
@@ -201,6 +202,16 @@ func state(c engine.Container, messages map[string]string) corev1.ContainerState
 // ReasonOOMKilled is the terminated reason of a container in which the
 // kernel's OOM killer killed a process.
 const ReasonOOMKilled = "OOMKilled"
+
+// A container that was made but could not be started: terminated with
+// ReasonStartError and StartErrorCode (containerd CRI's), waiting
+// ReasonRunContainerError until the kubelet's next sync of the pod finds it
+// in back-off (the kubelet's ErrRunContainer).
+const (
+	ReasonStartError        = "StartError"
+	StartErrorCode          = 128
+	ReasonRunContainerError = "RunContainerError"
+)
 
 // terminatedReason is the CRI plugin's: a recorded reason (OOMKilled) wins
 // over the exit code, whatever the code.

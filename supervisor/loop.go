@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -113,13 +112,20 @@ func (l *Loop) run() {
 			labels.Backoff:        window.String(),
 			labels.WaitingMessage: ""} // an earlier CreateContainerConfigError's is stale
 		var cfg *spec.ConfigError
+		var serr *engine.StartError
 		switch {
+		case errors.As(err, &serr):
+			// Made but not started: the kubelet shows the attempt's error
+			// (RunContainerError) until a later sync finds it in back-off.
+			waiting[labels.Waiting], waiting[labels.WaitingMessage] = status.ReasonRunContainerError, labels.Clip(serr.Error())
+			_ = p.SetLabels(ctx, st.ID, waiting)
+			p.Report(fmt.Sprintf("container %q: back-off %s before restart %d", l.c.Name, delay, st.Restarts+1))
 		case errors.As(err, &cfg):
 			// No container was made, so none counts as a restart (the
 			// kubelet's restartCount counts containers) and the previous
 			// attempt carries the reason, as the kubelet shows it over the
 			// last container's status.
-			waiting[labels.Waiting], waiting[labels.WaitingMessage] = spec.ReasonCreateContainerConfigError, clip(cfg.Msg, 512)
+			waiting[labels.Waiting], waiting[labels.WaitingMessage] = spec.ReasonCreateContainerConfigError, labels.Clip(cfg.Msg)
 			if st.Restarts > 0 {
 				_ = p.SetLabels(ctx, p.ID(l.c.Name, st.Restarts-1), waiting)
 			}
@@ -130,12 +136,8 @@ func (l *Loop) run() {
 			_ = p.SetLabels(ctx, st.ID, waiting)
 			p.Report(fmt.Sprintf("container %q exited with code %d; back-off %s before restart %d", l.c.Name, code, delay, st.Restarts+1))
 		}
-		if delay > 0 {
-			select {
-			case <-l.w.clock.After(delay):
-			case <-ctx.Done():
-				return
-			}
+		if !l.backOff(ctx, st.ID, delay, waiting[labels.Waiting]) {
+			return
 		}
 		// A restart changes the pod: under its lock, held until the next
 		// attempt has started (attempt releases it).
@@ -154,6 +156,35 @@ func (l *Loop) run() {
 			l.update(func(s *State) { s.Restarts++ })
 		}
 		p.Prune(ctx, l.c.Name, l.State().Restarts)
+	}
+}
+
+// errorResync is when the kubelet syncs a pod again after a sync that
+// failed (pod_workers.go's workerBackOffPeriod, jittered up to 15 s).
+const errorResync = 10 * time.Second
+
+// backOff waits out a back-off of delay before the next attempt; it
+// reports false when ctx ended first. An attempt shown waiting in
+// RunContainerError is shown in CrashLoopBackOff once the kubelet's next
+// sync would have found it in back-off.
+func (l *Loop) backOff(ctx context.Context, id string, delay time.Duration, reason string) bool {
+	if reason == status.ReasonRunContainerError && delay > errorResync {
+		select {
+		case <-l.w.clock.After(errorResync):
+		case <-ctx.Done():
+			return false
+		}
+		delay -= errorResync
+		_ = l.w.pod.SetLabels(ctx, id, map[string]string{labels.Waiting: "CrashLoopBackOff", labels.WaitingMessage: ""})
+	}
+	if delay <= 0 {
+		return ctx.Err() == nil
+	}
+	select {
+	case <-l.w.clock.After(delay):
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -230,7 +261,9 @@ func (l *Loop) adoptExited(ctx context.Context, a engine.Container) (ranFor time
 	if a.Task.State == engine.TaskStopped {
 		finished = a.Task.ExitedAt
 	}
-	ranFor = finished.Sub(started)
+	if a.Labels[labels.Reason] != status.ReasonStartError { // one that never ran ran for no time
+		ranFor = finished.Sub(started)
+	}
 	l.backoff.Resume(l.State().Restarts)
 	resume = -1
 	if until, err := time.Parse(time.RFC3339Nano, a.Labels[labels.BackoffUntil]); err == nil {
@@ -292,7 +325,7 @@ func (l *Loop) onProbe(ctx context.Context, id string, target probes.Target, u p
 	if u.Result == probes.Failure {
 		msg := fmt.Sprintf("%s probe failed: %s", u.Kind, u.Outcome.Output)
 		l.update(func(s *State) { s.LastFail = msg })
-		_ = p.SetLabels(ctx, id, map[string]string{labels.LastProbe: clip(msg, 512)})
+		_ = p.SetLabels(ctx, id, map[string]string{labels.LastProbe: labels.Clip(msg)})
 	}
 	switch {
 	case u.Kind == probes.Startup && u.Result == probes.Success:
@@ -321,12 +354,4 @@ func (l *Loop) kill(ctx context.Context, id string, grace time.Duration) {
 	if err := l.w.pod.Kill(ctx, l.c, id, grace); err != nil && ctx.Err() == nil {
 		l.w.pod.Report(fmt.Sprintf("stopping %s: %v", id, err))
 	}
-}
-
-func clip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

@@ -63,7 +63,7 @@ func (e *Engine) Start(ctx context.Context, id, logPath string) (uint32, error) 
 		return 0, notFound("container", id)
 	}
 	if c.task != nil {
-		return 0, fmt.Errorf("creating task: task %q: already exists", id)
+		return 0, &engine.StartError{Err: fmt.Errorf("failed to create containerd task: task %q: already exists", id)}
 	}
 	c.logPath = logPath
 	c.task = &task{state: engine.TaskRunning, pid: e.nextPID(), done: make(chan struct{})}
