@@ -44,7 +44,7 @@ func (d *Daemon) assignJobs(ctx context.Context, broken map[string]bool) (stoppe
 	names := map[string]bool{} // kind/namespace/name
 	d.jobsMu.Lock()
 	defer d.jobsMu.Unlock()
-	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, AwaitTTL: true}
+	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, AwaitTTL: true, RetryStartErrors: true}
 	for _, j := range jobs {
 		names["Job/"+j.Key()] = true
 		wanted[j.UID] = func(jctx context.Context) { d.logJob(d.h.RunJob(jctx, j, opts)) }

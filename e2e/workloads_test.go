@@ -459,3 +459,48 @@ spec:
 		return len(left) == 0, fmt.Sprint("left: ", left)
 	})
 }
+
+// TestDaemonJobStartError: a Job's pod whose command does not exist fails
+// as on a cluster: under restartPolicy Never the pod is Failed, its
+// container terminated StartError with exit code 128, and the Job makes
+// another until its backoffLimit; the failed pods stay listed.
+func TestDaemonJobStartError(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	doc := `apiVersion: batch/v1
+kind: Job
+metadata: {name: dm-nocmd-job}
+spec:
+  backoffLimit: 1
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: work, image: ` + H.Image + `, command: ["dm-no-such-command"]}]
+`
+	d := dmStart(t, dir, nil, "--resync", "1m")
+	dmWaitSynced(t, d, 60*time.Second)
+	t.Cleanup(func() {
+		if _, stderr, code := H.Podrun(t, doc, "down", "-"); code != 0 {
+			t.Errorf("cleanup: down: exit %d; stderr:\n%s", code, stderr)
+		}
+	})
+	dmRename(t, dir, "dm-nocmd-job.yaml", doc)
+	dmWaitLog(t, d, `msg="job failed" job=default/dm-nocmd-job err="job default/dm-nocmd-job failed: BackoffLimitExceeded`, 90*time.Second)
+	var failed []string
+	for _, p := range plPods(t) {
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.Name != "dm-nocmd-job" {
+			continue
+		}
+		var term *corev1.ContainerStateTerminated
+		if len(p.Status.ContainerStatuses) == 1 {
+			term = p.Status.ContainerStatuses[0].State.Terminated
+		}
+		if p.Status.Phase != corev1.PodFailed || term == nil || term.Reason != "StartError" || term.ExitCode != 128 || !strings.Contains(term.Message, "dm-no-such-command") {
+			t.Errorf("pod %s: %s %+v, want Failed, its container terminated StartError 128", p.Name, p.Status.Phase, term)
+		}
+		failed = append(failed, p.Name)
+	}
+	if len(failed) != 2 {
+		t.Errorf("pods of the Job: %v, want 2 (backoffLimit 1)", failed)
+	}
+}

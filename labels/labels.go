@@ -3,7 +3,10 @@
 // process (or a restarted daemon) finds and adopts pods through them.
 package labels
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 const (
 	prefix = "io.podrun."
@@ -83,11 +86,16 @@ const (
 const MaxMessage = 2048
 
 // Clip is message msg as a label keeps it: trimmed, at most MaxMessage
-// bytes.
+// bytes, cut at a character's start and valid UTF-8 (containerd's API
+// refuses a label that is not, and with it the whole update).
 func Clip(msg string) string {
-	msg = strings.TrimSpace(msg)
+	msg = strings.ToValidUTF8(strings.TrimSpace(msg), "\uFFFD")
 	if len(msg) > MaxMessage {
-		return msg[:MaxMessage]
+		n := MaxMessage
+		for n > 0 && !utf8.RuneStart(msg[n]) {
+			n--
+		}
+		msg = msg[:n]
 	}
 	return msg
 }

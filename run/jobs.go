@@ -286,7 +286,8 @@ func jobPod(p *PodInfo, now time.Time) plan.JobPod {
 		for _, c := range cs {
 			jp.Restarts += int(c.RestartCount)
 			if t := c.State.Terminated; t != nil {
-				if !t.StartedAt.IsZero() && t.StartedAt.Time.Before(jp.Created) {
+				// A container that never started (StartError) shows 1970.
+				if t.StartedAt.Unix() > 0 && t.StartedAt.Time.Before(jp.Created) {
 					jp.Created = t.StartedAt.Time
 				}
 				if t.FinishedAt.Time.After(jp.Finished) {

@@ -1,11 +1,14 @@
 package run
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
@@ -110,5 +113,59 @@ func TestAdoptedStartErrorKeepsItsBackOff(t *testing.T) {
 	hs.r.w.Adopt(hs.container("app"), supervisor.RoleApp, attempts)
 	if asked := hs.clk.waitAsked(t, 1); asked[0] != 20*time.Second {
 		t.Errorf("back-off after adoption %v, want 20s (the third attempt's)", asked)
+	}
+}
+
+// TestJobPodNeverStartedKeepsItsStart: a Job's pod whose container never
+// started (StartError, started at the zero of Unix time) is as old as its
+// start time, not 56 years (activeDeadlineSeconds, pod ages).
+func TestJobPodNeverStartedKeepsItsStart(t *testing.T) {
+	start := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	p := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, StartTime: &metav1.Time{Time: start},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "work", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 128, Reason: status.ReasonStartError, StartedAt: metav1.NewTime(time.Unix(0, 0)), FinishedAt: metav1.NewTime(start.Add(time.Second))}}}}}}
+	jp := jobPod(&PodInfo{UID: "u", Pod: p}, start.Add(time.Minute))
+	if !jp.Created.Equal(start) || !jp.Finished.Equal(start.Add(time.Second)) {
+		t.Errorf("created %v finished %v, want %v and a second later", jp.Created, jp.Finished, start)
+	}
+}
+
+// TestInitStartErrorSaysWhy: with retryStarts, an init container that
+// cannot start fails its pod under restartPolicy Never saying the start's
+// error, and under Always waits on its restarts until the step gives up,
+// then says that error too (not just the deadline).
+func TestInitStartErrorSaysWhy(t *testing.T) {
+	for _, policy := range []corev1.RestartPolicy{corev1.RestartPolicyNever, corev1.RestartPolicyAlways} {
+		t.Run(string(policy), func(t *testing.T) {
+			ps := appSpec(policy, corev1.Container{Name: "app"})
+			ps.InitContainers = []corev1.Container{{Name: "setup", Image: testImage}}
+			hs := newHarness(t, ps)
+			hs.r.retryStarts = true
+			for range 3 {
+				hs.eng.Fail("Start", &engine.StartError{Err: errors.New(noSuchCommand)})
+			}
+			ctx, cancel := context.WithCancel(hs.ctx)
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() { errc <- hs.r.runInit(&hs.r.pod.Spec.InitContainers[0])(ctx) }()
+			if policy == corev1.RestartPolicyAlways {
+				hs.clk.waitAsked(t, 1) // in back-off after two failed starts: still waiting
+				select {
+				case err := <-errc:
+					t.Fatalf("runInit returned during the back-off: %v", err)
+				default:
+				}
+				cancel()
+			}
+			var err error
+			select {
+			case err = <-errc:
+			case <-time.After(waitTimeout):
+				t.Fatal("runInit did not return")
+			}
+			if err == nil || !strings.Contains(err.Error(), `init container "setup" could not start: `+noSuchCommand) {
+				t.Errorf("runInit = %v, want the start's error", err)
+			}
+		})
 	}
 }

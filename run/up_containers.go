@@ -281,7 +281,8 @@ type ExitError struct {
 
 // runInit runs init container c to completion in the pod's supervisor,
 // which restarts a failed one with the kubelet's back-off unless the policy
-// is Never. A final failure is an *ExitError; when ctx ends first, the
+// is Never. A final failure is an *ExitError, or its failure to start
+// (left to its restarts: retryStarts); when ctx ends first, the
 // error says how its last attempt ended.
 func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
@@ -296,10 +297,15 @@ func (r *podRun) runInit(c *corev1.Container) func(context.Context) error {
 		st := l.State()
 		exit := &ExitError{Container: c.Name, Code: st.LastCode, OOMKilled: st.OOMKilled, Tail: readTail(r.logPath(c.Name, st.Restarts))}
 		switch {
+		case err != nil && st.StartErr != nil && ctx.Err() != nil: // left to its restarts (retryStarts)
+			return fmt.Errorf("init container %q could not start: %w; gave up: %w", c.Name, st.StartErr, err)
 		case err != nil && st.Exited && ctx.Err() != nil:
 			return fmt.Errorf("init %w; gave up: %w", exit, err)
 		case err != nil:
 			return err
+		case st.ExitCode != 0 && st.StartErr != nil:
+			r.final = r.finalStatus(ctx)
+			return fmt.Errorf("init container %q could not start: %w", c.Name, st.StartErr)
 		case st.ExitCode != 0:
 			exit.Code = st.ExitCode
 			r.final = r.finalStatus(ctx)

@@ -181,4 +181,11 @@ func TestStatusStartError(t *testing.T) {
 	if cs.RestartCount != 3 || st.Phase != corev1.PodRunning {
 		t.Errorf("restartCount %d, phase %s; want 3, Running", cs.RestartCount, st.Phase)
 	}
+	// A task left created by the failed start (its delete failed too):
+	// the same.
+	failed.Task = engine.Task{State: engine.TaskCreated}
+	again := Compute(p, Observed{Containers: map[string][]engine.Container{"app": {failed}}}).ContainerStatuses[0]
+	if again.State.Waiting == nil || again.LastTerminationState.Terminated == nil || again.LastTerminationState.Terminated.Reason != ReasonStartError {
+		t.Errorf("with a created task left: state %+v, lastState %+v; want as without", again.State, again.LastTerminationState)
+	}
 }

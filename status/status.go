@@ -176,7 +176,9 @@ func imageName(ref string) string {
 }
 
 func state(c engine.Container, messages map[string]string) corev1.ContainerState {
-	if c.Task.State == engine.TaskNone {
+	// A task left behind by a start that failed (its delete failed too)
+	// never ran: its labels say how the attempt ended.
+	if c.Task.State == engine.TaskNone || c.Labels[labels.Reason] == ReasonStartError {
 		if code, err := strconv.Atoi(c.Labels[labels.ExitCode]); err == nil {
 			finished, _ := labelTime(c, labels.FinishedAt)
 			c.Task = engine.Task{State: engine.TaskStopped, ExitCode: uint32(code), ExitedAt: finished}

@@ -48,7 +48,7 @@ func (e *Engine) Start(ctx context.Context, id, logPath string) (uint32, error) 
 			// cut off by a killed podrun): it goes, and the create is done
 			// again.
 			if rerr := e.removeStaleTask(ctx, id); rerr != nil {
-				return 0, &engine.StartError{Err: fmt.Errorf("failed to create containerd task: %w", errors.Join(err, rerr))}
+				return 0, startError(ctx, fmt.Errorf("failed to create containerd task: %w", errors.Join(err, rerr)))
 			}
 			continue
 		}
@@ -63,7 +63,7 @@ func (e *Engine) Start(ctx context.Context, id, logPath string) (uint32, error) 
 	if err != nil {
 		// Containerd's CRI words (container_start.go), the message the
 		// kubelet shows.
-		return 0, &engine.StartError{Err: fmt.Errorf("failed to create containerd task: %w", err)}
+		return 0, startError(ctx, fmt.Errorf("failed to create containerd task: %w", err))
 	}
 	t1 := time.Now()
 	defer func() { slog.Debug("task started", "id", id, "create", t1.Sub(t0), "start", time.Since(t1)) }()
@@ -71,9 +71,18 @@ func (e *Engine) Start(ctx context.Context, id, logPath string) (uint32, error) 
 		if _, derr := task.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill); derr != nil && !errdefs.IsNotFound(derr) {
 			err = errors.Join(err, fmt.Errorf("deleting failed task: %w", derr))
 		}
-		return 0, &engine.StartError{Err: fmt.Errorf("failed to start containerd task %q: %w", id, err)}
+		return 0, startError(ctx, fmt.Errorf("failed to start containerd task %q: %w", id, err))
 	}
 	return task.Pid(), nil
+}
+
+// startError is err as Start returns it: an engine.StartError, unless ctx
+// ended (a start cut off is no failure of the container).
+func startError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	return &engine.StartError{Err: err}
 }
 
 // Resize sets the size of the task's terminal.
