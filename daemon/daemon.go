@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,11 +106,12 @@ type Daemon struct {
 	jobsMu  sync.Mutex
 	jobRuns map[string]*jobRun
 	current map[string]bool
-	// watching are the new versions whose progress is watched, by
-	// namespace/name (rollback.go); kick asks the loop for a sync.
-	watchMu  sync.Mutex
-	watching map[string]string
-	kick     chan struct{}
+	// watched is, by namespace/name, the uid of the pod whose progress is
+	// watched or was found settled (rollback.go); kick asks the loop for a
+	// sync.
+	watchMu sync.Mutex
+	watched map[string]string
+	kick    chan struct{}
 	// rolledBack are the pods wanted that run a rollback's version.
 	rolledBack []Rollback
 }
@@ -120,7 +122,7 @@ func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
 	src.Admission, src.URLHeaderFile = o.Admission, o.URLHeaderFile
 	d := &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{},
 		archives: map[string]archiveState{}, sources: map[string]string{}, jobRuns: map[string]*jobRun{},
-		watching: map[string]string{}, kick: make(chan struct{}, 1)}
+		watched: map[string]string{}, kick: make(chan struct{}, 1)}
 	d.workers = newWorkers(d.syncPod)
 	return d
 }
@@ -339,6 +341,9 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 	d.sources = sources
 	d.rolledBack = rolledBack
 	d.pubMu.Unlock()
+	d.watchMu.Lock()
+	maps.DeleteFunc(d.watched, func(k, _ string) bool { _, ok := wants[k]; return !ok }) // pods of no source
+	d.watchMu.Unlock()
 	for _, k := range append(w.Others(pods), keys...) {
 		d.workers.update(ctx, k, job{want: w, snapshot: pods, deadline: deadlines[k]})
 	}

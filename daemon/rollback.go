@@ -8,11 +8,12 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"time"
 
+	"github.com/podrun/podrun/history"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/progress"
-	"github.com/podrun/podrun/run"
 )
 
 // progressPoll is how often a new version's progress is looked at; it
@@ -31,77 +32,76 @@ type Rollback struct {
 }
 
 // watchProgress watches pod p, new on the node, until it is Ready or has
-// failed, and then rolls it back; one watch per pod at a time. Nothing is
-// watched when rollback is off (ProgressDeadline 0), nor a pod with no
-// other version that became Ready to go back to, nor one that is Ready
-// already (its version is in the history).
+// failed, and then rolls it back; each pod once (d.watched), so that the
+// syncs that find it unchanged cost nothing. Nothing is watched when
+// rollback is off (ProgressDeadline 0), nor a pod with no other version
+// that became Ready to go back to, nor one that is Ready already (its
+// version is in the history).
 func (d *Daemon) watchProgress(ctx context.Context, p *manifest.Pod, workload *int32) {
 	if d.o.ProgressDeadline <= 0 {
 		return
 	}
-	revs, err := d.h.History(p.Key())
-	if err != nil || len(revs) == 0 {
+	key := p.Key()
+	d.watchMu.Lock()
+	seen := d.watched[key] == p.UID
+	d.watched[key] = p.UID
+	d.watchMu.Unlock()
+	if seen {
+		return // watched now, or settled
+	}
+	revs, err := d.h.History(key)
+	if err != nil {
+		d.forgetWatch(key, p.UID) // looked at again at the next sync
 		return
 	}
-	for _, r := range revs {
-		if r.Hash == p.Hash {
-			return
-		}
+	if len(revs) == 0 || slices.ContainsFunc(revs, func(r history.Revision) bool { return r.Hash == p.Hash }) {
+		return
 	}
 	deadline, err := progress.Deadline(p.Pod, workload, d.o.ProgressDeadline)
 	if err != nil {
-		d.log.Warn("pod's progress deadline not read; the daemon's is used", "pod", p.Key(), "err", err)
+		d.log.Warn("pod's progress deadline not read; the daemon's is used", "pod", key, "err", err)
 		deadline = d.o.ProgressDeadline
 	}
-	d.watchMu.Lock()
-	if d.watching[p.Key()] == p.UID {
-		d.watchMu.Unlock()
-		return
-	}
-	d.watching[p.Key()] = p.UID
-	d.watchMu.Unlock()
 	go func() {
-		defer func() {
-			d.watchMu.Lock()
-			if d.watching[p.Key()] == p.UID {
-				delete(d.watching, p.Key())
-			}
-			d.watchMu.Unlock()
-		}()
-		d.awaitProgress(ctx, p, time.Now(), deadline)
+		if !d.awaitProgress(ctx, p, time.Now(), deadline) {
+			d.forgetWatch(key, p.UID) // watched again if it comes back
+		}
 	}()
 }
 
+// forgetWatch lets pod uid of key be watched again.
+func (d *Daemon) forgetWatch(key, uid string) {
+	d.watchMu.Lock()
+	defer d.watchMu.Unlock()
+	if d.watched[key] == uid {
+		delete(d.watched, key)
+	}
+}
+
 // awaitProgress looks at p every progressPoll until progress.Decide says
-// Ready (done) or Failed (rolled back), or p is no longer on the node.
-func (d *Daemon) awaitProgress(ctx context.Context, p *manifest.Pod, since time.Time, deadline time.Duration) {
+// Ready (true) or Failed (rolled back), or p is no longer on the node.
+func (d *Daemon) awaitProgress(ctx context.Context, p *manifest.Pod, since time.Time, deadline time.Duration) bool {
 	wasReady := false
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(progressPoll):
 		}
-		pods, err := d.h.Pods(ctx)
-		if err != nil {
+		info, err := d.h.PodOf(ctx, p.Key(), p.UID)
+		switch {
+		case err != nil:
 			continue
-		}
-		var info *run.PodInfo
-		for _, i := range pods {
-			if i.UID == p.UID && i.Pod != nil {
-				info = i
-			}
-		}
-		if info == nil {
-			return // replaced or removed meanwhile
+		case info == nil:
+			return false // replaced or removed meanwhile
 		}
 		v := progress.Decide(info.Pod, since, time.Now(), deadline)
 		switch {
 		case v.Phase == progress.Ready && wasReady:
-			return
+			return true
 		case v.Phase == progress.Failed:
 			d.rollBack(p, v)
-			return
+			return false
 		}
 		wasReady = v.Phase == progress.Ready
 	}

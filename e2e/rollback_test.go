@@ -92,13 +92,7 @@ func TestRollbackDaemonCrash(t *testing.T) {
 	d := dmStart(t, dir, nil, "--resync", "2s", "--listen", fmt.Sprintf("127.0.0.1:%d", port))
 	dmWaitSynced(t, d, 60*time.Second)
 
-	dmRename(t, dir, "rb-crash.yaml", rbPod{name: "rb-crash", value: "v1"}.yaml())
-	good := rbWaitValue(t, "rb-crash", "v1", 30*time.Second)
-	// Its version is recorded once Ready.
-	svEventually(t, 10*time.Second, "rollout history lists revision 1", func() (bool, string) {
-		out, _ := svQuiet(t, "rollout", "history", "rb-crash")
-		return strings.Contains(out, "REVISION") && rbHasRevision(out, 1), out
-	})
+	good := rbFirstVersion(t, dir, "rb-crash")
 
 	start := time.Now()
 	dmRename(t, dir, "rb-crash.yaml", rbPod{name: "rb-crash", value: "v2", exit: true}.yaml())
@@ -176,12 +170,7 @@ func TestRollbackDaemonReadinessDeadline(t *testing.T) {
 	plDownOnCleanup(t, "rb-ready")
 	d := dmStart(t, dir, nil, "--resync", "2s")
 	dmWaitSynced(t, d, 60*time.Second)
-	dmRename(t, dir, "rb-ready.yaml", rbPod{name: "rb-ready", value: "v1"}.yaml())
-	good := rbWaitValue(t, "rb-ready", "v1", 30*time.Second)
-	svEventually(t, 10*time.Second, "revision 1 recorded", func() (bool, string) {
-		out, _ := svQuiet(t, "rollout", "history", "rb-ready")
-		return rbHasRevision(out, 1), out
-	})
+	good := rbFirstVersion(t, dir, "rb-ready")
 	start := time.Now()
 	dmRename(t, dir, "rb-ready.yaml", rbPod{name: "rb-ready", value: "v2", notReady: true, deadline: 5}.yaml())
 	dmWaitRunning(t, 30*time.Second, func(p corev1.Pod) bool { return dmValue(p) == "v2" }, "rb-ready")
@@ -200,6 +189,20 @@ func TestRollbackDaemonReadinessDeadline(t *testing.T) {
 	if row := svQuietPsRow(t, "rb-ready"); len(row) < 4 || row[3] != "RolledBack" {
 		t.Errorf("ps row %q, want STATUS RolledBack", row)
 	}
+}
+
+// rbFirstVersion puts version v1 of pod name into the daemon's directory
+// dir and waits until it runs and `rollout history` lists it as revision 1
+// (its version is recorded once Ready); it returns the pod.
+func rbFirstVersion(t *testing.T, dir, name string) corev1.Pod {
+	t.Helper()
+	dmRename(t, dir, name+".yaml", rbPod{name: name, value: "v1"}.yaml())
+	good := rbWaitValue(t, name, "v1", 30*time.Second)
+	svEventually(t, 10*time.Second, "rollout history lists revision 1 of "+name, func() (bool, string) {
+		out, _ := svQuiet(t, "rollout", "history", name)
+		return strings.Contains(out, "REVISION") && rbHasRevision(out, 1), out
+	})
+	return good
 }
 
 // rbCondition is a pod's Progressing condition.
@@ -283,12 +286,7 @@ func TestRollbackDaemonKill9(t *testing.T) {
 	plDownOnCleanup(t, "rb-kill")
 	d1 := dmStart(t, dir, nil, "--resync", "2s")
 	dmWaitSynced(t, d1, 60*time.Second)
-	dmRename(t, dir, "rb-kill.yaml", rbPod{name: "rb-kill", value: "v1"}.yaml())
-	good := rbWaitValue(t, "rb-kill", "v1", 30*time.Second)
-	svEventually(t, 10*time.Second, "revision 1 recorded", func() (bool, string) {
-		out, _ := svQuiet(t, "rollout", "history", "rb-kill")
-		return rbHasRevision(out, 1), out
-	})
+	good := rbFirstVersion(t, dir, "rb-kill")
 	prefix := strings.ReplaceAll(string(good.UID), "-", "")[:12] // its containers' ids begin so
 	dmRename(t, dir, "rb-kill.yaml", rbPod{name: "rb-kill", value: "v2", exit: true}.yaml())
 	line := `msg="new version failed; rolling back until its file changes" pod=default/` + dmFull("rb-kill")

@@ -4,6 +4,7 @@
 package progress
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -78,7 +79,7 @@ func Decide(pod *corev1.Pod, since, now time.Time, deadline time.Duration) Verdi
 		}
 	}
 	if st.Phase == corev1.PodFailed {
-		return Verdict{Phase: Failed, Reason: orDefault(st.Reason, "PodFailed"), Message: orDefault(st.Message, fmt.Sprintf("pod %q failed", pod.Name))}
+		return Verdict{Phase: Failed, Reason: cmp.Or(st.Reason, "PodFailed"), Message: cmp.Or(st.Message, fmt.Sprintf("pod %q failed", pod.Name))}
 	}
 	for _, cs := range append(append([]corev1.ContainerStatus(nil), st.InitContainerStatuses...), st.ContainerStatuses...) {
 		if w := cs.State.Waiting; w != nil && certain[w.Reason] {
@@ -88,7 +89,7 @@ func Decide(pod *corev1.Pod, since, now time.Time, deadline time.Duration) Verdi
 	if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
 		for _, cs := range st.InitContainerStatuses {
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-				return Verdict{Phase: Failed, Reason: orDefault(t.Reason, "Error"),
+				return Verdict{Phase: Failed, Reason: cmp.Or(t.Reason, "Error"),
 					Message: fmt.Sprintf("init container %q exited with code %d", cs.Name, t.ExitCode)}
 			}
 		}
@@ -103,7 +104,7 @@ func Decide(pod *corev1.Pod, since, now time.Time, deadline time.Duration) Verdi
 // lastState says how a waiting container's last attempt ended.
 func lastState(cs corev1.ContainerStatus) string {
 	if t := cs.LastTerminationState.Terminated; t != nil {
-		return fmt.Sprintf(" (last attempt exited with code %d, %s)", t.ExitCode, orDefault(t.Reason, "Error"))
+		return fmt.Sprintf(" (last attempt exited with code %d, %s)", t.ExitCode, cmp.Or(t.Reason, "Error"))
 	}
 	return ""
 }
@@ -116,11 +117,4 @@ func notReady(st corev1.PodStatus) string {
 		}
 	}
 	return ""
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

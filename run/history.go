@@ -17,7 +17,6 @@ import (
 
 	"github.com/podrun/podrun/history"
 	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/supervisor"
 )
 
 // readySettle is how long a version must stay Ready to be kept in the
@@ -50,12 +49,7 @@ func (r *podRun) recordReady() {
 // watchReady records the pod's version once it is Ready (a supervised pod
 // that was not waited for, `--wait running` or the daemon's), then ends.
 func (r *podRun) watchReady(ctx context.Context) {
-	var loops []*supervisor.Loop
-	for _, l := range r.w.Loops() {
-		if l.Role() != supervisor.RoleInit {
-			loops = append(loops, l)
-		}
-	}
+	loops := r.readyLoops()
 	if len(loops) == 0 || r.pod.Spec.RestartPolicy != corev1.RestartPolicyAlways {
 		return // a pod that runs to completion has no version to go back to
 	}

@@ -67,6 +67,21 @@ func (h *Host) podsNamed(ctx context.Context, key string, uids []string) ([]*Pod
 	return out, nil
 }
 
+// PodOf is pod uid, named key, as listed now; nil when it is not on the
+// node. It lists that pod's containers alone.
+func (h *Host) PodOf(ctx context.Context, key, uid string) (*PodInfo, error) {
+	pods, err := h.podsNamed(ctx, key, []string{uid})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods {
+		if p.UID == uid && p.Pod != nil {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
 // list lists the pods of the containers matching match and of the records
 // of uids and of those containers.
 func (h *Host) list(ctx context.Context, match map[string]string, uids []string) ([]*PodInfo, error) {

@@ -323,16 +323,11 @@ func (r *podRun) finalStatus(ctx context.Context) *corev1.PodStatus {
 	if !r.keepFailed || r.pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
 		return nil
 	}
-	pods, err := r.h.podsNamed(ctx, r.key, []string{r.pod.UID})
-	if err != nil {
+	p, err := r.h.PodOf(ctx, r.key, r.pod.UID)
+	if err != nil || p == nil || p.Pod.Status.Phase != corev1.PodFailed {
 		return nil
 	}
-	for _, p := range pods {
-		if p.UID == r.pod.UID && p.Pod != nil && p.Pod.Status.Phase == corev1.PodFailed {
-			return p.Pod.Status.DeepCopy()
-		}
-	}
-	return nil
+	return p.Pod.Status.DeepCopy()
 }
 
 // startFailure is the failure to start that fails a step waiting for a

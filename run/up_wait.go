@@ -25,18 +25,10 @@ func (r *podRun) recordRunning(context.Context) error {
 // ends it (deadline.go): `kubectl wait --for=condition=Ready`, which never
 // kills a healthy pod for not finishing.
 func (r *podRun) waitReady(ctx context.Context) error {
-	var loops []*supervisor.Loop
-	for _, l := range r.w.Loops() {
-		if l.Role() != supervisor.RoleInit { // done before any app started
-			loops = append(loops, l)
-		}
-	}
+	loops := r.readyLoops()
 	dctx, passed, cancel := r.untilDeadline(ctx)
 	defer cancel()
-	err := r.w.WaitFor(dctx, func() (bool, error) { return r.allReady(loops) || r.appsDone(), nil })
-	if err == nil && r.minReady > 0 && !r.appsDone() {
-		err = r.stayReady(dctx, loops, r.minReady)
-	}
+	err := r.stayReady(dctx, loops, r.minReady)
 	switch {
 	case err != nil && passed():
 		return r.failDeadline(ctx)
@@ -49,12 +41,26 @@ func (r *podRun) waitReady(ctx context.Context) error {
 	return r.recordRunning(ctx)
 }
 
-// stayReady waits until the pod has stayed Ready for settle (a container
-// that exits at once is Ready for a moment), waiting for Ready again each
-// time it is not; a pod that finishes meanwhile is done.
+// readyLoops are the loops of the containers the pod's Ready condition
+// counts: its app containers and sidecars (init containers are done
+// before any app starts).
+func (r *podRun) readyLoops() []*supervisor.Loop {
+	var loops []*supervisor.Loop
+	for _, l := range r.w.Loops() {
+		if l.Role() != supervisor.RoleInit {
+			loops = append(loops, l)
+		}
+	}
+	return loops
+}
+
+// stayReady waits until the pod is Ready and has stayed so for settle (a
+// container that exits at once is Ready for a moment; 0: once Ready),
+// waiting for Ready again each time it is not; a pod that finishes
+// meanwhile is done.
 func (r *podRun) stayReady(ctx context.Context, loops []*supervisor.Loop, settle time.Duration) error {
 	for {
-		if err := r.w.WaitFor(ctx, func() (bool, error) { return r.allReady(loops) || r.appsDone(), nil }); err != nil || r.appsDone() {
+		if err := r.w.WaitFor(ctx, func() (bool, error) { return r.allReady(loops) || r.appsDone(), nil }); err != nil || r.appsDone() || settle <= 0 {
 			return err // a pod that has finished is done with
 		}
 		sctx, cancel := context.WithTimeout(ctx, settle)

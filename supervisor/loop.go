@@ -261,7 +261,7 @@ func (l *Loop) adoptExited(ctx context.Context, a engine.Container) (ranFor time
 	if a.Task.State == engine.TaskStopped {
 		finished = a.Task.ExitedAt
 	}
-	if a.Labels[labels.Reason] != status.ReasonStartError { // one that never ran ran for no time
+	if started.Unix() > 0 { // one that never ran (StartError: 1970, as CRI says) ran for no time
 		ranFor = finished.Sub(started)
 	}
 	l.backoff.Resume(l.State().Restarts)
