@@ -427,13 +427,16 @@ spec:
 		return len(first.Status.ContainerStatuses) == 1, fmt.Sprintf("%+v", first.Status)
 	})
 	var p corev1.Pod
-	svEventually(t, 60*time.Second, "dp-nocmd restarted twice after failed starts", func() (bool, string) {
+	svEventually(t, 60*time.Second, "dp-nocmd restarted twice after failed starts, waiting", func() (bool, string) {
 		p = dmPods(t)["dp-nocmd"]
 		if len(p.Status.ContainerStatuses) != 1 {
 			return false, fmt.Sprintf("%+v", p.Status)
 		}
+		// Not the instant an attempt is made (ContainerCreating) but
+		// the back-off after its failure.
 		cs := p.Status.ContainerStatuses[0]
-		return cs.RestartCount >= 2 && cs.LastTerminationState.Terminated != nil, fmt.Sprintf("restarts %d, %+v", cs.RestartCount, cs.LastTerminationState)
+		return cs.RestartCount >= 2 && cs.LastTerminationState.Terminated != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason != "ContainerCreating",
+			fmt.Sprintf("restarts %d, %+v, %+v", cs.RestartCount, cs.State, cs.LastTerminationState)
 	})
 	cs := p.Status.ContainerStatuses[0]
 	if p.UID != first.UID || p.Status.Phase != corev1.PodRunning {
