@@ -200,8 +200,9 @@ func MilliCPUToQuota(milliCPU int64) int64 {
 	return max(milliCPU*quotaPeriod/milliCPUToCPU, minQuotaPeriod)
 }
 
-// Bytes is q in bytes, rounded up, at most MaxMemory's (Quantity.Value
-// wraps past it: 8Ei would be -8Ei).
+// Bytes is q in bytes (in units, for a quantity of something else),
+// rounded up, at most math.MaxInt64 (Quantity.Value wraps past it: 8Ei
+// would be -8Ei).
 func Bytes(q resource.Quantity) int64 {
 	if q.Cmp(MaxMemory) > 0 {
 		return math.MaxInt64
