@@ -97,6 +97,9 @@ func (r *reader) decodePod(src Source, prefix string, data []byte, raw map[strin
 	pod.Status = corev1.PodStatus{} // accepted and dropped, as kubectl apply does
 	Default(pod)
 	r.fieldProblems(src, prefix, Validate(pod))
+	for _, w := range resourceWarnings(&pod.Spec, field.NewPath("spec")) { // resources.go
+		r.set.Warnings = append(r.set.Warnings, fmt.Sprintf("%s: %s%s", src, prefix, w))
+	}
 	r.fieldProblems(src, prefix, r.opts.admit(pod)) // policy.go
 	for _, msg := range r.opts.violations(pod) {
 		r.problem(src, strings.TrimSuffix(prefix, "."), msg)

@@ -83,6 +83,10 @@ type Set struct {
 	// Notes say which objects were skipped: the kinds only a cluster uses
 	// (skipped.go), one line each.
 	Notes []string
+	// Warnings are what the API server would warn of in the objects read
+	// ("pod.yaml (document 1): spec.containers[0].resources.limits.memory:
+	// fractional byte value ..."), one line each.
+	Warnings []string
 	// Workloads are the workload objects read, as "namespace/Kind/name"
 	// (workloads.go): the pods of each are in Pods.
 	Workloads []string

@@ -16,6 +16,8 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podrun/podrun/resources"
 )
 
 // Validate checks a defaulted pod the way the API server would, restricted to
@@ -233,8 +235,12 @@ func validateEmptyDir(ed *corev1.EmptyDirVolumeSource, fld *field.Path) field.Er
 		errs = append(errs, field.NotSupported(fld.Child("medium"), ed.Medium,
 			[]corev1.StorageMedium{corev1.StorageMediumDefault, corev1.StorageMediumMemory}))
 	}
-	if ed.SizeLimit != nil && ed.SizeLimit.Sign() <= 0 {
-		errs = append(errs, field.Invalid(fld.Child("sizeLimit"), ed.SizeLimit.String(), "must be greater than 0"))
+	switch l := ed.SizeLimit; {
+	case l == nil:
+	case l.Sign() <= 0:
+		errs = append(errs, field.Invalid(fld.Child("sizeLimit"), l.String(), "must be greater than 0"))
+	case l.Cmp(resources.MaxMemory) > 0: // a tmpfs size= and the eviction check count bytes in an int64
+		errs = append(errs, field.Invalid(fld.Child("sizeLimit"), l.String(), fmt.Sprintf("must be less than or equal to %s, the most bytes a tmpfs size holds", resources.MaxMemory.String())))
 	}
 	// The directory's permission bits and the sticky bit (01777 makes a
 	// /tmp); setuid and setgid on a volume mean nothing good.
