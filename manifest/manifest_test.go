@@ -201,6 +201,32 @@ func TestInvalidInputs(t *testing.T) {
 			},
 		},
 		{
+			// Whole numbers too large for their integer fields are out of
+			// range (not of the wrong type), at the field that holds them;
+			// a progress deadline past a time.Duration is refused.
+			name:  "out of range",
+			paths: []string{"testdata/invalid/out-of-range.yaml"},
+			want: []string{
+				"testdata/invalid/out-of-range.yaml (document 1): spec.containers[1].readinessProbe.periodSeconds: Invalid value: 2147483648: out of range: must be between -2147483648 and 2147483647, inclusive",
+				"testdata/invalid/out-of-range.yaml (document 1): spec.containers[1].readinessProbe.timeoutSeconds: Invalid type: expected integer, got number",
+				"testdata/invalid/out-of-range.yaml (document 1): spec.terminationGracePeriodSeconds: Invalid value: 9223372036854776000: out of range: must be between -9223372036854775808 and 9223372036854775807, inclusive",
+				`testdata/invalid/out-of-range.yaml (document 2): metadata.annotations[podrun.io/progress-deadline-seconds]: Invalid value: "9223372037": must be between 1 and 9223372036, inclusive`,
+				"testdata/invalid/out-of-range.yaml (document 3): spec.progressDeadlineSeconds: Invalid value: 9223372037: out of range: must be between -2147483648 and 2147483647, inclusive",
+				`testdata/invalid/out-of-range.yaml (document 4): spec.template.metadata.annotations[podrun.io/progress-deadline-seconds]: Invalid value: "-5": must be between 1 and 9223372036, inclusive`,
+				"testdata/invalid/out-of-range.yaml (document 4): spec.progressDeadlineSeconds: Invalid value: 10: must be greater than minReadySeconds",
+			},
+		},
+		{
+			// The decoder's quantity error names no field: podrun finds it.
+			name:  "quantities that do not parse",
+			paths: []string{"testdata/invalid/bad-quantity.yaml"},
+			want: []string{
+				`testdata/invalid/bad-quantity.yaml (document 1): spec.volumes[0].emptyDir.sizeLimit: Invalid value: "1Gx": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+				`testdata/invalid/bad-quantity.yaml (document 1): spec.containers[1].resources.limits[cpu]: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+				`testdata/invalid/bad-quantity.yaml (document 1): spec.containers[1].resources.requests[memory]: Invalid value: "1.5.5": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+			},
+		},
+		{
 			name:  "empty file",
 			paths: []string{"testdata/invalid/empty.yaml"},
 			want:  []string{"testdata/invalid/empty.yaml: no Kubernetes objects found"},

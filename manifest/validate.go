@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/podrun/podrun/progress"
 	"github.com/podrun/podrun/resources"
 )
 
@@ -66,11 +67,17 @@ func validateLabels(labels map[string]string, fld *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateAnnotations checks annotation keys in key order, then their total size.
+// validateAnnotations checks annotation keys in key order, then their total
+// size, and the value of podrun's own progress-deadline annotation.
 func validateAnnotations(annotations map[string]string, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, k := range sortedStringKeys(annotations) {
 		errs = append(errs, apivalidation.ValidateAnnotations(map[string]string{k: ""}, fld)...)
+	}
+	if v, ok := annotations[progress.DeadlineAnnotation]; ok {
+		if _, err := progress.ParseDeadline(v, fld.Key(progress.DeadlineAnnotation)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := apivalidation.ValidateAnnotationsSize(annotations); err != nil {
 		errs = append(errs, field.TooLong(fld, "", apivalidation.TotalAnnotationSizeLimitB))
@@ -91,12 +98,12 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	for i := range spec.InitContainers {
 		c, f := &spec.InitContainers[i], fld.Child("initContainers").Index(i)
 		errs = append(errs, validateContainer(c, f, ctx)...)
-		errs = append(errs, validateInitLifecycle(c, f)...)
+		errs = append(errs, validateInitLifecycle(c, spec.TerminationGracePeriodSeconds, f)...)
 	}
 	for i := range spec.Containers {
 		c, f := &spec.Containers[i], fld.Child("containers").Index(i)
 		errs = append(errs, validateContainer(c, f, ctx)...)
-		errs = append(errs, validateLifecycle(c, f)...)
+		errs = append(errs, validateLifecycle(c, spec.TerminationGracePeriodSeconds, f)...)
 		errs = append(errs, validateRestartRules(c, f)...)
 	}
 	errs = append(errs, validateHostPorts(spec.InitContainers, fld.Child("initContainers"))...)
