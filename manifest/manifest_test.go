@@ -418,3 +418,52 @@ func assertLines(t *testing.T, got, want []string) {
 	}
 	t.Errorf("got %d lines:\n\t%s\nwant %d lines:\n\t%s", len(got), strings.Join(got, "\n\t"), len(want), strings.Join(want, "\n\t"))
 }
+
+// TestFilesWithoutPods: a file of Services (skipped) and a file of
+// ConfigMaps load alike, each with a note saying it holds no pod (on
+// cbe04fe the first was "no Kubernetes objects found", exit 2, the second
+// silent, exit 0); a file of nothing stays a problem.
+func TestFilesWithoutPods(t *testing.T) {
+	const svc = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n"
+	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf}\ndata: {a: b}\n"
+	const pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: app, image: busybox:1}]}\n"
+	for _, tc := range []struct {
+		name, data string
+		note       string // the last note, "" for none
+	}{
+		{"services only", svc + "---\n" + svc, `svc.yaml: no pod in this file, only 2 Service`},
+		{"a ConfigMap only", cm, `svc.yaml: no pod in this file, only 1 ConfigMap`},
+		{"a Service and a ConfigMap", svc + "---\n" + cm, `svc.yaml: no pod in this file, only 1 ConfigMap, 1 Service`},
+		{"a pod too", svc + "---\n" + cm + "---\n" + pod, `svc.yaml (document 1): Service "web" skipped (a cluster's object: one node has nothing to do with it)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, err := Parse("svc.yaml", []byte(tc.data))
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if n := len(set.Notes); n == 0 || set.Notes[n-1] != tc.note {
+				t.Errorf("notes %q, want the last %q", set.Notes, tc.note)
+			}
+		})
+	}
+	if _, err := Parse("empty.yaml", []byte("# nothing\n---\n")); err == nil || err.Error() != "empty.yaml: no Kubernetes objects found" {
+		t.Errorf("empty file: %v", err)
+	}
+}
+
+// TestSourceQuoted: a file name that could pass for part of the message is
+// quoted.
+func TestSourceQuoted(t *testing.T) {
+	for file, want := range map[string]string{
+		"pod.yaml":             "pod.yaml (document 2)",
+		"dir/my pod.yaml":      `"dir/my pod.yaml" (document 2)`,
+		"a.yaml: spec.x":       `"a.yaml: spec.x" (document 2)`,
+		"evil\nok.yaml":        `"evil\nok.yaml" (document 2)`,
+		"-":                    "stdin (document 2)",
+		"https://x/pods?a=b&c": "https://x/pods?a=b&c (document 2)",
+	} {
+		if got := (Source{File: file, Doc: 2}).String(); got != want {
+			t.Errorf("Source{%q}.String() = %s, want %s", file, got, want)
+		}
+	}
+}
