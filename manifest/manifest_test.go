@@ -214,6 +214,12 @@ func TestInvalidInputs(t *testing.T) {
 				"testdata/invalid/out-of-range.yaml (document 3): spec.progressDeadlineSeconds: Invalid value: 9223372037: out of range: must be between -2147483648 and 2147483647, inclusive",
 				`testdata/invalid/out-of-range.yaml (document 4): spec.template.metadata.annotations[podrun.io/progress-deadline-seconds]: Invalid value: "-5": must be between 1 and 9223372036, inclusive`,
 				"testdata/invalid/out-of-range.yaml (document 4): spec.progressDeadlineSeconds: Invalid value: 10: must be greater than minReadySeconds",
+				// Seconds past a time.Duration: a grace period or deadline
+				// wrapped to a negative one on cbe04fe.
+				"testdata/invalid/out-of-range.yaml (document 5): spec.containers[0].livenessProbe.terminationGracePeriodSeconds: Invalid value: 9223372037: must be less than or equal to 9223372036, the most seconds a duration holds",
+				"testdata/invalid/out-of-range.yaml (document 5): spec.terminationGracePeriodSeconds: Invalid value: 9223372037: must be less than or equal to 9223372036, the most seconds a duration holds",
+				"testdata/invalid/out-of-range.yaml (document 6): spec.activeDeadlineSeconds: Invalid value: 9223372037: must be less than or equal to 9223372036, the most seconds a duration holds",
+				"testdata/invalid/out-of-range.yaml (document 7): spec.startingDeadlineSeconds: Invalid value: 9223372037: must be less than or equal to 9223372036, the most seconds a duration holds",
 			},
 		},
 		{

@@ -183,6 +183,8 @@ func validateProbe(p *corev1.Probe, ports []corev1.ContainerPort, fld *field.Pat
 			errs = append(errs, field.Invalid(fld.Child("terminationGracePeriodSeconds"), *g, "must not be set for readinessProbes"))
 		case *g <= 0:
 			errs = append(errs, field.Invalid(fld.Child("terminationGracePeriodSeconds"), *g, "must be greater than 0"))
+		default:
+			errs = append(errs, validateDuration(*g, fld.Child("terminationGracePeriodSeconds"))...)
 		}
 	}
 	return errs

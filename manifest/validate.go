@@ -2,11 +2,13 @@ package manifest
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"path"
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/distribution/reference"
 	"golang.org/x/sys/unix"
@@ -112,6 +114,7 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 		corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
 	if g := spec.TerminationGracePeriodSeconds; g != nil {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(*g, fld.Child("terminationGracePeriodSeconds"))...)
+		errs = append(errs, validateDuration(*g, fld.Child("terminationGracePeriodSeconds"))...)
 	}
 	errs = append(errs, validateNetwork(spec, fld)...)  // network.go
 	errs = append(errs, validateSecurity(spec, fld)...) // security.go
@@ -127,6 +130,20 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 		errs = append(errs, invalid(fld.Child("subdomain"), spec.Subdomain, validation.IsDNS1123Label(spec.Subdomain))...)
 	}
 	return append(errs, validateHostnameOverride(spec, fld.Child("hostnameOverride"))...)
+}
+
+// maxDurationSeconds is the most seconds a time.Duration holds (292
+// years): a grace period or a deadline of more wrapped to a negative one
+// (kill at once, fail at once).
+const maxDurationSeconds = math.MaxInt64 / int64(time.Second)
+
+// validateDuration refuses an int64 number of seconds that podrun turns
+// into a time.Duration when it is more than one holds.
+func validateDuration(seconds int64, fld *field.Path) field.ErrorList {
+	if seconds > maxDurationSeconds {
+		return field.ErrorList{field.Invalid(fld, seconds, fmt.Sprintf("must be less than or equal to %d, the most seconds a duration holds", maxDurationSeconds))}
+	}
+	return nil
 }
 
 // validateHostnameOverride is the API server's check (HostnameOverride): a
