@@ -3,6 +3,7 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"reflect"
 	"regexp"
@@ -270,6 +271,9 @@ func decodeError(raw map[string]any, obj any, err error) (path, msg string, remo
 	}
 	msg = fmt.Sprintf("Invalid type: expected %s, got %s", expectedKind(err), got)
 	match := func(v any) bool { return jsonKind(v) == got }
+	if got == "number" && expectedKind(err) == "integer" { // 1.5: the one that is not whole
+		match = func(v any) bool { f, ok := v.(float64); return ok && f != math.Trunc(f) }
+	}
 	if lit, lo, hi, ok := outOfRange(err); ok {
 		msg = fmt.Sprintf("Invalid value: %s: out of range: must be between %d and %d, inclusive", lit, lo, hi)
 		match = func(v any) bool { f, ok := v.(float64); return ok && (f < float64(lo) || f > float64(hi)) }
