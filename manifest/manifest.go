@@ -97,10 +97,10 @@ type Set struct {
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
 	// Notes say which objects were skipped: the kinds only a cluster uses
-	// (skipped.go), one line each.
+	// (skipped.go), one line each; and which files hold no pod (noPods).
 	Notes []string
 	// Warnings are what the API server would warn of in the objects read
-	// ("pod.yaml (document 1): spec.containers[0].resources.limits.memory:
+	// ("pod.yaml (document 1): spec.containers[0].resources.limits[memory]:
 	// fractional byte value ..."), one line each.
 	Warnings []string
 	// Workloads are the workload objects read, as "namespace/Kind/name"
