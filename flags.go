@@ -163,12 +163,15 @@ func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
 }
 
 // load reads the manifests of the command's arguments, saying on stderr
-// which objects were skipped.
+// which objects were skipped and what the API server would warn of.
 func load(c *cli.Context) (*manifest.Set, error) {
 	set, err := loadSet(c)
 	if set != nil {
 		for _, n := range set.Notes {
 			fmt.Fprintln(os.Stderr, "note: "+n)
+		}
+		for _, w := range set.Warnings {
+			fmt.Fprintln(os.Stderr, "Warning: "+w) // as kubectl prints the API server's
 		}
 	}
 	return set, err

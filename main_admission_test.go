@@ -51,3 +51,27 @@ spec:
 		})
 	}
 }
+
+// TestValidateFilesWithoutPods: a file of Services and a file of
+// ConfigMaps are alike to validate: exit 0, each with a note (on cbe04fe
+// the first was exit 2, "no Kubernetes objects found"); a file of nothing
+// is exit 2.
+func TestValidateFilesWithoutPods(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"svc.yaml":   "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n",
+		"cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf}\ndata: {a: b}\n",
+		"empty.yaml": "# nothing\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for file, want := range map[string]int{"svc.yaml": 0, "cm.yaml": 0, "empty.yaml": 2} {
+		app := newApp()
+		err := app.Run(flagsFirst(app, []string{"podrun", "validate", filepath.Join(dir, file)}))
+		if code := exitCode(err); code != want {
+			t.Errorf("validate %s: exit %d (%v), want %d", file, code, err, want)
+		}
+	}
+}

@@ -141,12 +141,14 @@ func order(n corev1.ResourceName) int {
 	return 0
 }
 
-// value is a quantity as the scheduler counts it: millicores for cpu, else units.
+// value is a quantity as the scheduler counts it: millicores for cpu, else
+// units; a sum past an int64 counts as the largest int64, never as a
+// wrapped negative that would fit.
 func value(name corev1.ResourceName, q resource.Quantity) int64 {
 	if name == corev1.ResourceCPU {
-		return q.MilliValue()
+		return resources.Milli(q)
 	}
-	return q.Value()
+	return resources.Bytes(q)
 }
 
 func insufficient(name corev1.ResourceName, requested, used, capacity int64) *Refusal {

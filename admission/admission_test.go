@@ -120,6 +120,10 @@ func TestResources(t *testing.T) {
 			"OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3"},
 		{"cpu first, then memory", requesting("p", corev1.ResourceList{corev1.ResourceMemory: q("2Gi"), corev1.ResourceCPU: q("3")}), nil,
 			"OutOfcpu", "Node didn't have enough resource: cpu, requested: 3000, used: 0, capacity: 2000"},
+		{"a sum past an int64 does not wrap", podWith("p", func(p *corev1.Pod) {
+			big := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: q("7Ei")}}
+			p.Spec.Containers = []corev1.Container{{Name: "a", Resources: big}, {Name: "b", Resources: big}}
+		}), nil, "OutOfmemory", "Node didn't have enough resource: memory, requested: 9223372036854775807, used: 0, capacity: 1073741824"},
 		{"init containers: the largest of them or the apps' sum", podWith("p", func(p *corev1.Pod) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: q("2Gi")}}}}
 		}), nil, "OutOfmemory", "Node didn't have enough resource: memory, requested: 2147483648, used: 0, capacity: 1073741824"},

@@ -78,7 +78,7 @@ func Resolve(set *Set, others ...*Set) (*Set, error) {
 
 func resolve(set *Set, others ...*Set) (*Set, Problems) {
 	idx := newObjectIndex(append([]*Set{set}, others...))
-	out := &Set{ConfigMaps: set.ConfigMaps, Secrets: set.Secrets, Notes: set.Notes, Workloads: set.Workloads, Rollouts: set.Rollouts, where: set.where}
+	out := &Set{ConfigMaps: set.ConfigMaps, Secrets: set.Secrets, Notes: set.Notes, Warnings: set.Warnings, Workloads: set.Workloads, Rollouts: set.Rollouts, where: set.where}
 	var problems Problems
 	one := func(p *Pod) *Pod {
 		c := *p

@@ -157,6 +157,8 @@ func validateCronJob(cj *batchv1.CronJob) (cron.Schedule, field.ErrorList) {
 	}
 	if d := spec.StartingDeadlineSeconds; d != nil && *d < 0 {
 		errs = append(errs, field.Invalid(fld.Child("startingDeadlineSeconds"), *d, "must be greater than or equal to 0"))
+	} else if d != nil {
+		errs = append(errs, validateDuration(*d, fld.Child("startingDeadlineSeconds"))...)
 	}
 	return sched, errs
 }

@@ -3,6 +3,8 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/big"
 	"reflect"
 	"regexp"
 	"strings"
@@ -97,6 +99,9 @@ func (r *reader) decodePod(src Source, prefix string, data []byte, raw map[strin
 	pod.Status = corev1.PodStatus{} // accepted and dropped, as kubectl apply does
 	Default(pod)
 	r.fieldProblems(src, prefix, Validate(pod))
+	for _, w := range resourceWarnings(&pod.Spec, field.NewPath("spec")) { // resources.go
+		r.set.Warnings = append(r.set.Warnings, fmt.Sprintf("%s: %s%s", src, prefix, w))
+	}
 	r.fieldProblems(src, prefix, r.opts.admit(pod)) // policy.go
 	for _, msg := range r.opts.violations(pod) {
 		r.problem(src, strings.TrimSuffix(prefix, "."), msg)
@@ -204,7 +209,7 @@ func (r *reader) decode(src Source, prefix string, data []byte, raw map[string]a
 			return r.strictProblems(src, prefix, strict), ok
 		}
 		ok = false
-		path, msg, remove := decodeError(raw, err)
+		path, msg, remove := decodeError(raw, obj, err)
 		r.problem(src, strings.TrimSuffix(prefix+path, "."), msg)
 		if remove == nil {
 			break
@@ -250,11 +255,12 @@ var typeError = regexp.MustCompile(`^json: cannot unmarshal (\w+).* into Go stru
 // decodeError turns a fatal decoding error into a field path, a message and,
 // for a value of the wrong type, a function removing the value from raw. The
 // decoder names the field without list indices, so the value is looked up in
-// raw.
-func decodeError(raw map[string]any, err error) (path, msg string, remove func()) {
+// raw. A whole number too large for its integer field is out of range, not
+// of the wrong type; an invalid quantity is found by its type (quantity.go).
+func decodeError(raw map[string]any, obj any, err error) (path, msg string, remove func()) {
 	m := typeError.FindStringSubmatch(err.Error())
 	if m == nil {
-		return "", err.Error(), nil
+		return badQuantity(raw, obj, err)
 	}
 	got, dotted := m[1], m[2]
 	var segs []string
@@ -264,28 +270,68 @@ func decodeError(raw map[string]any, err error) (path, msg string, remove func()
 		}
 	}
 	msg = fmt.Sprintf("Invalid type: expected %s, got %s", expectedKind(err), got)
-	path, remove = findPath(raw, segs, got, "", nil)
+	match := func(v any) bool { return jsonKind(v) == got }
+	if got == "number" && expectedKind(err) == "integer" { // 1.5: the one that is not whole
+		match = func(v any) bool { f, ok := v.(float64); return ok && f != math.Trunc(f) }
+	}
+	if lit, lo, hi, ok := outOfRange(err); ok {
+		msg = fmt.Sprintf("Invalid value: %s: out of range: must be between %d and %d, inclusive", lit, lo, hi)
+		match = func(v any) bool { f, ok := v.(float64); return ok && (f < float64(lo) || f > float64(hi)) }
+	}
+	path, remove = findPath(raw, segs, match, "", nil)
 	if remove == nil {
 		path = strings.Join(segs, ".")
 	}
 	return path, msg, remove
 }
 
+// outOfRange reads a type error of the decoder for a whole number given to
+// an integer field it does not fit ("cannot unmarshal number 99999999999
+// into ... of type int32"): the number as written and the field's bounds.
+func outOfRange(err error) (lit string, lo, hi int64, ok bool) {
+	v := reflect.Indirect(reflect.ValueOf(err))
+	if v.Kind() != reflect.Struct {
+		return "", 0, 0, false
+	}
+	value, typ := v.FieldByName("Value"), v.FieldByName("Type")
+	if !value.IsValid() || value.Kind() != reflect.String || !typ.IsValid() || !typ.CanInterface() {
+		return "", 0, 0, false
+	}
+	t, _ := typ.Interface().(reflect.Type)
+	lit, isNumber := strings.CutPrefix(value.String(), "number ")
+	if !isNumber || t == nil {
+		return "", 0, 0, false
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+	default:
+		return "", 0, 0, false
+	}
+	if f, _, err := big.ParseFloat(lit, 10, 0, big.ToNearestEven); err != nil || !f.IsInt() {
+		return "", 0, 0, false // 1.5: not a whole number, a type error indeed
+	}
+	hi = int64(1)<<(t.Bits()-1) - 1
+	return lit, -hi - 1, hi, true
+}
+
 func isUpper(b byte) bool { return 'A' <= b && b <= 'Z' }
 
-// findPath finds the first value of JSON kind at the dotted path segs below
-// node, looking into every element of the lists on the way. It returns the
-// value's full path with list indices and a function removing it from its
-// parent (remove is how to remove node itself), or a nil function if there
-// is no such value.
-func findPath(node any, segs []string, kind, path string, remove func()) (string, func()) {
-	if len(segs) == 0 && jsonKind(node) == kind {
+// findPath finds the first value that match accepts at the dotted path
+// segs below node, looking into every element of the lists on the way. It
+// returns the value's full path with list indices and a function removing
+// it from its parent (remove is how to remove node itself), or a nil
+// function if there is no such value.
+func findPath(node any, segs []string, match func(any) bool, path string, remove func()) (string, func()) {
+	if len(segs) == 0 && match(node) {
 		return path, remove
 	}
 	switch n := node.(type) {
 	case []any:
 		for i, el := range n {
-			p, rm := findPath(el, segs, kind, fmt.Sprintf("%s[%d]", path, i), func() { n[i] = nil })
+			p, rm := findPath(el, segs, match, fmt.Sprintf("%s[%d]", path, i), func() { n[i] = nil })
 			if rm != nil {
 				return p, rm
 			}
@@ -293,12 +339,12 @@ func findPath(node any, segs []string, kind, path string, remove func()) (string
 	case map[string]any:
 		if len(segs) > 0 {
 			if child, ok := n[segs[0]]; ok {
-				return findPath(child, segs[1:], kind, joinPath(path, segs[0]), func() { delete(n, segs[0]) })
+				return findPath(child, segs[1:], match, joinPath(path, segs[0]), func() { delete(n, segs[0]) })
 			}
 			break
 		}
 		for _, key := range sortedKeys(n) { // a map field: the value of one of its keys
-			if jsonKind(n[key]) == kind {
+			if match(n[key]) {
 				return joinPath(path, key), func() { delete(n, key) }
 			}
 		}

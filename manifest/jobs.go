@@ -164,6 +164,8 @@ func validateJob(spec *batchv1.JobSpec, pod *corev1.Pod) field.ErrorList {
 	nonNegative("ttlSecondsAfterFinished", spec.TTLSecondsAfterFinished)
 	if d := spec.ActiveDeadlineSeconds; d != nil && *d <= 0 {
 		errs = append(errs, field.Invalid(fld.Child("activeDeadlineSeconds"), *d, "must be greater than 0"))
+	} else if d != nil {
+		errs = append(errs, validateDuration(*d, fld.Child("activeDeadlineSeconds"))...)
 	}
 	switch *spec.CompletionMode {
 	case batchv1.NonIndexedCompletion:

@@ -8,9 +8,13 @@ package manifest
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -22,16 +26,28 @@ type Source struct {
 }
 
 // String renders the source as "pod.yaml (document 2)"; stdin is shown as
-// "stdin", and a source without a document number as the file alone.
+// "stdin", and a source without a document number as the file alone. A
+// name that could pass for part of the message (a space, a quote, a
+// control character: `a.yaml: spec`, a newline) is quoted, as kubectl
+// quotes every file name.
 func (s Source) String() string {
 	name := s.File
-	if name == "-" {
+	switch {
+	case name == "-":
 		name = "stdin"
+	case strings.ContainsFunc(name, needsQuote):
+		name = strconv.Quote(name)
 	}
 	if s.Doc == 0 {
 		return name
 	}
 	return fmt.Sprintf("%s (document %d)", name, s.Doc)
+}
+
+// needsQuote is a character that makes a file name ambiguous in a message
+// unless quoted.
+func needsQuote(r rune) bool {
+	return r == '"' || r == '\'' || r == '\\' || unicode.IsSpace(r) || !unicode.IsPrint(r)
 }
 
 // Origin names the source for labels and listings: "stdin", or the file's
@@ -81,8 +97,12 @@ type Set struct {
 	ConfigMaps []*corev1.ConfigMap
 	Secrets    []*corev1.Secret
 	// Notes say which objects were skipped: the kinds only a cluster uses
-	// (skipped.go), one line each.
+	// (skipped.go), one line each; and which files hold no pod (noPods).
 	Notes []string
+	// Warnings are what the API server would warn of in the objects read
+	// ("pod.yaml (document 1): spec.containers[0].resources.limits[memory]:
+	// fractional byte value ..."), one line each.
+	Warnings []string
 	// Workloads are the workload objects read, as "namespace/Kind/name"
 	// (workloads.go): the pods of each are in Pods.
 	Workloads []string
@@ -152,6 +172,7 @@ type reader struct {
 	// later Resolve (configrefs.go).
 	unresolved bool
 	dropped    map[string]int // problems over MaxProblems, by file (limits.go)
+	skipped    []string       // the kind of each object skipped (skipped.go)
 }
 
 // result checks the set as a whole and returns it, or the problems.
@@ -204,7 +225,7 @@ func (r *reader) parse(file string, data []byte) {
 		r.problem(Source{File: file}, "", (&TooLargeError{Limit: limit}).Error())
 		return
 	}
-	objects, first := len(r.names), len(r.problems)
+	objects, skipped, first := len(r.names), len(r.skipped), len(r.problems)
 	docs, problems := splitDocuments(file, data)
 	r.problems = append(r.problems, limitProblems(problems, r.dropped)...)
 	for i := range docs {
@@ -212,8 +233,8 @@ func (r *reader) parse(file string, data []byte) {
 		docs[i] = document{} // done with its bytes
 		r.problems = append(r.problems[:first], limitProblems(r.problems[first:], r.dropped)...)
 	}
-	if len(r.names) == objects && len(r.problems) == first && r.dropped[file] == 0 {
-		r.problem(Source{File: file}, "", noObjects)
+	if len(r.problems) == first && r.dropped[file] == 0 {
+		r.noPods(file, r.names[objects:], r.skipped[skipped:])
 	}
 	// Syntax errors are found while splitting: put the file's problems in
 	// document order.
@@ -223,3 +244,32 @@ func (r *reader) parse(file string, data []byte) {
 
 // noObjects is the problem of an input that holds no object at all.
 const noObjects = "no Kubernetes objects found"
+
+// configKinds are the kinds of named objects that make no pod.
+var configKinds = map[string]string{"configmap": "ConfigMap", "secret": "Secret"}
+
+// noPods says what a file without problems holds when it has no pod to
+// run: nothing at all is a problem; only ConfigMaps, Secrets and kinds a
+// node skips is a note (a bundle keeps its Services and ConfigMaps in
+// files of their own), whatever those kinds are.
+func (r *reader) noPods(file string, names []named, skipped []string) {
+	kinds := map[string]int{}
+	for _, n := range names {
+		if configKinds[n.kind] == "" {
+			return // a pod, a workload, a Job or a CronJob
+		}
+		kinds[configKinds[n.kind]]++
+	}
+	for _, k := range skipped {
+		kinds[k]++
+	}
+	if len(kinds) == 0 {
+		r.problem(Source{File: file}, "", noObjects)
+		return
+	}
+	var held []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		held = append(held, fmt.Sprintf("%d %s", kinds[k], k))
+	}
+	r.set.Notes = append(r.set.Notes, fmt.Sprintf("%s: no pod in this file, only %s", Source{File: file}, strings.Join(held, ", ")))
+}

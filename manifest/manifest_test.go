@@ -201,6 +201,38 @@ func TestInvalidInputs(t *testing.T) {
 			},
 		},
 		{
+			// Whole numbers too large for their integer fields are out of
+			// range (not of the wrong type), at the field that holds them;
+			// a progress deadline past a time.Duration is refused.
+			name:  "out of range",
+			paths: []string{"testdata/invalid/out-of-range.yaml"},
+			want: []string{
+				"testdata/invalid/out-of-range.yaml (document 1): spec.containers[1].readinessProbe.periodSeconds: Invalid value: 2147483648: out of range: must be between -2147483648 and 2147483647, inclusive",
+				"testdata/invalid/out-of-range.yaml (document 1): spec.containers[1].readinessProbe.timeoutSeconds: Invalid type: expected integer, got number",
+				"testdata/invalid/out-of-range.yaml (document 1): spec.terminationGracePeriodSeconds: Invalid value: 9223372036854776000: out of range: must be between -9223372036854775808 and 9223372036854775807, inclusive",
+				`testdata/invalid/out-of-range.yaml (document 2): metadata.annotations[podrun.io/progress-deadline-seconds]: Invalid value: "9223372037": must be between 1 and 9223372036, inclusive`,
+				"testdata/invalid/out-of-range.yaml (document 3): spec.progressDeadlineSeconds: Invalid value: 9223372037: out of range: must be between -2147483648 and 2147483647, inclusive",
+				`testdata/invalid/out-of-range.yaml (document 4): spec.template.metadata.annotations[podrun.io/progress-deadline-seconds]: Invalid value: "-5": must be between 1 and 9223372036, inclusive`,
+				"testdata/invalid/out-of-range.yaml (document 4): spec.progressDeadlineSeconds: Invalid value: 10: must be greater than minReadySeconds",
+				// Seconds past a time.Duration: a grace period or deadline
+				// wrapped to a negative one on cbe04fe.
+				"testdata/invalid/out-of-range.yaml (document 5): spec.containers[0].livenessProbe.terminationGracePeriodSeconds: Invalid value: 9223372037: must be less than or equal to 9223372036, the most seconds a duration holds",
+				"testdata/invalid/out-of-range.yaml (document 5): spec.terminationGracePeriodSeconds: Invalid value: 9223372037: must be less than or equal to 9223372036, the most seconds a duration holds",
+				"testdata/invalid/out-of-range.yaml (document 6): spec.activeDeadlineSeconds: Invalid value: 9223372037: must be less than or equal to 9223372036, the most seconds a duration holds",
+				"testdata/invalid/out-of-range.yaml (document 7): spec.startingDeadlineSeconds: Invalid value: 9223372037: must be less than or equal to 9223372036, the most seconds a duration holds",
+			},
+		},
+		{
+			// The decoder's quantity error names no field: podrun finds it.
+			name:  "quantities that do not parse",
+			paths: []string{"testdata/invalid/bad-quantity.yaml"},
+			want: []string{
+				`testdata/invalid/bad-quantity.yaml (document 1): spec.volumes[0].emptyDir.sizeLimit: Invalid value: "1Gx": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+				`testdata/invalid/bad-quantity.yaml (document 1): spec.containers[1].resources.limits[cpu]: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+				`testdata/invalid/bad-quantity.yaml (document 1): spec.containers[1].resources.requests[memory]: Invalid value: "1.5.5": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'`,
+			},
+		},
+		{
 			name:  "empty file",
 			paths: []string{"testdata/invalid/empty.yaml"},
 			want:  []string{"testdata/invalid/empty.yaml: no Kubernetes objects found"},
@@ -391,4 +423,53 @@ func assertLines(t *testing.T, got, want []string) {
 		return
 	}
 	t.Errorf("got %d lines:\n\t%s\nwant %d lines:\n\t%s", len(got), strings.Join(got, "\n\t"), len(want), strings.Join(want, "\n\t"))
+}
+
+// TestFilesWithoutPods: a file of Services (skipped) and a file of
+// ConfigMaps load alike, each with a note saying it holds no pod (on
+// cbe04fe the first was "no Kubernetes objects found", exit 2, the second
+// silent, exit 0); a file of nothing stays a problem.
+func TestFilesWithoutPods(t *testing.T) {
+	const svc = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n"
+	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf}\ndata: {a: b}\n"
+	const pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: app, image: busybox:1}]}\n"
+	for _, tc := range []struct {
+		name, data string
+		note       string // the last note, "" for none
+	}{
+		{"services only", svc + "---\n" + svc, `svc.yaml: no pod in this file, only 2 Service`},
+		{"a ConfigMap only", cm, `svc.yaml: no pod in this file, only 1 ConfigMap`},
+		{"a Service and a ConfigMap", svc + "---\n" + cm, `svc.yaml: no pod in this file, only 1 ConfigMap, 1 Service`},
+		{"a pod too", svc + "---\n" + cm + "---\n" + pod, `svc.yaml (document 1): Service "web" skipped (a cluster's object: one node has nothing to do with it)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, err := Parse("svc.yaml", []byte(tc.data))
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if n := len(set.Notes); n == 0 || set.Notes[n-1] != tc.note {
+				t.Errorf("notes %q, want the last %q", set.Notes, tc.note)
+			}
+		})
+	}
+	if _, err := Parse("empty.yaml", []byte("# nothing\n---\n")); err == nil || err.Error() != "empty.yaml: no Kubernetes objects found" {
+		t.Errorf("empty file: %v", err)
+	}
+}
+
+// TestSourceQuoted: a file name that could pass for part of the message is
+// quoted.
+func TestSourceQuoted(t *testing.T) {
+	for file, want := range map[string]string{
+		"pod.yaml":             "pod.yaml (document 2)",
+		"dir/my pod.yaml":      `"dir/my pod.yaml" (document 2)`,
+		"a.yaml: spec.x":       `"a.yaml: spec.x" (document 2)`,
+		"evil\nok.yaml":        `"evil\nok.yaml" (document 2)`,
+		"-":                    "stdin (document 2)",
+		"https://x/pods?a=b&c": "https://x/pods?a=b&c (document 2)",
+	} {
+		if got := (Source{File: file, Doc: 2}).String(); got != want {
+			t.Errorf("Source{%q}.String() = %s, want %s", file, got, want)
+		}
+	}
 }

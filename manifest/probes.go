@@ -1,7 +1,10 @@
 package manifest
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -53,9 +56,9 @@ func setIfZero(v *int32, d int32) {
 // accepted and have no effect (it restarts on any exit), as kubelet 1.34
 // takes a static pod: with its default gates (ContainerRestartRules off)
 // validateInitContainerRestartPolicy looks at no rule of a sidecar.
-func validateInitLifecycle(c *corev1.Container, fld *field.Path) field.ErrorList {
+func validateInitLifecycle(c *corev1.Container, grace *int64, fld *field.Path) field.ErrorList {
 	if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-		return validateLifecycle(c, fld)
+		return validateLifecycle(c, grace, fld)
 	}
 	errs := validateRestartRules(c, fld)
 	forbid := func(set bool, name string) {
@@ -70,8 +73,9 @@ func validateInitLifecycle(c *corev1.Container, fld *field.Path) field.ErrorList
 	return errs
 }
 
-// validateLifecycle checks a container's probes and hooks.
-func validateLifecycle(c *corev1.Container, fld *field.Path) field.ErrorList {
+// validateLifecycle checks a container's probes and hooks; grace is the
+// pod's terminationGracePeriodSeconds, which a sleep hook may not exceed.
+func validateLifecycle(c *corev1.Container, grace *int64, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, p := range []struct {
 		name       string
@@ -88,45 +92,87 @@ func validateLifecycle(c *corev1.Container, fld *field.Path) field.ErrorList {
 		}
 	}
 	if l := c.Lifecycle; l != nil {
-		for name, h := range map[string]*corev1.LifecycleHandler{"postStart": l.PostStart, "preStop": l.PreStop} {
-			if h != nil {
-				errs = append(errs, validateHook(h, c.Ports, fld.Child("lifecycle", name))...)
+		for _, h := range []struct {
+			name    string
+			handler *corev1.LifecycleHandler
+		}{{"postStart", l.PostStart}, {"preStop", l.PreStop}} {
+			if h.handler != nil {
+				errs = append(errs, validateHook(h.handler, c.Ports, grace, fld.Child("lifecycle", h.name))...)
 			}
 		}
 	}
 	return errs
 }
 
-func validateProbe(p *corev1.Probe, ports []corev1.ContainerPort, fld *field.Path, singleSuccess, graceAllowed bool) field.ErrorList {
+// handler is one kind of action a probe or hook may name, and the check
+// of its fields (called only when set).
+type handler struct {
+	name     string
+	set      bool
+	validate func(fld *field.Path) field.ErrorList
+}
+
+// validateHandler is the API server's validateHandler: exactly one kind of
+// action, in its words; only the first one set is checked further.
+func validateHandler(handlers []handler, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	n := 0
-	if p.Exec != nil {
-		n++
-		if len(p.Exec.Command) == 0 {
-			errs = append(errs, field.Required(fld.Child("exec", "command"), ""))
+	for _, h := range handlers {
+		switch {
+		case !h.set:
+		case n > 0:
+			errs = append(errs, field.Forbidden(fld.Child(h.name), "may not specify more than 1 handler type"))
+		default:
+			n++
+			errs = append(errs, h.validate(fld.Child(h.name))...)
 		}
 	}
-	if p.HTTPGet != nil {
-		n++
-		errs = append(errs, validatePort(p.HTTPGet.Port, ports, fld.Child("httpGet", "port"))...)
-		errs = append(errs, validateEnum(p.HTTPGet.Scheme, fld.Child("httpGet", "scheme"), corev1.URISchemeHTTP, corev1.URISchemeHTTPS)...)
+	if n == 0 {
+		errs = append(errs, field.Required(fld, "must specify a handler type"))
 	}
-	if p.TCPSocket != nil {
-		n++
-		errs = append(errs, validatePort(p.TCPSocket.Port, ports, fld.Child("tcpSocket", "port"))...)
-	}
-	if p.GRPC != nil {
-		n++
-		errs = append(errs, validatePort(intstr.FromInt32(p.GRPC.Port), ports, fld.Child("grpc", "port"))...)
-	}
-	if n != 1 {
-		errs = append(errs, field.Invalid(fld, n, "must specify exactly one of exec, httpGet, tcpSocket, grpc"))
-	}
-	for name, v := range map[string]int32{"initialDelaySeconds": p.InitialDelaySeconds, "timeoutSeconds": p.TimeoutSeconds,
-		"periodSeconds": p.PeriodSeconds, "successThreshold": p.SuccessThreshold, "failureThreshold": p.FailureThreshold} {
-		if v < 0 || (v == 0 && name != "initialDelaySeconds") {
-			errs = append(errs, field.Invalid(fld.Child(name), v, "must be greater than 0"))
+	return errs
+}
+
+func validateExec(e *corev1.ExecAction) func(*field.Path) field.ErrorList {
+	return func(fld *field.Path) field.ErrorList {
+		if len(e.Command) == 0 {
+			return field.ErrorList{field.Required(fld.Child("command"), "")}
 		}
+		return nil
+	}
+}
+
+func validateHTTPGet(h *corev1.HTTPGetAction, ports []corev1.ContainerPort) func(*field.Path) field.ErrorList {
+	return func(fld *field.Path) field.ErrorList {
+		errs := validatePort(h.Port, ports, fld.Child("port"))
+		return append(errs, validateEnum(h.Scheme, fld.Child("scheme"), corev1.URISchemeHTTP, corev1.URISchemeHTTPS)...)
+	}
+}
+
+func validateTCPSocket(t *corev1.TCPSocketAction, ports []corev1.ContainerPort) func(*field.Path) field.ErrorList {
+	return func(fld *field.Path) field.ErrorList { return validatePort(t.Port, ports, fld.Child("port")) }
+}
+
+func validateGRPC(g *corev1.GRPCAction, ports []corev1.ContainerPort) func(*field.Path) field.ErrorList {
+	return func(fld *field.Path) field.ErrorList {
+		return validatePort(intstr.FromInt32(g.Port), ports, fld.Child("port"))
+	}
+}
+
+func validateProbe(p *corev1.Probe, ports []corev1.ContainerPort, fld *field.Path, singleSuccess, graceAllowed bool) field.ErrorList {
+	errs := validateHandler([]handler{
+		{"exec", p.Exec != nil, validateExec(p.Exec)},
+		{"httpGet", p.HTTPGet != nil, validateHTTPGet(p.HTTPGet, ports)},
+		{"tcpSocket", p.TCPSocket != nil, validateTCPSocket(p.TCPSocket, ports)},
+		{"grpc", p.GRPC != nil, validateGRPC(p.GRPC, ports)},
+	}, fld)
+	// The defaults made every one of them but initialDelaySeconds at least 1.
+	for _, v := range []struct {
+		name  string
+		value int32
+	}{{"initialDelaySeconds", p.InitialDelaySeconds}, {"timeoutSeconds", p.TimeoutSeconds}, {"periodSeconds", p.PeriodSeconds},
+		{"successThreshold", p.SuccessThreshold}, {"failureThreshold", p.FailureThreshold}} {
+		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(v.value), fld.Child(v.name))...)
 	}
 	if singleSuccess && p.SuccessThreshold != 1 {
 		errs = append(errs, field.Invalid(fld.Child("successThreshold"), p.SuccessThreshold, "must be 1"))
@@ -137,34 +183,36 @@ func validateProbe(p *corev1.Probe, ports []corev1.ContainerPort, fld *field.Pat
 			errs = append(errs, field.Invalid(fld.Child("terminationGracePeriodSeconds"), *g, "must not be set for readinessProbes"))
 		case *g <= 0:
 			errs = append(errs, field.Invalid(fld.Child("terminationGracePeriodSeconds"), *g, "must be greater than 0"))
+		default:
+			errs = append(errs, validateDuration(*g, fld.Child("terminationGracePeriodSeconds"))...)
 		}
 	}
 	return errs
 }
 
-func validateHook(h *corev1.LifecycleHandler, ports []corev1.ContainerPort, fld *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	n := 0
-	if h.Exec != nil {
-		n++
-		if len(h.Exec.Command) == 0 {
-			errs = append(errs, field.Required(fld.Child("exec", "command"), ""))
+// validateHook checks a postStart or preStop hook. A tcpSocket hook counts
+// as a handler, as the API server counts it, and is refused as not
+// supported by podrun (allowlist.go).
+func validateHook(h *corev1.LifecycleHandler, ports []corev1.ContainerPort, grace *int64, fld *field.Path) field.ErrorList {
+	return validateHandler([]handler{
+		{"exec", h.Exec != nil, validateExec(h.Exec)},
+		{"httpGet", h.HTTPGet != nil, validateHTTPGet(h.HTTPGet, ports)},
+		{"tcpSocket", h.TCPSocket != nil, validateTCPSocket(h.TCPSocket, ports)},
+		{"sleep", h.Sleep != nil, validateSleep(h.Sleep, grace)},
+	}, fld)
+}
+
+// validateSleep is the API server's validateSleepAction with
+// AllowPodLifecycleSleepActionZeroValue on (the default of Kubernetes 1.34): from 0 to
+// the pod's grace period.
+func validateSleep(s *corev1.SleepAction, grace *int64) func(*field.Path) field.ErrorList {
+	return func(fld *field.Path) field.ErrorList {
+		if grace != nil && (s.Seconds < 0 || s.Seconds > *grace) {
+			return field.ErrorList{field.Invalid(fld, s.Seconds,
+				fmt.Sprintf("must be non-negative and less than terminationGracePeriodSeconds (%d)", *grace))}
 		}
+		return nil
 	}
-	if h.HTTPGet != nil {
-		n++
-		errs = append(errs, validatePort(h.HTTPGet.Port, ports, fld.Child("httpGet", "port"))...)
-	}
-	if h.Sleep != nil {
-		n++
-		if h.Sleep.Seconds < 0 {
-			errs = append(errs, field.Invalid(fld.Child("sleep", "seconds"), h.Sleep.Seconds, "must be non-negative"))
-		}
-	}
-	if n != 1 {
-		errs = append(errs, field.Invalid(fld, n, "must specify exactly one of exec, httpGet, sleep"))
-	}
-	return errs
 }
 
 // validatePort checks a probe or hook port: a number in range, or the name

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/podrun/podrun/resources"
@@ -99,6 +100,20 @@ func validateResources(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	return errs
 }
 
+// quantityBound is the largest quantity of resource name in part ("limits"
+// or "requests") that podrun can turn into a cgroup setting, and why: past
+// it the arithmetic would wrap (resources.MaxMemory, MaxCPULimit,
+// MaxCPURequest).
+func quantityBound(name corev1.ResourceName, part string) (resource.Quantity, string) {
+	switch {
+	case name == corev1.ResourceMemory:
+		return resources.MaxMemory, "the most bytes memory.max holds"
+	case part == "limits":
+		return resources.MaxCPULimit, "the largest CFS quota the kernel takes, over a 100ms period"
+	}
+	return resources.MaxCPURequest, "the most whose cpu shares can be computed"
+}
+
 // validateRequirements checks one set of requests and limits.
 func validateRequirements(r *corev1.ResourceRequirements, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
@@ -109,11 +124,14 @@ func validateRequirements(r *corev1.ResourceRequirements, fld *field.Path) field
 		for _, name := range sortedResourceNames(part.list) {
 			f := fld.Child(part.name).Key(string(name))
 			q := part.list[name]
+			bound, why := quantityBound(name, part.name)
 			switch {
 			case !isSupportedResource(name):
 				errs = append(errs, field.NotSupported(f, name, supportedResources))
 			case q.Sign() < 0:
 				errs = append(errs, field.Invalid(f, q.String(), "must be greater than or equal to 0"))
+			case q.Cmp(bound) > 0:
+				errs = append(errs, field.Invalid(f, q.String(), fmt.Sprintf("must be less than or equal to %s, %s", bound.String(), why)))
 			}
 		}
 	}
@@ -135,4 +153,29 @@ func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	return names
+}
+
+// resourceWarnings are the API server's warnings about a pod's resources
+// (pkg/api/pod/warnings.go): a memory request or limit of a fractional
+// number of bytes, which the cgroup rounds up.
+func resourceWarnings(spec *corev1.PodSpec, fld *field.Path) []string {
+	var warnings []string
+	check := func(c *corev1.Container, cfld *field.Path) {
+		for _, part := range []struct {
+			name string
+			list corev1.ResourceList
+		}{{"limits", c.Resources.Limits}, {"requests", c.Resources.Requests}} {
+			if q, ok := part.list[corev1.ResourceMemory]; ok && q.MilliValue()%1000 != 0 {
+				warnings = append(warnings, fmt.Sprintf("%s: fractional byte value %q is invalid, must be an integer",
+					cfld.Child("resources", part.name).Key(string(corev1.ResourceMemory)), q.String()))
+			}
+		}
+	}
+	for i := range spec.InitContainers {
+		check(&spec.InitContainers[i], fld.Child("initContainers").Index(i))
+	}
+	for i := range spec.Containers {
+		check(&spec.Containers[i], fld.Child("containers").Index(i))
+	}
+	return warnings
 }

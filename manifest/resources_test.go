@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +88,27 @@ func TestValidateResources(t *testing.T) {
 		{"pod-level", func(p *corev1.Pod) {
 			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "1"), Limits: rlist("memory", "1Gi")}
 		}, nil},
+		// Past what the cgroup arithmetic holds (resources.MaxMemory,
+		// MaxCPULimit, MaxCPURequest): on cbe04fe memory 2^63 became
+		// memory.max -2^63 and cpu 1e13 a wrapped quota.
+		{"memory 2^63, cpu 1e13", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: rlist("cpu", "1e13", "memory", "9223372036854775808")}
+		}, []string{
+			`spec.containers[0].resources.limits[cpu]: Invalid value: "10e12": must be less than or equal to 175921860444m, the largest CFS quota the kernel takes, over a 100ms period`,
+			`spec.containers[0].resources.limits[memory]: Invalid value: "9223372036854775808": must be less than or equal to 9223372036854775807, the most bytes memory.max holds`,
+			`spec.containers[0].resources.requests[cpu]: Invalid value: "10e12": must be less than or equal to 9007199254740991m, the most whose cpu shares can be computed`,
+			`spec.containers[0].resources.requests[memory]: Invalid value: "9223372036854775808": must be less than or equal to 9223372036854775807, the most bytes memory.max holds`,
+		}},
+		{"the largest", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+				Requests: rlist("cpu", "175921860444m", "memory", "8Ei"), Limits: rlist("cpu", "175921860444m", "memory", "9223372036854775807")}
+			p.Spec.Containers[0].Resources.Requests = rlist("cpu", "175921860444m", "memory", "9223372036854775807")
+		}, nil},
+		{"a request past its bound, no limit", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rlist("cpu", "9007199254740992m")}
+		}, []string{
+			`spec.resources.requests[cpu]: Invalid value: "9007199254740992m": must be less than or equal to 9007199254740991m, the most whose cpu shares can be computed`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,5 +128,36 @@ func TestValidateResources(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResourceWarnings: a fractional number of bytes is warned of in the
+// API server's words (pkg/api/pod/warnings.go), not refused.
+func TestResourceWarnings(t *testing.T) {
+	pod := basePod()
+	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1",
+		Resources: corev1.ResourceRequirements{Requests: rlist("memory", "1.5")}}}
+	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: rlist("memory", "100m", "cpu", "100m")}
+	Default(pod)
+	if errs := validateResources(&pod.Spec, field.NewPath("spec")); len(errs) != 0 {
+		t.Fatalf("refused: %v", errs)
+	}
+	got := resourceWarnings(&pod.Spec, field.NewPath("spec"))
+	want := []string{
+		`spec.initContainers[0].resources.requests[memory]: fractional byte value "1500m" is invalid, must be an integer`,
+		`spec.containers[0].resources.limits[memory]: fractional byte value "100m" is invalid, must be an integer`,
+		`spec.containers[0].resources.requests[memory]: fractional byte value "100m" is invalid, must be an integer`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Load carries them in Set.Warnings, with file and document.
+	set, err := Parse("frac.yaml", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"busybox:1","resources":{"limits":{"memory":"100m"}}}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Warnings) != 2 || set.Warnings[0] != `frac.yaml (document 1): spec.containers[0].resources.limits[memory]: fractional byte value "100m" is invalid, must be an integer` {
+		t.Errorf("Set.Warnings = %q", set.Warnings)
 	}
 }

@@ -59,4 +59,5 @@ func (r *reader) skip(src Source, prefix string, obj map[string]any, kind string
 		at += " " + strings.TrimSuffix(prefix, ".")
 	}
 	r.set.Notes = append(r.set.Notes, fmt.Sprintf("%s: %s %q skipped (%s)", at, kind, name, what))
+	r.skipped = append(r.skipped, kind)
 }

@@ -2,11 +2,13 @@ package manifest
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"path"
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/distribution/reference"
 	"golang.org/x/sys/unix"
@@ -16,6 +18,9 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/podrun/podrun/progress"
+	"github.com/podrun/podrun/resources"
 )
 
 // Validate checks a defaulted pod the way the API server would, restricted to
@@ -64,11 +69,17 @@ func validateLabels(labels map[string]string, fld *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateAnnotations checks annotation keys in key order, then their total size.
+// validateAnnotations checks annotation keys in key order, then their total
+// size, and the value of podrun's own progress-deadline annotation.
 func validateAnnotations(annotations map[string]string, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, k := range sortedStringKeys(annotations) {
 		errs = append(errs, apivalidation.ValidateAnnotations(map[string]string{k: ""}, fld)...)
+	}
+	if v, ok := annotations[progress.DeadlineAnnotation]; ok {
+		if _, err := progress.ParseDeadline(v, fld.Key(progress.DeadlineAnnotation)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := apivalidation.ValidateAnnotationsSize(annotations); err != nil {
 		errs = append(errs, field.TooLong(fld, "", apivalidation.TotalAnnotationSizeLimitB))
@@ -89,12 +100,12 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	for i := range spec.InitContainers {
 		c, f := &spec.InitContainers[i], fld.Child("initContainers").Index(i)
 		errs = append(errs, validateContainer(c, f, ctx)...)
-		errs = append(errs, validateInitLifecycle(c, f)...)
+		errs = append(errs, validateInitLifecycle(c, spec.TerminationGracePeriodSeconds, f)...)
 	}
 	for i := range spec.Containers {
 		c, f := &spec.Containers[i], fld.Child("containers").Index(i)
 		errs = append(errs, validateContainer(c, f, ctx)...)
-		errs = append(errs, validateLifecycle(c, f)...)
+		errs = append(errs, validateLifecycle(c, spec.TerminationGracePeriodSeconds, f)...)
 		errs = append(errs, validateRestartRules(c, f)...)
 	}
 	errs = append(errs, validateHostPorts(spec.InitContainers, fld.Child("initContainers"))...)
@@ -103,6 +114,7 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 		corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
 	if g := spec.TerminationGracePeriodSeconds; g != nil {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(*g, fld.Child("terminationGracePeriodSeconds"))...)
+		errs = append(errs, validateDuration(*g, fld.Child("terminationGracePeriodSeconds"))...)
 	}
 	errs = append(errs, validateNetwork(spec, fld)...)  // network.go
 	errs = append(errs, validateSecurity(spec, fld)...) // security.go
@@ -118,6 +130,20 @@ func validateSpec(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 		errs = append(errs, invalid(fld.Child("subdomain"), spec.Subdomain, validation.IsDNS1123Label(spec.Subdomain))...)
 	}
 	return append(errs, validateHostnameOverride(spec, fld.Child("hostnameOverride"))...)
+}
+
+// maxDurationSeconds is the most seconds a time.Duration holds (292
+// years): a grace period or a deadline of more wrapped to a negative one
+// (kill at once, fail at once).
+const maxDurationSeconds = math.MaxInt64 / int64(time.Second)
+
+// validateDuration refuses an int64 number of seconds that podrun turns
+// into a time.Duration when it is more than one holds.
+func validateDuration(seconds int64, fld *field.Path) field.ErrorList {
+	if seconds > maxDurationSeconds {
+		return field.ErrorList{field.Invalid(fld, seconds, fmt.Sprintf("must be less than or equal to %d, the most seconds a duration holds", maxDurationSeconds))}
+	}
+	return nil
 }
 
 // validateHostnameOverride is the API server's check (HostnameOverride): a
@@ -233,8 +259,12 @@ func validateEmptyDir(ed *corev1.EmptyDirVolumeSource, fld *field.Path) field.Er
 		errs = append(errs, field.NotSupported(fld.Child("medium"), ed.Medium,
 			[]corev1.StorageMedium{corev1.StorageMediumDefault, corev1.StorageMediumMemory}))
 	}
-	if ed.SizeLimit != nil && ed.SizeLimit.Sign() <= 0 {
-		errs = append(errs, field.Invalid(fld.Child("sizeLimit"), ed.SizeLimit.String(), "must be greater than 0"))
+	switch l := ed.SizeLimit; {
+	case l == nil:
+	case l.Sign() <= 0:
+		errs = append(errs, field.Invalid(fld.Child("sizeLimit"), l.String(), "must be greater than 0"))
+	case l.Cmp(resources.MaxMemory) > 0: // a tmpfs size= and the eviction check count bytes in an int64
+		errs = append(errs, field.Invalid(fld.Child("sizeLimit"), l.String(), fmt.Sprintf("must be less than or equal to %s, the most bytes a tmpfs size holds", resources.MaxMemory.String())))
 	}
 	// The directory's permission bits and the sticky bit (01777 makes a
 	// /tmp); setuid and setgid on a volume mean nothing good.

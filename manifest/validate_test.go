@@ -124,10 +124,13 @@ func TestValidate(t *testing.T) {
 			zero.EmptyDir.SizeLimit = ptr(resource.MustParse("0"))
 			sized := emptyDirVolume("sized")
 			sized.EmptyDir.SizeLimit = ptr(resource.MustParse("64Mi"))
-			p.Spec.Volumes = []corev1.Volume{mem, zero, sized}
+			huge := emptyDirVolume("huge") // a tmpfs size= of -2^63 on cbe04fe
+			huge.EmptyDir.SizeLimit = ptr(resource.MustParse("1e19"))
+			p.Spec.Volumes = []corev1.Volume{mem, zero, sized, huge}
 		}, []string{
 			`spec.volumes[0].emptyDir.medium: Unsupported value: "HugePages": supported values: "", "Memory"`,
 			`spec.volumes[1].emptyDir.sizeLimit: Invalid value: "0": must be greater than 0`,
+			`spec.volumes[3].emptyDir.sizeLimit: Invalid value: "10e18": must be less than or equal to 9223372036854775807, the most bytes a tmpfs size holds`,
 		}},
 		{"volume sources", func(p *corev1.Pod) {
 			two := emptyDirVolume("two")

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,6 +44,7 @@ type workload struct {
 	service  string   // a StatefulSet's serviceName
 	start    int32    // a StatefulSet's first ordinal
 	claims   []string // a StatefulSet's volumeClaimTemplates' names
+	minReady int32    // a Deployment's minReadySeconds
 	rollout  Rollout
 }
 
@@ -144,7 +146,7 @@ func (r *reader) decodeWorkload(src Source, prefix string, data []byte, raw map[
 				r.problem(src, prefix+"spec.paused", "a paused Deployment is not supported by podrun (it would never apply a change)")
 			}
 			w.rollout = r.deploymentRollout(src, prefix, d.Spec.Strategy, int(w.replicas))
-			w.rollout.ProgressDeadline = d.Spec.ProgressDeadlineSeconds
+			w.rollout.ProgressDeadline, w.minReady = d.Spec.ProgressDeadlineSeconds, d.Spec.MinReadySeconds
 		}
 	case "ReplicaSet":
 		var rs appsv1.ReplicaSet
@@ -320,12 +322,19 @@ func (r *reader) templatePod(src Source, prefix string, w *workload, template ma
 
 // validateWorkload is the API server's check of a workload: a selector
 // that is not empty and selects the template's labels; replicas not
-// negative.
+// negative; a Deployment's progressDeadlineSeconds not negative and above
+// its minReadySeconds (ValidateDeploymentSpec).
 func validateWorkload(w *workload, podLabels map[string]string) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	if w.replicas < 0 {
 		errs = append(errs, field.Invalid(spec.Child("replicas"), w.replicas, "must be greater than or equal to 0"))
+	}
+	if d := w.rollout.ProgressDeadline; d != nil {
+		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(*d), spec.Child("progressDeadlineSeconds"))...)
+		if *d <= w.minReady {
+			errs = append(errs, field.Invalid(spec.Child("progressDeadlineSeconds"), *d, "must be greater than minReadySeconds"))
+		}
 	}
 	if w.selector == nil || (len(w.selector.MatchLabels) == 0 && len(w.selector.MatchExpressions) == 0) {
 		return append(errs, field.Required(spec.Child("selector"), "empty selector is invalid for deployment"))

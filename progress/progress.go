@@ -6,11 +6,14 @@ package progress
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // DeadlineAnnotation sets a pod's progress deadline, in seconds.
@@ -37,15 +40,31 @@ type Verdict struct {
 	Message string
 }
 
+// MaxDeadlineSeconds is the longest deadline DeadlineAnnotation may set:
+// the most seconds a time.Duration holds (292 years). Past it the deadline
+// wrapped to a negative one, and the pod was rolled back at once.
+const MaxDeadlineSeconds = math.MaxInt64 / int64(time.Second)
+
+// ParseDeadline reads the value of DeadlineAnnotation: a whole number of
+// seconds from 1 to MaxDeadlineSeconds. Its error is a field error in the
+// API server's words, at fld.
+func ParseDeadline(v string, fld *field.Path) (time.Duration, *field.Error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 || n > MaxDeadlineSeconds {
+		return 0, field.Invalid(fld, v, validation.InclusiveRangeError(1, int(MaxDeadlineSeconds)))
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
 // Deadline is pod's progress deadline: its DeadlineAnnotation, else the
 // workload's progressDeadlineSeconds (workload, nil when none), else def.
 func Deadline(pod *corev1.Pod, workload *int32, def time.Duration) (time.Duration, error) {
 	if v, ok := pod.Annotations[DeadlineAnnotation]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("annotation %s: %q is not a positive number of seconds", DeadlineAnnotation, v)
+		d, err := ParseDeadline(v, field.NewPath("metadata", "annotations").Key(DeadlineAnnotation))
+		if err != nil {
+			return 0, err
 		}
-		return time.Duration(n) * time.Second, nil
+		return d, nil
 	}
 	if workload != nil && *workload > 0 {
 		return time.Duration(*workload) * time.Second, nil

@@ -1,6 +1,7 @@
 package progress
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,12 @@ func TestDeadline(t *testing.T) {
 		{"annotation first", map[string]string{DeadlineAnnotation: "5"}, &ten, 5 * time.Second, false},
 		{"bad annotation", map[string]string{DeadlineAnnotation: "soon"}, nil, 0, true},
 		{"zero annotation", map[string]string{DeadlineAnnotation: "0"}, nil, 0, true},
+		// Past what a time.Duration holds: on cbe04fe 9223372037 s wrapped
+		// to a negative deadline and the pod was rolled back at once.
+		{"the longest annotation", map[string]string{DeadlineAnnotation: "9223372036"}, nil, 9223372036 * time.Second, false},
+		{"annotation past a Duration", map[string]string{DeadlineAnnotation: "9223372037"}, nil, 0, true},
+		{"annotation past an int64", map[string]string{DeadlineAnnotation: "99999999999999999999"}, nil, 0, true},
+		{"the longest workload deadline", nil, ptrInt32(math.MaxInt32), math.MaxInt32 * time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Deadline(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: tc.ann}}, tc.workload, time.Minute)
@@ -76,5 +83,15 @@ func TestDecide(t *testing.T) {
 	v := Decide(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{notReady}}}, since, since.Add(time.Minute), time.Minute)
 	if !strings.Contains(v.Message, "unready status: [app]") {
 		t.Fatalf("the deadline's message %q does not say what is not ready", v.Message)
+	}
+}
+
+func ptrInt32(v int32) *int32 { return &v }
+
+func TestParseDeadlineMessage(t *testing.T) {
+	_, err := Deadline(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{DeadlineAnnotation: "9223372037"}}}, nil, time.Minute)
+	want := `metadata.annotations[podrun.io/progress-deadline-seconds]: Invalid value: "9223372037": must be between 1 and 9223372036, inclusive`
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v\nwant %s", err, want)
 	}
 }

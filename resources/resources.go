@@ -9,6 +9,8 @@
 package resources
 
 import (
+	"math"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -30,6 +32,27 @@ const (
 	// every pause container (defaultSandboxOOMAdj, defaultSandboxCPUshares).
 	sandboxOOMScoreAdj = -998
 	SandboxCPUShares   = 2
+
+	// maxQuota is the largest CFS quota the kernel takes, in µs
+	// (kernel/sched/core.c max_cfs_runtime: 2^44-1 µs); a larger cpu.max
+	// or cfs_quota_us write fails with EINVAL.
+	maxQuota = 1<<44 - 1
+)
+
+// The largest quantities podrun can turn into cgroup settings; validation
+// refuses larger ones (manifest), and sums of several (the pod's cgroup)
+// saturate at them.
+var (
+	// MaxMemory is the largest memory request or limit: memory.max and the
+	// OCI memory limit are int64 bytes (8Ei - 1).
+	MaxMemory = *resource.NewQuantity(math.MaxInt64, resource.BinarySI)
+	// MaxCPULimit is the largest cpu limit: its quota over the 100 ms
+	// period is the kernel's largest (maxQuota), 175921860444m.
+	MaxCPULimit = *resource.NewMilliQuantity(maxQuota*milliCPUToCPU/quotaPeriod, resource.DecimalSI)
+	// MaxCPURequest is the largest cpu request: its millicores times the
+	// shares per cpu fit an int64, 9007199254740991m (such a request gets
+	// the most shares, 262144, as any request over 256 cpus does).
+	MaxCPURequest = *resource.NewMilliQuantity(math.MaxInt64/sharesPerCPU, resource.DecimalSI)
 )
 
 // NodeCriticalPriorityClass makes a static pod node-critical (kubelet
@@ -110,15 +133,15 @@ func requirementsQOS(r *corev1.ResourceRequirements) corev1.PodQOSClass {
 func Container(pod *corev1.Pod, c *corev1.Container, node Node) (*specs.LinuxResources, int) {
 	cpuLimit := containerLimit(pod, c, corev1.ResourceCPU)
 	mem := containerLimit(pod, c, corev1.ResourceMemory)
-	memLimit := mem.Value()
-	cpuMilli := cpuLimit.MilliValue()
+	memLimit := Bytes(mem)
+	cpuMilli := Milli(cpuLimit)
 	if req, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
-		cpuMilli = req.MilliValue()
+		cpuMilli = Milli(req)
 	}
 	shares := MilliCPUToShares(cpuMilli)
 	period := uint64(quotaPeriod)
 	r := &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: &shares, Period: &period}}
-	if q := MilliCPUToQuota(cpuLimit.MilliValue()); q != 0 {
+	if q := MilliCPUToQuota(Milli(cpuLimit)); q != 0 {
 		r.CPU.Quota = &q
 	}
 	if memLimit != 0 {
@@ -158,18 +181,46 @@ func MilliCPUToShares(milliCPU int64) uint64 {
 	if milliCPU == 0 {
 		return minShares
 	}
+	if milliCPU > maxShares*milliCPUToCPU/sharesPerCPU {
+		return maxShares // and milliCPU*sharesPerCPU may not fit an int64
+	}
 	shares := milliCPU * sharesPerCPU / milliCPUToCPU
 	return uint64(min(max(shares, minShares), maxShares))
 }
 
 // MilliCPUToQuota converts millicores to a CFS quota over the 100 ms
-// period, at least 1 ms; 0 means no quota.
+// period, at least 1 ms and at most the kernel's largest; 0 means no quota.
 func MilliCPUToQuota(milliCPU int64) int64 {
 	if milliCPU == 0 {
 		return 0
 	}
+	if milliCPU > maxQuota*milliCPUToCPU/quotaPeriod {
+		return maxQuota // and milliCPU*quotaPeriod may not fit an int64
+	}
 	return max(milliCPU*quotaPeriod/milliCPUToCPU, minQuotaPeriod)
 }
+
+// Bytes is q in bytes (in units, for a quantity of something else),
+// rounded up, at most math.MaxInt64 (Quantity.Value wraps past it: 8Ei
+// would be -8Ei).
+func Bytes(q resource.Quantity) int64 {
+	if q.Cmp(MaxMemory) > 0 {
+		return math.MaxInt64
+	}
+	return q.Value()
+}
+
+// Milli is q in thousandths, rounded up, at most math.MaxInt64
+// (Quantity.MilliValue wraps past it).
+func Milli(q resource.Quantity) int64 {
+	if q.Cmp(maxMilli) > 0 {
+		return math.MaxInt64
+	}
+	return q.MilliValue()
+}
+
+// maxMilli is the largest quantity whose MilliValue fits an int64.
+var maxMilli = *resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
 
 // oomScoreAdj is the kubelet's GetContainerOOMScoreAdjust.
 func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int {
@@ -193,10 +244,10 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int
 	if podLevelRequestsSet(pod) {
 		extra = remainingPodMemoryPerContainer(pod)
 	}
-	adj := 1000 - 1000*(c.Resources.Requests.Memory().Value()+extra)/memoryCapacity
+	adj := 1000 - perMille(Bytes(*c.Resources.Requests.Memory()), extra, memoryCapacity)
 	if isSidecar(pod, c) {
 		// A sidecar is killed no sooner than the regular containers.
-		adj = min(adj, 1000-1000*(minRegularMemoryRequest(pod)+extra)/memoryCapacity)
+		adj = min(adj, 1000-perMille(minRegularMemoryRequest(pod), extra, memoryCapacity))
 	}
 	switch {
 	case adj < 1000+guaranteedOOMScoreAdj:
@@ -205,6 +256,16 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int
 		return bestEffortOOMScoreAdj - 1
 	}
 	return int(adj)
+}
+
+// perMille is request+extra in thousandths of capacity; more than all of
+// it counts as all of it (the adj is at its floor either way), so that
+// 1000 times it cannot overflow.
+func perMille(request, extra, capacity int64) int64 {
+	if request > capacity || extra > capacity-request {
+		return 1000
+	}
+	return 1000 * (request + extra) / capacity
 }
 
 // remainingPodMemoryPerContainer shares the pod-level memory request that
@@ -216,13 +277,13 @@ func remainingPodMemoryPerContainer(pod *corev1.Pod) int64 {
 	}
 	reqs := ContainerRequests(pod)
 	n := int64(len(pod.Spec.Containers) + len(pod.Spec.InitContainers))
-	return (podReq.Value() - reqs.Memory().Value()) / n
+	return max(Bytes(*podReq)-Bytes(*reqs.Memory()), 0) / n
 }
 
 func minRegularMemoryRequest(pod *corev1.Pod) int64 {
-	m := pod.Spec.Containers[0].Resources.Requests.Memory().Value()
+	m := Bytes(*pod.Spec.Containers[0].Resources.Requests.Memory())
 	for _, c := range pod.Spec.Containers[1:] {
-		m = min(m, c.Resources.Requests.Memory().Value())
+		m = min(m, Bytes(*c.Resources.Requests.Memory()))
 	}
 	return m
 }
@@ -264,18 +325,18 @@ func Pod(pod *corev1.Pod) *specs.LinuxResources {
 		cpuDeclared = cpuDeclared || !pod.Spec.Resources.Limits.Cpu().IsZero()
 		memDeclared = memDeclared || !pod.Spec.Resources.Limits.Memory().IsZero()
 	}
-	shares := MilliCPUToShares(reqs.Cpu().MilliValue())
+	shares := MilliCPUToShares(Milli(*reqs.Cpu()))
 	r := &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: &shares}}
 	qos := QOSClass(pod)
 	if qos == corev1.PodQOSBestEffort {
 		return r
 	}
 	if cpuDeclared || qos == corev1.PodQOSGuaranteed {
-		quota, period := MilliCPUToQuota(limits.Cpu().MilliValue()), uint64(quotaPeriod)
+		quota, period := MilliCPUToQuota(Milli(*limits.Cpu())), uint64(quotaPeriod)
 		r.CPU.Quota, r.CPU.Period = &quota, &period
 	}
 	if memDeclared || qos == corev1.PodQOSGuaranteed {
-		mem := limits.Memory().Value()
+		mem := Bytes(*limits.Memory())
 		r.Memory = &specs.LinuxMemory{Limit: &mem}
 	}
 	return r

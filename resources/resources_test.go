@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"math"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -224,9 +225,41 @@ func TestMilliCPU(t *testing.T) {
 		milli  int64
 		shares uint64
 		quota  int64
-	}{{0, 2, 0}, {1, 2, 1000}, {9, 9, 1000}, {10, 10, 1000}, {100, 102, 10000}, {1500, 1536, 150000}, {300000, 262144, 30000000}} {
+	}{{0, 2, 0}, {1, 2, 1000}, {9, 9, 1000}, {10, 10, 1000}, {100, 102, 10000}, {1500, 1536, 150000}, {300000, 262144, 30000000},
+		{175921860444, 262144, 17592186044400}, {175921860445, 262144, 1<<44 - 1}, {math.MaxInt64, 262144, 1<<44 - 1}} {
 		if s, q := MilliCPUToShares(tc.milli), MilliCPUToQuota(tc.milli); s != tc.shares || q != tc.quota {
 			t.Errorf("%dm: shares %d quota %d, want %d %d", tc.milli, s, q, tc.shares, tc.quota)
 		}
+	}
+}
+
+// TestOverflowSaturates: quantities past what an int64 or the kernel holds
+// give the largest setting, never a wrapped one (on cbe04fe memory 2^63
+// gave memory.max -9223372036854775808, cpu 1e13 a wrapped quota and 2
+// shares). Validation refuses such a quantity in one field; sums of
+// several (the pod's cgroup) saturate.
+func TestOverflowSaturates(t *testing.T) {
+	node := Node{MemoryCapacity: 10 * gib, MinOOMScoreAdj: -1000}
+	for _, tc := range []struct {
+		name    string
+		pod     *corev1.Pod
+		want    string
+		wantAdj int
+	}{
+		{"memory 2^63", pod(req("", "9223372036854775808", "", "9223372036854775808")),
+			" shares=2 period=100k mem=9223372036854775807", 3},
+		{"memory 8Ei request, no limit", pod(req("", "8Ei", "", "")), " shares=2 period=100k", 3},
+		{"cpu 1e13", pod(req("1e13", "", "1e13", "")), " shares=262144 quota=17592186044415 period=100k", 999},
+		{"cpu request past int64 millicores", pod(req("1e17", "", "", "")), " shares=262144 period=100k", 999},
+	} {
+		r, adj := Container(tc.pod, &tc.pod.Spec.Containers[0], node)
+		if got := str(r); got != tc.want || adj != tc.wantAdj {
+			t.Errorf("%s:\n got %q adj %d\nwant %q adj %d", tc.name, got, adj, tc.want, tc.wantAdj)
+		}
+	}
+	// Two containers at the largest limits: the pod's sums saturate.
+	big := req("175921860444m", "9223372036854775807", "175921860444m", "9223372036854775807") // MaxCPULimit, MaxMemory
+	if got, want := str(Pod(pod(big, big))), " shares=262144 quota=17592186044415 period=100k mem=9223372036854775807"; got != want {
+		t.Errorf("pod at twice the largest limits:\n got %q\nwant %q", got, want)
 	}
 }
