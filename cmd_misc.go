@@ -33,15 +33,11 @@ func validateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "static", Usage: "read the manifests as the daemon reads its directory: static pods of this node, named NAME-NODE"},
 		}, admissionFlags()...),
 		Action: func(c *cli.Context) error {
-			format := c.String("output")
-			if format != "" && format != "yaml" && format != "json" {
-				return &printers.FormatError{Format: format}
-			}
 			set, err := load(c)
 			if err != nil {
 				return err
 			}
-			if format != "" {
+			if format := c.String("output"); format != "" {
 				return printers.Objects(os.Stdout, podsToRun(set, time.Now()), format)
 			}
 			for _, p := range set.Pods {

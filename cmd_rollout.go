@@ -21,7 +21,7 @@ import (
 func rolloutCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "rollout",
-		Usage: "a pod's Ready versions: history, undo, status (kubectl rollout)",
+		Usage: "a pod's Ready versions: history, undo, status",
 		Subcommands: []*cli.Command{
 			{
 				Name: "history", Usage: "list the versions kept (the last 3 that were Ready)", ArgsUsage: "POD | -f FILE",
@@ -76,7 +76,7 @@ func rolloutCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "status", Usage: "wait until the pod's version is Ready, or say why not", ArgsUsage: "POD | -f FILE",
+				Name: "status", Usage: "wait for the pod's version to become Ready", ArgsUsage: "POD | -f FILE",
 				Flags: []cli.Flag{namespaceFlag(podNamespace), filenameFlag(),
 					&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Value: true, Usage: "wait for the outcome"},
 					&cli.DurationFlag{Name: "progress-deadline", Value: 10 * time.Minute, Usage: "the deadline of a pod without the podrun.io/progress-deadline-seconds annotation"},

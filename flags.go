@@ -333,8 +333,15 @@ func imageGCPolicy(c *cli.Context) (imagegc.Policy, error) {
 	return p, nil
 }
 
+// outputFlag is -o, one of values, checked before the command runs.
 func outputFlag(values ...string) *cli.StringFlag {
-	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: " + strings.Join(values, "|")}
+	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: " + strings.Join(values, "|"),
+		Action: func(c *cli.Context, v string) error {
+			if !slices.Contains(values, v) {
+				return inCommand(c, usageError{fmt.Sprintf("%s: -o %q: want %s", c.Command.Name, v, strings.Join(values, ", "))})
+			}
+			return nil
+		}}
 }
 
 // namespaceFlag is kubectl's -n, what it means for the command in usage:

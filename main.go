@@ -33,8 +33,10 @@ func newApp() *cli.App {
 		Usage:                "run Kubernetes Pod manifests on one machine, straight on containerd",
 		Version:              buildVersion().GitVersion,
 		EnableBashCompletion: true,
-		Flags:                globalFlags(),
-		Before:               setLogging,
+		// -it is -i -t, as with kubectl exec.
+		UseShortOptionHandling: true,
+		Flags:                  globalFlags(),
+		Before:                 setLogging,
 		// Errors come back from Run to main, which alone prints them and
 		// picks the exit code (exit.go): urfave/cli exits on none.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -75,7 +77,9 @@ func setUp(parent string, cmds []*cli.Command, globals []cli.Flag) {
 		cmd.OnUsageError = onUsageError
 		cmd.CustomHelpTemplate = helpTemplate(cli.SubcommandHelpTemplate, name, globals)
 		if len(cmd.Subcommands) > 0 {
-			cmd.Subcommands = append(cmd.Subcommands, helpCommand())
+			help := helpCommand()
+			help.Hidden = true // `podrun image help ls` works, podrun help is the one shown
+			cmd.Subcommands = append(cmd.Subcommands, help)
 			setUp(name, cmd.Subcommands, globals)
 			cmd.Action = unknownCommand
 			continue
