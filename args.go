@@ -97,7 +97,9 @@ func flagsFirst(app *cli.App, args []string) []string {
 	return append(append(out, positional...), rest...)
 }
 
-func isHelp(a string) bool { return a == "-h" || a == "--help" }
+// isHelp reports whether a is urfave/cli's help flag (-help as Go's flag
+// package reads it too).
+func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "-help" }
 
 // beforeDashes is args up to the first "--".
 func beforeDashes(args []string) []string {

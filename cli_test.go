@@ -93,6 +93,8 @@ func TestExitCodeTable(t *testing.T) {
 		{"bad flag value", []string{"validate", "-o", "wide", pod}, 2, `^podrun: validate: -o "wide": want yaml, json$`, "podrun validate"},
 		{"missing argument", []string{"validate"}, 2, `^podrun: validate: name at least one FILE, DIR or -`, "podrun validate"},
 		{"missing argument", []string{"up", "-f"}, 2, `^podrun: flag needs an argument: -f \(a FILE, DIR or -; to stay and supervise the pods: --foreground\)$`, "podrun up"},
+		{"missing argument", []string{"up", pod, "-f"}, 2, `^podrun: flag needs an argument: -f \(a FILE, DIR or -; to stay and supervise the pods: --foreground\)$`, "podrun up"},
+		{"missing argument", []string{"down", "-f"}, 2, `^podrun: flag needs an argument: -f$`, "podrun down"},
 		{"missing argument", []string{"ps", "--root"}, 2, `^podrun: flag needs an argument: -root$`, "podrun"},
 		{"missing argument", []string{"rollout", "undo"}, 2, `^podrun: rollout undo: name one POD or FILE$`, "podrun rollout undo"},
 		{"unknown help topic", []string{"help", "bogus"}, 2, `^podrun: unknown help topic bogus$`, "podrun"},
@@ -150,6 +152,7 @@ func TestHelpAfterArguments(t *testing.T) {
 		name string // in the help's NAME line
 	}{
 		{[]string{"validate", "pod.yaml", "-h"}, "podrun validate - "},
+		{[]string{"validate", "pod.yaml", "-help"}, "podrun validate - "},
 		{[]string{"logs", "web", "-c", "app", "--help"}, "podrun logs - "},
 		{[]string{"image", "pull", "busybox", "-h"}, "podrun image pull - "},
 		{[]string{"--root", "/r", "rollout", "undo", "web", "-h"}, "podrun rollout undo - "},
