@@ -19,17 +19,37 @@ func flagsFirst(app *cli.App, args []string) []string {
 	if n := len(args); n > 1 && args[n-1] == completionFlag {
 		return args // a shell asking for completions: urfave/cli reads it as it is
 	}
-	var globals, path []string // global flags; the command names, each with its own flags
+	var globals, path, names []string // global flags; the command names, each with its own flags; the names alone
 	i := 1
 	flags := app.Flags
 	var cmds []*cli.Command = app.Commands
+	head := func() []string { return append(append([]string{args[0]}, globals...), path...) }
+	// -h or --help anywhere before "--" asks for the help of the deepest
+	// command named, whatever else is there (`podrun validate pod.yaml -h`).
+	help := func() []string { return append(append(append([]string{args[0]}, globals...), names...), "--help") }
+	// A flag that takes a value and is given none ends the line, its
+	// command's flags, or the global ones without the command: urfave/cli
+	// says so (else it would take "--" or the command as the value).
+	noValue := func(dst *[]string, flag string) []string {
+		*dst = append(*dst, flag)
+		if dst == &globals {
+			return append([]string{args[0]}, globals...)
+		}
+		return head()
+	}
 	// Global flags, then the command and subcommand names.
 	for i < len(args) {
 		a := args[i]
+		if isHelp(a) {
+			return help()
+		}
 		if isFlag(a) {
 			dst, fl := &path, flags
 			if len(path) == 0 || isGlobal(app, flags, a) {
 				dst, fl = &globals, app.Flags
+			}
+			if takesValue(fl, a) && i+1 == len(args) {
+				return noValue(dst, a)
 			}
 			i = takeFlag(dst, fl, args, i)
 			continue
@@ -38,14 +58,16 @@ func flagsFirst(app *cli.App, args []string) []string {
 		if cmd == nil {
 			break
 		}
-		path = append(path, a)
+		path, names = append(path, a), append(names, a)
 		i++
 		flags, cmds = cmd.Flags, cmd.Subcommands
 		if len(cmds) == 0 {
 			break
 		}
 	}
-	head := func() []string { return append(append([]string{args[0]}, globals...), path...) }
+	if slices.ContainsFunc(beforeDashes(args[i:]), isHelp) {
+		return help()
+	}
 	if len(cmds) > 0 || len(path) == 0 {
 		return append(head(), args[i:]...) // no leaf command: leave the rest to the parser
 	}
@@ -57,8 +79,14 @@ func flagsFirst(app *cli.App, args []string) []string {
 			rest = args[i+1:]
 			i = len(args)
 		case isFlag(a) && isGlobal(app, flags, a):
+			if takesValue(app.Flags, a) && i+1 == len(args) {
+				return noValue(&globals, a)
+			}
 			i = takeFlag(&globals, app.Flags, args, i)
 		case isFlag(a):
+			if takesValue(flags, a) && i+1 == len(args) {
+				return noValue(&path, a)
+			}
 			i = takeFlag(&path, flags, args, i)
 		default:
 			positional = append(positional, a)
@@ -67,6 +95,18 @@ func flagsFirst(app *cli.App, args []string) []string {
 	}
 	out := append(head(), "--")
 	return append(append(out, positional...), rest...)
+}
+
+// isHelp reports whether a is urfave/cli's help flag (-help as Go's flag
+// package reads it too).
+func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "-help" }
+
+// beforeDashes is args up to the first "--".
+func beforeDashes(args []string) []string {
+	if i := slices.Index(args, "--"); i >= 0 {
+		return args[:i]
+	}
+	return args
 }
 
 func isFlag(a string) bool { return strings.HasPrefix(a, "-") && a != "-" && a != "--" }

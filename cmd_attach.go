@@ -27,7 +27,7 @@ func attachCommand() *cli.Command {
 			"(with stdinOnce, its stdin closes when the first attach ends).",
 		ArgsUsage: "POD",
 		Flags: []cli.Flag{
-			namespaceFlag(),
+			namespaceFlag(podNamespace),
 			containerFlag(),
 			&cli.BoolFlag{Name: "stdin", Aliases: []string{"i"}, Usage: "pass stdin to the container"},
 			&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "stdin is a terminal"},

@@ -22,8 +22,9 @@ import (
 
 func daemonCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "daemon",
-		Usage: "keep the pods of a static-manifest directory running, like the kubelet's static pods",
+		Name:        "daemon",
+		Usage:       "keep a manifest directory's pods running (static pods)",
+		Description: "Keeps the pods of --manifest-dir (and --manifest-url) running, like the kubelet's static pods.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "manifest-dir", Value: "/etc/podrun/manifests", EnvVars: []string{"PODRUN_MANIFEST_DIR"}, Usage: "directory of Pod manifests (.yaml, .yml, .json; not recursive)"},
 			&cli.StringFlag{Name: "manifest-url", EnvVars: []string{"PODRUN_MANIFEST_URL"}, Usage: "also keep the pods served at this https URL (polled every --resync; shown with credentials and query values redacted)"},

@@ -19,9 +19,10 @@ func downCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "down",
 		Usage:     "stop pods gracefully and remove them (logs are kept)",
-		ArgsUsage: "FILE|DIR|-|POD ...  (POD is NAME or NAMESPACE/NAME)",
+		ArgsUsage: "[-f FILE|DIR|-]... [FILE|DIR|-|POD]...  (POD is NAME or NAMESPACE/NAME)",
 		Flags: []cli.Flag{
-			namespaceFlag(),
+			filenameFlag(),
+			namespaceFlag("namespace of each POD given as a NAME (default: default); a FILE's pods keep their own"),
 			&cli.IntFlag{Name: "grace-period", Value: -1, Usage: "seconds to wait after the stop signal, overriding the pods' terminationGracePeriodSeconds (-1: the pods' own)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -75,15 +76,19 @@ func downCommand() *cli.Command {
 	}
 }
 
-// downTargets reads pod names from manifests ("-", files, directories) and
-// from NAME or NAMESPACE/NAME arguments; the set read has the manifests'
-// workloads and Jobs.
+// downTargets reads pod names from manifests (-f, and "-", files,
+// directories among the arguments) and from NAME or NAMESPACE/NAME
+// arguments; the set read has the manifests' workloads and Jobs.
 func downTargets(c *cli.Context) ([]run.Target, *manifest.Set, error) {
-	if c.NArg() == 0 {
-		return nil, nil, usageError{"down: name at least one FILE, DIR, - or POD"}
+	paths, err := manifestPaths(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(paths) == 0 {
+		return nil, nil, usageError{"down: name at least one FILE, DIR, - or POD (-f, or arguments)"}
 	}
 	var targets []run.Target
-	var paths []string
+	paths = paths[:len(paths)-c.NArg()] // those of -f
 	for _, a := range c.Args().Slice() {
 		if _, err := os.Stat(a); a == "-" || err == nil {
 			paths = append(paths, a)

@@ -19,7 +19,7 @@ func execCommand() *cli.Command {
 		Usage:     "run a command in a running container, like kubectl exec",
 		ArgsUsage: "POD -- CMD [ARG...]",
 		Flags: []cli.Flag{
-			namespaceFlag(),
+			namespaceFlag(podNamespace),
 			containerFlag(),
 			&cli.BoolFlag{Name: "stdin", Aliases: []string{"i"}, Usage: "pass stdin to the command"},
 			&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "allocate a terminal"},

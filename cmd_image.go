@@ -44,9 +44,10 @@ func imageCommand() *cli.Command {
 				},
 			},
 			{
-				Name:  "prune",
-				Usage: "remove images no container uses, as the kubelet's image GC: above --image-gc-high-threshold down to the low one; -a: every unused image",
-				Flags: append([]cli.Flag{&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "every image no container uses (older than --image-minimum-gc-age), whatever the disk's use"}}, imageGCFlags()...),
+				Name:        "prune",
+				Usage:       "remove unused images, as the kubelet's image GC",
+				Description: "Removes images no container uses above --image-gc-high-threshold, down to the low one;\n-a: every unused image.",
+				Flags:       append([]cli.Flag{&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "every image no container uses (older than --image-minimum-gc-age), whatever the disk's use"}}, imageGCFlags()...),
 				Action: func(c *cli.Context) error {
 					p, err := imageGCPolicy(c)
 					if err != nil {
@@ -74,7 +75,7 @@ func imageCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "pull", Usage: "pull an image from its registry (credentials from --registry-config)", ArgsUsage: "REF",
+				Name: "pull", Usage: "pull an image (credentials from --registry-config)", ArgsUsage: "REF",
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
 						return usageError{"image pull: name one REF"}

@@ -21,8 +21,11 @@ func pauseCommand() *cli.Command {
 }
 
 func criIOCommand() *cli.Command {
-	return &cli.Command{Name: "cri-io", Hidden: true, Flags: []cli.Flag{&cli.StringFlag{Name: "dir", Required: true}},
+	return &cli.Command{Name: "cri-io", Hidden: true, Flags: []cli.Flag{&cli.StringFlag{Name: "dir"}},
 		Action: func(c *cli.Context) error {
+			if c.String("dir") == "" {
+				return usageError{"cri-io: --dir is required"}
+			}
 			closeStdin := func(cfg keeper.Config) error {
 				return ctrd.CloseStdin(context.Background(), cfg.Address, cfg.Namespace, cfg.ID)
 			}

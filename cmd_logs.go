@@ -18,7 +18,7 @@ func logsCommand() *cli.Command {
 		Usage:     "print a container's log, like kubectl logs",
 		ArgsUsage: "POD",
 		Flags: []cli.Flag{
-			namespaceFlag(),
+			namespaceFlag(podNamespace),
 			containerFlag(),
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing, across restarts"},
 			&cli.BoolFlag{Name: "previous", Aliases: []string{"p"}, Usage: "the previous (terminated) instance's log"},

@@ -3,26 +3,42 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"io"
 	"os"
-	"runtime"
+	goruntime "runtime"
 	"runtime/debug"
+	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/printers"
 	"github.com/podrun/podrun/run"
 )
 
 func validateCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "validate",
-		Usage:     "load, default and validate manifests; print every problem",
-		ArgsUsage: "FILE|DIR|- ...",
-		Flags:     append([]cli.Flag{configMapFlag()}, admissionFlags()...),
+		Name:  "validate",
+		Usage: "load, default and validate manifests; print every problem",
+		Description: "Prints every problem with file, document and field path; without any, one line per pod,\n" +
+			"Job and CronJob, or with -o the pods as podrun runs them (as kubectl apply --dry-run=client -o):\n" +
+			"defaults applied, workloads expanded, a Job's first pod, a CronJob's next Job's first pod.",
+		ArgsUsage: "[-f] FILE|DIR|- ...",
+		Flags: append([]cli.Flag{filenameFlag(), configMapFlag(), outputFlag("yaml", "json"),
+			&cli.BoolFlag{Name: "static", Usage: "read the manifests as the daemon reads its directory: static pods of this node, named NAME-NODE"},
+		}, admissionFlags()...),
 		Action: func(c *cli.Context) error {
 			set, err := load(c)
 			if err != nil {
 				return err
+			}
+			if format := c.String("output"); format != "" {
+				return printers.Objects(os.Stdout, podsToRun(set, time.Now()), format)
 			}
 			for _, p := range set.Pods {
 				fmt.Printf("pod/%s/%s valid (%s)\n", p.Namespace, p.Name, p.Source)
@@ -38,10 +54,34 @@ func validateCommand() *cli.Command {
 	}
 }
 
+// podsToRun are the pods podrun makes of set: its pods (the workloads'
+// among them), each Job's first pod, and the first pod of the Job each
+// CronJob makes next after now.
+func podsToRun(set *manifest.Set, now time.Time) []runtime.Object {
+	var out []runtime.Object
+	add := func(p *manifest.Pod) {
+		pod := p.Pod.DeepCopy()
+		pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
+		out = append(out, pod)
+	}
+	for _, p := range set.Pods {
+		add(p)
+	}
+	for _, j := range set.Jobs {
+		add(j.Pod(0, 0))
+	}
+	for _, cj := range set.CronJobs {
+		add(cj.Job(cj.Schedule.Next(now)).Pod(0, 0))
+	}
+	return out
+}
+
 func gcCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "gc",
-		Usage: "remove the logs of pods that are gone: older than --log-retention, or the oldest while the log dir is over --log-max-total",
+		Usage: "remove the logs of pods that are gone",
+		Description: "Removes the logs of pods that are gone: older than --log-retention, or the oldest while\n" +
+			"the log dir is over --log-max-total.",
 		Flags: retentionFlags(),
 		Action: func(c *cli.Context) error {
 			r, err := logRetention(c)
@@ -62,20 +102,89 @@ func gcCommand() *cli.Command {
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
-		Usage: "print podrun's version",
-		Action: func(*cli.Context) error {
-			client := "unknown"
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				for _, d := range bi.Deps {
-					if d.Path == "github.com/containerd/containerd" {
-						client = d.Version
-					}
-				}
-			}
-			fmt.Printf("podrun %s (%s, %s/%s, containerd client %s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, client)
-			return nil
+		Usage: "print podrun's version, commit, Go version and platform",
+		Flags: []cli.Flag{outputFlag("json", "yaml")},
+		Action: func(c *cli.Context) error {
+			return printVersion(os.Stdout, buildVersion(), c.String("output"))
 		},
 	}
+}
+
+// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
+var version string
+
+// versionInfo is podrun's build, with the field names of kubectl version's.
+type versionInfo struct {
+	GitVersion   string `json:"gitVersion"`
+	GitCommit    string `json:"gitCommit,omitempty"`
+	GitTreeState string `json:"gitTreeState,omitempty"` // clean or dirty
+	BuildDate    string `json:"buildDate,omitempty"`    // the commit's time
+	GoVersion    string `json:"goVersion"`
+	Compiler     string `json:"compiler"`
+	Platform     string `json:"platform"`
+	Containerd   string `json:"containerdClient,omitempty"` // the containerd Go client podrun is built with
+}
+
+func buildVersion() versionInfo {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	return versionOf(version, bi)
+}
+
+// versionOf is the version of a build: the -X version, else the module's
+// (go install ...@v1.2.3), else "dev"; the commit as the go command
+// stamped it (vcs.revision, vcs.time, vcs.modified) when it built from a
+// checkout.
+func versionOf(stamped string, bi *debug.BuildInfo) versionInfo {
+	v := versionInfo{GitVersion: stamped, GoVersion: goruntime.Version(), Compiler: goruntime.Compiler, Platform: goruntime.GOOS + "/" + goruntime.GOARCH}
+	if bi == nil {
+		v.GitVersion = cmp.Or(v.GitVersion, "dev")
+		return v
+	}
+	if m := bi.Main.Version; v.GitVersion == "" && m != "" && m != "(devel)" {
+		v.GitVersion = m
+	}
+	v.GitVersion = cmp.Or(v.GitVersion, "dev")
+	v.GoVersion = cmp.Or(bi.GoVersion, v.GoVersion)
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.GitCommit = s.Value
+		case "vcs.time":
+			v.BuildDate = s.Value
+		case "vcs.modified":
+			v.GitTreeState = map[string]string{"true": "dirty", "false": "clean"}[s.Value]
+		}
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/containerd/containerd" {
+			v.Containerd = d.Version
+		}
+	}
+	return v
+}
+
+// printVersion prints v on one line, or as JSON or YAML.
+func printVersion(w io.Writer, v versionInfo, format string) error {
+	if format != "" {
+		return printers.Object(w, v, format)
+	}
+	var parts []string
+	if v.GitCommit != "" {
+		commit := "commit " + v.GitCommit
+		if v.GitTreeState == "dirty" {
+			commit += ", modified"
+		}
+		parts = append(parts, commit)
+	}
+	parts = append(parts, v.GoVersion, v.Platform)
+	if v.Containerd != "" {
+		parts = append(parts, "containerd client "+v.Containerd)
+	}
+	_, err := fmt.Fprintf(w, "podrun %s (%s)\n", v.GitVersion, strings.Join(parts, ", "))
+	return err
 }
 
 // completionFlag is how urfave/cli's shell completion asks for candidates.
@@ -121,7 +230,7 @@ compdef _podrun podrun
 func completionCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "completion",
-		Usage:     "print a shell completion script: source <(podrun completion bash)",
+		Usage:     "print a shell completion script (bash or zsh)",
 		ArgsUsage: "bash|zsh",
 		Action: func(c *cli.Context) error {
 			switch c.Args().First() {

@@ -18,7 +18,7 @@ func psCommand() *cli.Command {
 		Usage: "list pods, like kubectl get pods",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Aliases: []string{"a"}, Usage: "include pods that have completed (Succeeded or Failed)"},
-			namespaceFlag(),
+			namespaceFlag("list only the pods of this namespace (default: every namespace)"),
 			&cli.BoolFlag{Name: "all-namespaces", Aliases: []string{"A"}, Usage: "every namespace (the default without -n)"},
 			outputFlag("wide", "json", "yaml", "name"),
 		},

@@ -21,11 +21,11 @@ import (
 func rolloutCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "rollout",
-		Usage: "a pod's versions that became Ready: list them, go back to one, follow the newest (kubectl rollout)",
+		Usage: "a pod's Ready versions: history, undo, status",
 		Subcommands: []*cli.Command{
 			{
-				Name: "history", Usage: "list the versions kept (the last 3 that became Ready)", ArgsUsage: "POD|FILE",
-				Flags: []cli.Flag{namespaceFlag()},
+				Name: "history", Usage: "list the versions kept (the last 3 that were Ready)", ArgsUsage: "POD | -f FILE",
+				Flags: []cli.Flag{namespaceFlag(podNamespace), filenameFlag()},
 				Action: func(c *cli.Context) error {
 					return withRolloutPod(c, func(h *run.Host, p *run.PodInfo) error {
 						revs, err := h.History(p.Key())
@@ -47,8 +47,9 @@ func rolloutCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "undo", Usage: "go back to the version before (or --to-revision); a daemon's pod keeps it until its file changes", ArgsUsage: "POD|FILE",
-				Flags: []cli.Flag{namespaceFlag(),
+				Name: "undo", Usage: "go back to the version before (or --to-revision)",
+				Description: "A pod of up is replaced at once; a daemon's pod keeps the version until its file changes.", ArgsUsage: "POD | -f FILE",
+				Flags: []cli.Flag{namespaceFlag(podNamespace), filenameFlag(),
 					&cli.IntFlag{Name: "to-revision", Usage: "the revision to go back to (0: the one before the running version)"},
 					&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on the version not Ready after this long (a pod of up)"}},
 				Action: func(c *cli.Context) error {
@@ -75,8 +76,8 @@ func rolloutCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "status", Usage: "wait until the pod's version is Ready, or say why it is not (kubectl rollout status)", ArgsUsage: "POD|FILE",
-				Flags: []cli.Flag{namespaceFlag(),
+				Name: "status", Usage: "wait for the pod's version to become Ready", ArgsUsage: "POD | -f FILE",
+				Flags: []cli.Flag{namespaceFlag(podNamespace), filenameFlag(),
 					&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Value: true, Usage: "wait for the outcome"},
 					&cli.DurationFlag{Name: "progress-deadline", Value: 10 * time.Minute, Usage: "the deadline of a pod without the podrun.io/progress-deadline-seconds annotation"},
 					&cli.DurationFlag{Name: "timeout", Usage: "stop waiting after this long (0: no limit)"}},
@@ -139,14 +140,18 @@ func withRolloutPod(c *cli.Context, fn func(h *run.Host, p *run.PodInfo) error) 
 	})
 }
 
-// rolloutTarget is the pod the argument names: a manifest file's one pod,
-// else NAME or NAMESPACE/NAME.
+// rolloutTarget is the pod the argument names: a manifest file's one pod
+// (-f FILE, or FILE), else NAME or NAMESPACE/NAME.
 func rolloutTarget(c *cli.Context) (run.Target, error) {
-	if c.NArg() != 1 {
+	paths, err := manifestPaths(c)
+	if err != nil {
+		return run.Target{}, err
+	}
+	if len(paths) != 1 {
 		return run.Target{}, usageError{fmt.Sprintf("rollout %s: name one POD or FILE", c.Command.Name)}
 	}
-	arg := c.Args().First()
-	if fi, err := os.Stat(arg); err != nil || !fi.Mode().IsRegular() {
+	arg := paths[0]
+	if fi, err := os.Stat(arg); c.NArg() == 1 && (err != nil || !fi.Mode().IsRegular()) {
 		return podTarget(c, arg)
 	}
 	set, err := manifest.Options{}.Load([]string{arg}, os.Stdin)

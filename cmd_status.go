@@ -19,7 +19,7 @@ func statusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "print a pod as Kubernetes would (a v1 Pod with its status)",
 		ArgsUsage: "POD",
-		Flags:     []cli.Flag{namespaceFlag(), outputFlag("yaml", "json")},
+		Flags:     []cli.Flag{namespaceFlag(podNamespace), outputFlag("yaml", "json")},
 		Action: func(c *cli.Context) error {
 			return withPod(c, func(_ *run.Host, p *run.PodInfo) error {
 				if st, ok := daemon.ReadStatus(statusFile(c)); ok {

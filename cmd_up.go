@@ -16,15 +16,19 @@ import (
 
 func upCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "up",
-		Usage:     "run the pods of manifest files (a changed manifest replaces its pod, an unchanged one is left alone)",
-		ArgsUsage: "FILE|DIR|- ...",
+		Name:  "up",
+		Usage: "run the pods of manifests; a changed one replaces its pod",
+		Description: "Runs every pod of the manifests (-f, or FILE arguments): a changed manifest replaces its pod,\n" +
+			"an unchanged one is left alone. Returns once the pods are Ready (--wait); with --foreground\n" +
+			"it stays and supervises them until SIGINT or SIGTERM.",
+		ArgsUsage: "[-f] FILE|DIR|- ...",
 		Flags: append([]cli.Flag{
 			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on a pod that is not up (or done) after this long"},
 			&cli.StringFlag{Name: "wait", Value: string(run.WaitReady),
 				Usage: "return when pods are: ready (the Ready condition, or finished first, as kubectl wait --for=condition=Ready), completion (Succeeded or Failed: exit 0 or 1; restartPolicy Never or OnFailure only), running (containers started), none (same as running)"},
 			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "same as --wait=running"},
-			&cli.BoolFlag{Name: "foreground", Aliases: []string{"f"}, Usage: "stay and supervise (probes, hooks, restarts) until SIGINT or SIGTERM, then stop the pods gracefully"},
+			filenameFlag(),
+			&cli.BoolFlag{Name: "foreground", Usage: "stay and supervise (probes, hooks, restarts) until SIGINT or SIGTERM, then stop the pods gracefully"},
 			&cli.BoolFlag{Name: "keep-on-failure", Usage: "leave a failed pod's parts in place for inspection"},
 			&cli.BoolFlag{Name: "no-rollback", Usage: "a changed pod that does not become Ready is not replaced by its last Ready version (it is removed, the version before it gone too)"},
 			configMapFlag(),

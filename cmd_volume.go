@@ -17,8 +17,9 @@ import (
 
 func volumeCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "volume",
-		Usage: "manage the local volumes of persistentVolumeClaim volumes (kept across down)",
+		Name:        "volume",
+		Usage:       "manage the local volumes of persistentVolumeClaims",
+		Description: "The volumes of persistentVolumeClaim volumes are kept across down.",
 		Subcommands: []*cli.Command{
 			{
 				Name: "ls", Usage: "list the claims' volumes and the pods that use them",
@@ -46,8 +47,8 @@ func volumeCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "rm", Usage: "remove claims' volumes and their data (refused while a pod uses one)", ArgsUsage: "NAME|NAMESPACE/NAME ...",
-				Flags: []cli.Flag{namespaceFlag()},
+				Name: "rm", Usage: "remove claims' volumes and their data (not while in use)", ArgsUsage: "NAME|NAMESPACE/NAME ...",
+				Flags: []cli.Flag{namespaceFlag("namespace of each volume given as a NAME (default: default)")},
 				Action: func(c *cli.Context) error {
 					if c.NArg() == 0 {
 						return usageError{"volume rm: name at least one volume"}

@@ -15,10 +15,12 @@ import (
 
 func waitCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "wait",
-		Usage:     "wait for pods already started, as kubectl wait: --for ready (the Ready condition, or finished first), completion (Succeeded: exit 0, Failed: exit 1) or delete",
+		Name:  "wait",
+		Usage: "wait for pods already started, as kubectl wait",
+		Description: "--for ready: the Ready condition, or finished first; completion: Succeeded (exit 0) or\n" +
+			"Failed (exit 1); delete: gone.",
 		ArgsUsage: "POD...",
-		Flags: []cli.Flag{namespaceFlag(),
+		Flags: []cli.Flag{namespaceFlag("namespace of each POD given as a NAME (default: default)"),
 			&cli.StringFlag{Name: "for", Value: "ready", Usage: "ready, completion or delete"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "give up after this long (exit 1), as kubectl wait's"},
 		},

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/podrun/podrun/admission"
+	"github.com/podrun/podrun/downward"
 	"github.com/podrun/podrun/engine/ctrd"
 	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/images"
@@ -178,21 +179,54 @@ func load(c *cli.Context) (*manifest.Set, error) {
 }
 
 func loadSet(c *cli.Context) (*manifest.Set, error) {
-	if c.NArg() == 0 {
-		return nil, usageError{fmt.Sprintf("%s: name at least one FILE, DIR or -", c.Command.Name)}
+	paths, err := manifestPaths(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, usageError{fmt.Sprintf("%s: name at least one FILE, DIR or - (-f, or arguments)", c.Command.Name)}
 	}
 	opts, err := manifestAdmission(c)
 	if err != nil {
 		return nil, err
+	}
+	if c.Bool("static") {
+		// As the daemon reads its directory (validate --static).
+		if opts.StaticNode, err = downward.NodeName(); err != nil {
+			return nil, fmt.Errorf("the node's name: %w", err)
+		}
 	}
 	if files := c.StringSlice("configmap"); len(files) > 0 {
 		objects, err := manifest.LoadObjects(files)
 		if err != nil {
 			return nil, err
 		}
-		return opts.LoadWith(c.Args().Slice(), os.Stdin, objects)
+		return opts.LoadWith(paths, os.Stdin, objects)
 	}
-	return opts.Load(c.Args().Slice(), os.Stdin)
+	return opts.Load(paths, os.Stdin)
+}
+
+// filenameFlag is kubectl's -f: the manifests a command reads, besides
+// its arguments.
+func filenameFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "filename", Aliases: []string{"f"},
+		Usage: "a manifest FILE, a DIR of them, or - for stdin, as kubectl's -f (repeatable; also as arguments)"}
+}
+
+// manifestPaths are the manifests of -f, then the arguments. A value of -f
+// that is a flag was meant as one (up's -f was --foreground).
+func manifestPaths(c *cli.Context) ([]string, error) {
+	files := c.StringSlice("filename")
+	for _, f := range files {
+		if strings.HasPrefix(f, "-") && f != "-" {
+			msg := fmt.Sprintf("%s: -f %s: -f takes a FILE, DIR or -", c.Command.Name, f)
+			if c.Command.Name == "up" {
+				msg += " (to stay and supervise the pods: --foreground)"
+			}
+			return nil, usageError{msg}
+		}
+	}
+	return append(files, c.Args().Slice()...), nil
 }
 
 // admissionFlags are the node's admission rules for the pods of up,
@@ -302,15 +336,26 @@ func imageGCPolicy(c *cli.Context) (imagegc.Policy, error) {
 	return p, nil
 }
 
+// outputFlag is -o, one of values, checked before the command runs.
 func outputFlag(values ...string) *cli.StringFlag {
-	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: " + strings.Join(values, "|")}
+	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: " + strings.Join(values, "|"),
+		Action: func(c *cli.Context, v string) error {
+			if !slices.Contains(values, v) {
+				return inCommand(c, usageError{fmt.Sprintf("%s: -o %q: want %s", c.Command.Name, v, strings.Join(values, ", "))})
+			}
+			return nil
+		}}
 }
 
-// namespaceFlag is kubectl's -n: the namespace of the pods a command names
-// (default "default"), or for ps the one it lists (default all).
-func namespaceFlag() cli.Flag {
-	return &cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: "the pods' namespace, as kubectl's -n (default: default; for ps: all)"}
+// namespaceFlag is kubectl's -n, what it means for the command in usage:
+// the namespace of the pods it names (default "default"), or for ps the
+// one it lists (default all).
+func namespaceFlag(usage string) cli.Flag {
+	return &cli.StringFlag{Name: "namespace", Aliases: []string{"n"}, Usage: usage}
 }
+
+// podNamespace is -n of the commands that name one POD.
+const podNamespace = "namespace of POD when it is a NAME (default: default), as kubectl's -n"
 
 func containerFlag() *cli.StringFlag {
 	return &cli.StringFlag{Name: "container", Aliases: []string{"c"}, Usage: "container name (default: the first app container)"}

@@ -29,7 +29,7 @@ func TestFlagsFirst(t *testing.T) {
 			[]string{"podrun", "--root", "/a", "--root=/b", "--debug", "ps", "-A", "--"}},
 		{[]string{"podrun", "image", "--root", "/r", "import", "x.tar"},
 			[]string{"podrun", "--root", "/r", "image", "import", "--", "x.tar"}},
-		{[]string{"podrun", "ps", "--help"}, []string{"podrun", "ps", "--help", "--"}},
+		{[]string{"podrun", "ps", "--help"}, []string{"podrun", "ps", "--help"}},
 		{[]string{"podrun", "--debug"}, []string{"podrun", "--debug"}},
 		{[]string{"podrun", "logs", "web", "--generate-bash-completion"}, []string{"podrun", "logs", "web", "--generate-bash-completion"}},
 	}

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# supervise-cpu.sh: the CPU cost of `podrun up -f` supervising pods.
+# supervise-cpu.sh: the CPU cost of `podrun up --foreground` supervising pods.
 #
 # Runs PODS (default 20) pods, each one busybox container serving HTTP
 # (busybox httpd) with a 1-second exec readinessProbe and a 1-second httpGet
-# livenessProbe, under `podrun up -f` on a PRIVATE containerd (own config,
+# livenessProbe, under `podrun up --foreground` on a PRIVATE containerd (own config,
 # root, state and socket under a temp dir, as the e2e harness does). Once all
 # pods are Ready it samples the supervising process's CPU time
 # (utime+stime from /proc/PID/stat) over WINDOW seconds (default 30) and
@@ -17,7 +17,7 @@
 #   flock /tmp/podrun-e2e.lock bash bench/supervise-cpu.sh
 #
 # Everything it starts is stopped by PID and everything it made is removed on
-# any exit (trap): `up -f` gets SIGTERM (pods stop gracefully), then the
+# any exit (trap): `up --foreground` gets SIGTERM (pods stop gracefully), then the
 # private containerd, then whatever is still mounted under the temp dir is
 # unmounted and the temp dir removed. It never kills by name and sends
 # traffic only to the IPs of its own pods.
@@ -47,9 +47,9 @@ cleanup() {
 	local rc=$? left
 	set +e
 	trap - EXIT INT TERM
-	stop_pid "$UP_PID" "podrun up -f" 120
+	stop_pid "$UP_PID" "podrun up --foreground" 120
 	if ((rc != 0)) && [[ -n $TMP ]]; then
-		[[ -s $TMP/up.err ]] && { log "podrun up -f stderr (last 30 lines):"; tail -n 30 "$TMP/up.err" >&2; }
+		[[ -s $TMP/up.err ]] && { log "podrun up --foreground stderr (last 30 lines):"; tail -n 30 "$TMP/up.err" >&2; }
 		bench_dump_containerd_log
 	fi
 	if [[ -n $CTRD_PID ]] && alive "$CTRD_PID"; then
@@ -112,12 +112,12 @@ EOF
 done
 "$TMP/podrun" "${G[@]}" validate "$MANIFEST" >/dev/null
 
-# ---- podrun up -f ----
+# ---- podrun up --foreground ----
 # Own session too; SIGTERM (a graceful stop) if the script dies.
 up_start=$SECONDS
-setpriv --pdeathsig TERM setsid "$TMP/podrun" "${G[@]}" up -f --timeout "$((READY_TIMEOUT + 120))s" "$MANIFEST" >"$TMP/up.out" 2>"$TMP/up.err" </dev/null &
+setpriv --pdeathsig TERM setsid "$TMP/podrun" "${G[@]}" up --foreground --timeout "$((READY_TIMEOUT + 120))s" "$MANIFEST" >"$TMP/up.out" 2>"$TMP/up.err" </dev/null &
 UP_PID=$!
-log "podrun up -f started (pid $UP_PID); waiting for $PODS pods to be Ready"
+log "podrun up --foreground started (pid $UP_PID); waiting for $PODS pods to be Ready"
 
 ready_count() {
 	"$TMP/podrun" "${G[@]}" ps -o json 2>"$TMP/ps.err" | jq '[.items[] | select(.status.phase == "Running"
@@ -127,7 +127,7 @@ ready_count() {
 deadline=$((SECONDS + READY_TIMEOUT))
 ALL_READY=1
 while :; do
-	alive "$UP_PID" || die "podrun up -f exited before the pods were Ready"
+	alive "$UP_PID" || die "podrun up --foreground exited before the pods were Ready"
 	n=$(ready_count)
 	if ((n == PODS)) && grep -q '^supervising' "$TMP/up.err"; then
 		break
@@ -228,7 +228,7 @@ a_logd=$(snapshot "${LOGD_PIDS[@]}")
 a_ctrd=$(snapshot "$CTRD_PID")
 w1=$(date +%s%N)
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
-alive "$UP_PID" || die "podrun up -f exited during the window"
+alive "$UP_PID" || die "podrun up --foreground exited during the window"
 rss=$(awk '/^VmRSS:/ { print $2 " " $3 }' "/proc/$UP_PID/status")
 hwm=$(awk '/^VmHWM:/ { print $2 " " $3 }' "/proc/$UP_PID/status")
 threads=$(awk '/^Threads:/ { print $2 }' "/proc/$UP_PID/status")
@@ -257,10 +257,10 @@ fi
 
 cat <<EOF
 
-podrun up -f supervising $PODS pods (1 busybox httpd container each; exec readinessProbe + httpGet livenessProbe, periodSeconds 1)
+podrun up --foreground supervising $PODS pods (1 busybox httpd container each; exec readinessProbe + httpGet livenessProbe, periodSeconds 1)
   host: $(nproc) CPUs, $(uname -r), $(containerd --version | awk '{print "containerd " $3}'), CLK_TCK $HZ; load average $load0 at the window's start, $load1 at its end
   window: ${wall}s of wall time, starting ${SETTLE}s after ${readiness_note} (~${ready_after}s after start); $ready_end/$PODS Ready and $restarts restarts at the end; $served/$PODS served HTTP before it
-  supervising process (podrun up -f, pid $UP_PID):
+  supervising process (podrun up --foreground, pid $UP_PID):
     CPU (utime+stime):              $(secs "$up_own") s  = $(pct "$up_own") % of one core ($per_pod % per pod)
     resident memory (VmRSS):        $rss (peak VmHWM $hwm), $threads threads
     reaped children (cutime+cstime): $(secs "$up_ch") s
@@ -274,10 +274,10 @@ podrun up -f supervising $PODS pods (1 busybox httpd container each; exec readin
 EOF
 
 # ---- graceful stop ----
-log "stopping podrun up -f (pid $UP_PID) with SIGTERM"
+log "stopping podrun up --foreground (pid $UP_PID) with SIGTERM"
 stop0=$(date +%s%N)
 kill -TERM "$UP_PID"
-wait_gone "$UP_PID" 120 || die "podrun up -f did not exit within 120s of SIGTERM"
+wait_gone "$UP_PID" 120 || die "podrun up --foreground did not exit within 120s of SIGTERM"
 up_rc=0
 wait "$UP_PID" || up_rc=$?
 UP_PID=""
@@ -285,7 +285,7 @@ stop1=$(date +%s%N)
 tasks_left=$(ctr -a "$SOCK" -n "$NS" task ls -q 2>/dev/null | wc -l)
 ctrs_left=$(ctr -a "$SOCK" -n "$NS" containers ls -q 2>/dev/null | wc -l)
 cat <<EOF
-  stop: SIGTERM -> podrun up -f exited (code $up_rc) after $(awk -v a="$stop0" -v b="$stop1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s; $tasks_left tasks and $ctrs_left containers left in namespace $NS
+  stop: SIGTERM -> podrun up --foreground exited (code $up_rc) after $(awk -v a="$stop0" -v b="$stop1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s; $tasks_left tasks and $ctrs_left containers left in namespace $NS
   total run time: $(awk -v a="$START_NS" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }') s (before cleanup)
 EOF
-((up_rc == 0)) || die "podrun up -f exited with code $up_rc (its stderr follows)"
+((up_rc == 0)) || die "podrun up --foreground exited with code $up_rc (its stderr follows)"

@@ -113,12 +113,12 @@ func (h *Harness) Podrun(t *testing.T, stdin string, args ...string) (stdout, st
 
 // toCompletion adds --wait=completion to an `up` of run-to-completion pods
 // (each pod of a file or stdin with restartPolicy Never or OnFailure) that says no
-// --wait, -d or -f: most tests of such pods check how they ended. Tests of
+// --wait, -d or --foreground: most tests of such pods check how they ended. Tests of
 // `up`'s default (the Ready condition) say --wait=ready.
 func toCompletion(stdin string, args []string) []string {
 	i := slices.Index(args, "up")
 	if i < 0 || slices.ContainsFunc(args[i+1:], func(a string) bool {
-		return strings.HasPrefix(a, "--wait") || slices.Contains([]string{"-d", "--detach", "-f", "--foreground"}, a)
+		return strings.HasPrefix(a, "--wait") || slices.Contains([]string{"-d", "--detach", "--foreground"}, a)
 	}) {
 		return args
 	}

@@ -275,7 +275,7 @@ func svForeground(t *testing.T, name, yaml string, extra ...string) (file string
 	t.Helper()
 	file = H.WriteManifest(t, name+".yaml", yaml)
 	plDownOnCleanup(t, file)
-	p = svStart(t, append(append([]string{"up", "-f"}, extra...), file)...)
+	p = svStart(t, append(append([]string{"up", "--foreground"}, extra...), file)...)
 	svEventually(t, 90*time.Second, "podrun up -f supervising", func() (bool, string) {
 		if p.exited() {
 			t.Fatalf("podrun up -f exited (%v) before supervising; stdout:\n%s\nstderr:\n%s", p.cmd.ProcessState, p.stdout(), p.stderr())
@@ -1244,7 +1244,7 @@ spec:
     command: ["sleep", "3600"]
 `)
 	plDownOnCleanup(t, file)
-	up := svStart(t, "up", "-f", "--timeout", "120s", file)
+	up := svStart(t, "up", "--foreground", "--timeout", "120s", file)
 	svEventually(t, 9*time.Second, "STATUS Init:CrashLoopBackOff in podrun ps", func() (bool, string) {
 		row := svQuietPsRow(t, "sv-initcrash")
 		return len(row) > 3 && row[3] == "Init:CrashLoopBackOff", fmt.Sprintf("row %q", row)

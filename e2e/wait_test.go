@@ -119,7 +119,7 @@ spec:
 `)
 	plDownOnCleanup(t, file)
 	start := time.Now()
-	up := svStart(t, "up", "-f", file)
+	up := svStart(t, "up", "--foreground", file)
 	if !up.wait(60 * time.Second) {
 		t.Fatalf("up -f of pods that all finished did not exit; stderr:\n%s", up.stderr())
 	}

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/yaml"
 
@@ -62,6 +63,9 @@ func Pods(w io.Writer, pods []*run.PodInfo, format string) error {
 
 // Object prints obj as indented JSON, or YAML.
 func Object(w io.Writer, obj any, format string) error {
+	if format != "json" && format != "yaml" {
+		return &FormatError{Format: format}
+	}
 	data, err := json.MarshalIndent(obj, "", "  ")
 	if err != nil {
 		return err
@@ -75,6 +79,19 @@ func Object(w io.Writer, obj any, format string) error {
 	}
 	_, err = w.Write(data)
 	return err
+}
+
+// Objects prints objects (each with its apiVersion and kind) as kubectl
+// apply --dry-run=client -o does: one alone, several as a v1 List.
+func Objects(w io.Writer, objects []runtime.Object, format string) error {
+	if len(objects) == 1 {
+		return Object(w, objects[0], format)
+	}
+	list := corev1.List{TypeMeta: metav1.TypeMeta{Kind: "List", APIVersion: "v1"}, Items: []runtime.RawExtension{}}
+	for _, o := range objects {
+		list.Items = append(list.Items, runtime.RawExtension{Object: o})
+	}
+	return Object(w, list, format)
 }
 
 // podRow is a pod's line of the table.

@@ -2,11 +2,13 @@ package printers
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/podrun/podrun/run"
@@ -43,5 +45,26 @@ func TestPrintStatusSource(t *testing.T) {
 	out.Reset()
 	if err := Status(&out, p, ""); err != nil || !strings.HasPrefix(out.String(), "# source: <none>\n") {
 		t.Errorf("no source: %v, %q", err, out.String())
+	}
+}
+
+// TestObjects: as kubectl apply --dry-run=client -o: one object alone,
+// several in a v1 List; a format other than json or yaml is refused.
+func TestObjects(t *testing.T) {
+	pod := func(name string) runtime.Object {
+		return &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	var b bytes.Buffer
+	if err := Objects(&b, []runtime.Object{pod("a")}, "yaml"); err != nil || !strings.HasPrefix(b.String(), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n") {
+		t.Errorf("one pod: %v\n%s", err, b.String())
+	}
+	b.Reset()
+	if err := Objects(&b, []runtime.Object{pod("a"), pod("b")}, "yaml"); err != nil ||
+		!strings.HasPrefix(b.String(), "apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: a\n") || !strings.HasSuffix(b.String(), "kind: List\nmetadata: {}\n") {
+		t.Errorf("two pods: %v\n%s", err, b.String())
+	}
+	var fe *FormatError
+	if err := Object(&b, pod("a"), "wide"); !errors.As(err, &fe) {
+		t.Errorf("-o wide of an object: %v, want a FormatError", err)
 	}
 }
