@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# check-install.sh [MAKE]: `make install DESTDIR=<temp>` lays out the binary,
+# check-install.sh: `make install DESTDIR=<temp>` lays out the binary,
 # the systemd unit (naming the installed binary and docs) and the docs, for
 # the default PREFIX and for a packager's PREFIX=/usr; `make uninstall`
 # removes them again.
 set -euo pipefail
-make=${1:-make}
+make=${MAKE:-make}
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 fail() {

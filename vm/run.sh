@@ -116,8 +116,7 @@ main() {
 	goarch=$arch
 	# The release's binary and unit, as a board gets them (the unit names
 	# /usr/local/bin/podrun, where test.sh installs it).
-	top=$(tar -tzf "$tarball" | head -n1)
-	top=${top%%/*}
+	top=$(basename "$tarball" .tar.gz) # podrun-VERSION-linux-ARCH/, as make dist names it
 	mkdir -p "$run/release"
 	tar -xzf "$tarball" -C "$run/release" "$top/bin/podrun" "$top/lib/systemd/system/podrun-daemon.service"
 	install -m 0755 "$run/release/$top/bin/podrun" "$share/podrun"
