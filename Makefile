@@ -83,8 +83,8 @@ install-files:
 # Removes what install made; pods, their state (/var/lib/podrun), logs
 # (/var/log/pods) and /etc/podrun stay.
 uninstall:
-	@if [ -z "$(DESTDIR)" ] && systemctl is-active --quiet podrun-daemon 2>/dev/null; then \
-		echo "uninstall: podrun-daemon is running: systemctl disable --now podrun-daemon first" >&2; exit 1; \
+	@if [ -z "$(DESTDIR)" ] && { systemctl is-active --quiet podrun-daemon || systemctl is-enabled --quiet podrun-daemon; } 2>/dev/null; then \
+		echo "uninstall: podrun-daemon is enabled or running: systemctl disable --now podrun-daemon first" >&2; exit 1; \
 	fi
 	rm -f $(DESTDIR)$(BINDIR)/podrun $(DESTDIR)$(UNITDIR)/podrun-daemon.service
 	rm -rf $(DESTDIR)$(DOCDIR)
