@@ -39,12 +39,14 @@ PODRUN_BINARY ?= $(PODRUN)
 DIST        ?= $(BIN)/dist
 DIST_ARCHES := amd64 arm64 armv7
 
-.PHONY: all deps deps-e2e deps-test go-check build install install-files uninstall dist check-dist check-install cross test unit fuzz e2e test-vm vet lint fmt-check up bench clean
+.PHONY: all deps deps-up deps-e2e deps-test go-check build install install-files uninstall dist check-dist check-install cross test unit fuzz e2e test-vm vet lint fmt-check up bench clean
 
 all: build
 
 # Debian packages (scripts/deps.sh says which set has what).
 deps:
+	@scripts/deps.sh runtime
+deps-up:
 	@scripts/deps.sh runtime demo
 deps-e2e:
 	@scripts/deps.sh e2e
@@ -169,7 +171,7 @@ $(IMAGE_TAR): internal/testimage/*.go tools/mkimage/*.go
 
 # The demo: only what running a pod needs from apt (scripts/deps.sh runtime,
 # and busybox-static for the offline demo image), then examples/seed.yaml.
-up: deps $(PODRUN) $(IMAGE_TAR)
+up: deps-up $(PODRUN) $(IMAGE_TAR)
 	$(PODRUN) image import $(IMAGE_TAR)
 	$(PODRUN) up examples/seed.yaml
 	$(PODRUN) ps
