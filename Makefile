@@ -1,34 +1,118 @@
-# podrun: build, test and demo. `make test` is what CI runs (as root).
+# podrun: build, install, release tarballs, test and demo. `make test` is what CI runs (as root).
+#
+#   make                      bin/podrun (needs Go, see go.mod)
+#   sudo make install         podrun, its systemd unit and docs under PREFIX (/usr/local)
+#   sudo make up              the runtime from apt, then a demo pod (examples/seed.yaml)
+#   make dist                 static tarballs for amd64, arm64 and armv7 with SHA256SUMS
+#   sudo make test            everything CI checks
 
-GO        ?= go
+# Go: the one on PATH, else the official tarball's /usr/local/go/bin (sudo's
+# PATH does not have it); scripts/gocheck.sh says what is wrong when neither fits.
+ifeq ($(origin GO),undefined)
+GO := $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go),go)
+endif
 BIN       := bin
 PODRUN    := $(BIN)/podrun
 IMAGE_TAR := $(BIN)/busybox.tar
 IMAGE_REF := podrun.local/busybox:1
 E2E_TIMEOUT ?= 40m
 
-.PHONY: all deps build cross test unit fuzz e2e test-vm vet lint fmt-check up bench clean
+# The version in the binary (`podrun version`) and the release's timestamp,
+# both from the commit (git runs as the checkout's owner may not: sudo).
+GIT     := git -c safe.directory='$(CURDIR)'
+VERSION ?= $(or $(shell $(GIT) describe --tags --always --dirty 2>/dev/null),dev)
+SOURCE_DATE_EPOCH ?= $(or $(shell $(GIT) log -1 --format=%ct 2>/dev/null),0)
+# Static, reproducible: no cgo, no paths or build id, no VCS stamp (VERSION
+# says the commit; stamping fails under sudo in a checkout owned by another user).
+GOBUILD := CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags "-s -w -buildid= -X main.version=$(VERSION)"
+GO_SOURCES := go.mod go.sum $(shell find . -name '*.go' -not -name '*_test.go' -not -path './e2e/*' -not -path './bin/*' 2>/dev/null)
+
+# Install layout (GNU conventions; DESTDIR for packagers: make install DESTDIR=/tmp/pkg PREFIX=/usr).
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR  ?= $(PREFIX)/share/doc/podrun
+PODRUN_BINARY ?= $(PODRUN)
+
+# Release tarballs: one per architecture, each the install tree under PREFIX
+# /usr/local (bin/, lib/systemd/system/, share/doc/podrun/).
+DIST        ?= $(BIN)/dist
+DIST_ARCHES := amd64 arm64 armv7
+
+.PHONY: all deps deps-up deps-e2e deps-test go-check build install install-files uninstall dist check-dist check-install cross test unit fuzz e2e test-vm vet lint fmt-check up bench clean
 
 all: build
 
+# Debian packages (scripts/deps.sh says which set has what).
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh runtime
+deps-up:
+	@scripts/deps.sh runtime demo
+deps-e2e:
+	@scripts/deps.sh e2e
+deps-test:
+	@scripts/deps.sh test
 
-build:
-	CGO_ENABLED=0 $(GO) build -o $(PODRUN) .
+go-check:
+	@scripts/gocheck.sh "$(GO)"
 
-# Release builds for the boards: static, stripped, one per platform, with
-# their sizes. `make test` runs it, so a 32-bit regression fails CI.
-CROSS := amd64 arm64 arm/7
-cross:
-	@mkdir -p $(BIN)
-	@set -e; for p in $(CROSS); do \
-		arch=$${p%%/*}; arm=$${p#*/}; [ "$$arm" = "$$p" ] && arm=; \
-		out=$(BIN)/podrun-linux-$$arch$${arm:+v$$arm}; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$arm $(GO) build -trimpath -ldflags "-s -w" -o $$out .; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch GOARM=$$arm $(GO) vet ./...; \
-		echo "cross: $$out $$(du -h $$out | cut -f1) ($$(stat -c %s $$out) bytes)"; \
+build: go-check
+	$(GOBUILD) -o $(PODRUN) .
+
+# The file target: `sudo make install` after `make` builds nothing (and needs no Go).
+$(PODRUN): $(GO_SOURCES)
+	@scripts/gocheck.sh "$(GO)"
+	$(GOBUILD) -o $@ .
+
+install: $(PODRUN)
+	@$(MAKE) --no-print-directory install-files PODRUN_BINARY=$(PODRUN)
+	@if [ -z "$(DESTDIR)" ]; then \
+		echo "installed $(BINDIR)/podrun, $(UNITDIR)/podrun-daemon.service, $(DOCDIR)"; \
+		echo "the daemon: put pod manifests in /etc/podrun/manifests, then systemctl daemon-reload && systemctl enable --now podrun-daemon"; \
+	fi
+
+# The files of an install, from PODRUN_BINARY; the unit names BINDIR and DOCDIR.
+install-files:
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR)/examples
+	install -m 0755 $(PODRUN_BINARY) $(DESTDIR)$(BINDIR)/podrun
+	sed -e 's|/usr/local/bin/podrun|$(BINDIR)/podrun|g' -e 's|/usr/local/share/doc/podrun|$(DOCDIR)|g' \
+		examples/podrun-daemon.service >$(DESTDIR)$(UNITDIR)/podrun-daemon.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/podrun-daemon.service
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
+	install -m 0644 examples/*.yaml examples/*.service $(DESTDIR)$(DOCDIR)/examples/
+
+# Removes what install made; pods, their state (/var/lib/podrun), logs
+# (/var/log/pods) and /etc/podrun stay.
+uninstall:
+	@if [ -z "$(DESTDIR)" ] && { systemctl is-active --quiet podrun-daemon || systemctl is-enabled --quiet podrun-daemon; } 2>/dev/null; then \
+		echo "uninstall: podrun-daemon is enabled or running: systemctl disable --now podrun-daemon first" >&2; exit 1; \
+	fi
+	rm -f $(DESTDIR)$(BINDIR)/podrun $(DESTDIR)$(UNITDIR)/podrun-daemon.service
+	rm -rf $(DESTDIR)$(DOCDIR)
+
+dist: go-check
+	@GO="$(GO)" VERSION="$(VERSION)" SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" \
+		scripts/dist.sh $(DIST) $(DIST_ARCHES)
+
+# The release is reproducible: a second `make dist` from a copy of the tree
+# at another path gives the same SHA256SUMS.
+check-dist: dist
+	@GO="$(GO)" VERSION="$(VERSION)" SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" \
+		scripts/check-dist.sh $(DIST)
+
+# make install DESTDIR=<temp> lays out the binary, the unit and the docs.
+check-install: $(PODRUN)
+	@scripts/check-install.sh
+
+# Every package vetted for each release architecture (a 32-bit regression
+# fails CI); the binaries are the release's (make dist), sizes printed.
+cross: dist
+	@set -e; for a in $(DIST_ARCHES); do \
+		case $$a in armv7) goarch=arm goarm=7;; *) goarch=$$a goarm=;; esac; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$goarch GOARM=$$goarm $(GO) vet ./...; \
 	done
+	@cat $(DIST)/SIZES
 
 vet:
 	$(GO) vet ./...
@@ -62,7 +146,7 @@ fuzz:
 	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 # End-to-end tests: a private containerd, runc, CNI; needs root (skips otherwise).
-e2e:
+e2e: deps-e2e
 	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/...
 
 # podrun where its users run it: a Debian 12 guest under qemu (software
@@ -70,26 +154,31 @@ e2e:
 # the guest is made once with debootstrap and cached in /var/cache/podrun-vm
 # (vm/run.sh says what it checks). `make test-vm ARCH=arm64` for the arm64
 # guest; `make test` runs both.
+# The guest runs the podrun of `make dist`'s tarball for its architecture.
 ARCH ?= amd64
 .PHONY: test-vm-amd64 test-vm-arm64
-test-vm: deps
-	ARCH=$(ARCH) GO=$(GO) bash vm/run.sh
-test-vm-amd64 test-vm-arm64: deps
-	ARCH=$(@:test-vm-%=%) GO=$(GO) bash vm/run.sh
+test-vm: deps-test dist
+	ARCH=$(ARCH) GO=$(GO) PODRUN_TARBALL=$(DIST)/podrun-$(VERSION)-linux-$(ARCH).tar.gz bash vm/run.sh
+test-vm-amd64 test-vm-arm64: deps-test dist
+	ARCH=$(@:test-vm-%=%) GO=$(GO) PODRUN_TARBALL=$(DIST)/podrun-$(VERSION)-linux-$(@:test-vm-%=%).tar.gz bash vm/run.sh
 
-test: deps vet lint fmt-check cross unit fuzz e2e test-vm-amd64 test-vm-arm64
+test: deps-test vet lint fmt-check cross check-dist check-install unit fuzz e2e test-vm-amd64 test-vm-arm64
 
 $(IMAGE_TAR): internal/testimage/*.go tools/mkimage/*.go
+	@scripts/gocheck.sh "$(GO)"
 	@mkdir -p $(BIN)
 	$(GO) run ./tools/mkimage -o $@ -ref $(IMAGE_REF)
 
-up: deps build $(IMAGE_TAR)
+# The demo: only what running a pod needs from apt (scripts/deps.sh runtime,
+# and busybox-static for the offline demo image), then examples/seed.yaml.
+up: deps-up $(PODRUN) $(IMAGE_TAR)
 	$(PODRUN) image import $(IMAGE_TAR)
 	$(PODRUN) up examples/seed.yaml
 	$(PODRUN) ps
+	@echo "the seed pod is running: $(PODRUN) down examples/seed.yaml removes it ('sudo make install' puts podrun on PATH)"
 
 # Benchmarks live in the e2e package (they need the same harness).
-bench: deps
+bench: deps-e2e
 	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench . -benchtime 20x ./e2e/
 
 # CPU and memory of `podrun up -f` supervising 20 probed pods (prints figures, asserts nothing).
@@ -99,17 +188,17 @@ bench-supervise:
 
 # podrun daemon: rename-to-Running reaction time, 50 pods from one directory, resident memory (prints figures, asserts nothing).
 .PHONY: bench-compare
-bench-compare: deps
+bench-compare: deps-e2e
 	flock /tmp/podrun-e2e.lock bash bench/compare.sh
 
 .PHONY: bench-daemon
-bench-daemon: deps
+bench-daemon: deps-e2e
 	flock /tmp/podrun-e2e.lock bash bench/daemon.sh
 
 # What a pod costs the node: Pss by kind of process at 20 and 50 pods, under
 # `up` and the daemon (prints figures, asserts nothing); BEFORE=<rev> compares.
 .PHONY: bench-memory
-bench-memory: deps
+bench-memory: deps-e2e
 	flock /tmp/podrun-e2e.lock bash bench/memory.sh
 
 # The real kubelet as the judge: the e2e suite's pod manifests on the kubelet

@@ -1,31 +1,62 @@
 #!/usr/bin/env bash
-# Installs the Debian packages podrun's build, tests and demo need, only those
-# that are missing (apt-get update runs once, and only then). Idempotent; quiet
-# when everything is already there.
+# deps.sh SET...: installs the Debian packages of the named sets, only those
+# that are missing (apt-get update runs once, and only then). Idempotent;
+# quiet when everything is already there.
+#
+#   runtime  what running a pod needs: containerd, runc, CNI plugins, iptables
+#            (`make up`, and a device that runs podrun)
+#   demo     busybox-static: `make up` builds its demo image offline from it
+#   e2e      the end-to-end suite's extras (`make e2e`): a local registry, ...
+#   vm       `make test-vm`: qemu for amd64 and arm64 guests, debootstrap, ...
+#   test     all of the above (`make test`, CI)
 set -euo pipefail
 
-pkgs=(
+runtime=(
 	containerd                  # the runtime podrun drives; the e2e suite starts a private one
 	runc                        # OCI runtime used by containerd's runc shim
 	containernetworking-plugins # CNI plugins in /usr/lib/cni (bridge, host-local, portmap, loopback, ...)
-	iproute2                    # ip: netns, links (tests and leak check)
 	iptables                    # CNI bridge/portmap rules; iptables-save for the leak check
-	busybox-static              # /bin/busybox: the offline test and demo images are built from it
-	docker-registry             # a local registry for pull tests
-	apache2-utils               # htpasswd for the registry's auth tests
-	time                        # /usr/bin/time: a child's own peak memory (the bounded-input test)
-	qemu-system-x86             # make test-vm: the amd64 guest, under software emulation
-	seabios                     # its firmware (only recommended by qemu-system-x86)
-	qemu-system-arm             # make test-vm ARCH=arm64: qemu-system-aarch64
-	qemu-utils                  # qemu-img: the guest's overlay disk of each run
-	debootstrap                 # the guest's root file system, from the host's apt source
-	qemu-user-static            # an arm64 guest's debootstrap second stage on an amd64 host
-	e2fsprogs                   # mkfs.ext4 -d: the guest's disk image
 )
+demo=(
+	busybox-static # /bin/busybox: the offline test and demo images are built from it
+)
+e2e=(
+	iproute2        # ip: netns, links (tests and leak check)
+	docker-registry # a local registry for pull tests (and the README's quick start as a mirror)
+	apache2-utils   # htpasswd for the registry's auth tests
+	time            # /usr/bin/time: a child's own peak memory (the bounded-input test)
+)
+vm=(
+	qemu-system-x86  # make test-vm: the amd64 guest, under software emulation
+	seabios          # its firmware (only recommended by qemu-system-x86)
+	qemu-system-arm  # make test-vm ARCH=arm64: qemu-system-aarch64
+	qemu-utils       # qemu-img: the guest's overlay disk of each run
+	debootstrap      # the guest's root file system, from the host's apt source
+	qemu-user-static # an arm64 guest's debootstrap second stage on an amd64 host
+	e2fsprogs        # mkfs.ext4 -d: the guest's disk image
+)
+
+usage() {
+	echo "usage: $0 runtime|demo|e2e|vm|test ..." >&2
+	exit 2
+}
+[ $# -gt 0 ] || usage
+pkgs=()
+for set in "$@"; do
+	case "$set" in
+	runtime) pkgs+=("${runtime[@]}") ;;
+	demo) pkgs+=("${demo[@]}") ;;
+	e2e) pkgs+=("${runtime[@]}" "${demo[@]}" "${e2e[@]}") ;;
+	vm) pkgs+=("${vm[@]}") ;;
+	test) pkgs+=("${runtime[@]}" "${demo[@]}" "${e2e[@]}" "${vm[@]}") ;;
+	*) usage ;;
+	esac
+done
 
 missing=()
 for p in "${pkgs[@]}"; do
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' &&
+		! [[ " ${missing[*]} " == *" $p "* ]]; then
 		missing+=("$p")
 	fi
 done

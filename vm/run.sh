@@ -5,9 +5,10 @@
 #
 # 1. vm/rootfs.sh makes (once, cached) the guest: debootstrap from the
 #    host's apt source, the Debian kernel, containerd, runc, CNI plugins.
-# 2. podrun and tools/mkimage are built for the guest's architecture
-#    (CGO_ENABLED=0) into a share directory, with vm/guest/test.sh, the
-#    shipped examples/podrun-daemon.service and .ci/leakcheck.sh.
+# 2. podrun and its systemd unit come from the release tarball of the
+#    guest's architecture (PODRUN_TARBALL, made by `make dist`: what a board
+#    is given); tools/mkimage is built for the guest (CGO_ENABLED=0); they go
+#    into a share directory with vm/guest/test.sh and .ci/leakcheck.sh.
 # 3. qemu boots the guest (software emulation, -accel tcg) from a qcow2
 #    overlay over the cached image, the share as 9p; the guest's
 #    podrun-vm.service runs test.sh and powers off. qemu's user network is
@@ -15,7 +16,8 @@
 # 4. The result is read from the share (out/plan, out/checks, out/done): it
 #    passes only when every planned check passed and done was written.
 #
-# Environment: ARCH (amd64, arm64; default amd64), PODRUN_VM_CACHE (default
+# Environment: PODRUN_TARBALL (podrun-VERSION-linux-ARCH.tar.gz of `make
+# dist`; `make test-vm` passes it), ARCH (amd64, arm64; default amd64), PODRUN_VM_CACHE (default
 # /var/cache/podrun-vm), PODRUN_VM_TIMEOUT (seconds for the boot and the
 # checks; default 1800 amd64, 3600 arm64), GO (default go).
 # Everything is made under bin/vm-ARCH/, removed after a pass; after a failure
@@ -47,6 +49,18 @@ main() {
 		;;
 	*)
 		echo "test-vm: unsupported ARCH=$arch (amd64, arm64)" >&2
+		exit 2
+		;;
+	esac
+	tarball=${PODRUN_TARBALL:-}
+	if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
+		echo "test-vm: PODRUN_TARBALL=${tarball:-(unset)}: not a file; run it as make test-vm ARCH=$arch (make dist makes the tarball)" >&2
+		exit 2
+	fi
+	case "$tarball" in
+	*-linux-"$arch".tar.gz) ;;
+	*)
+		echo "test-vm: PODRUN_TARBALL=$tarball is not the $arch release" >&2
 		exit 2
 		;;
 	esac
@@ -100,12 +114,19 @@ main() {
 	rm -rf "$run"
 	mkdir -p "$share/guest" "$share/out"
 	goarch=$arch
-	CGO_ENABLED=0 GOOS=linux GOARCH=$goarch "$go" build -trimpath -o "$share/podrun" .
+	# The release's binary and unit, as a board gets them (the unit names
+	# /usr/local/bin/podrun, where test.sh installs it).
+	top=$(basename "$tarball" .tar.gz) # podrun-VERSION-linux-ARCH/, as make dist names it
+	mkdir -p "$run/release"
+	tar -xzf "$tarball" -C "$run/release" "$top/bin/podrun" "$top/lib/systemd/system/podrun-daemon.service"
+	install -m 0755 "$run/release/$top/bin/podrun" "$share/podrun"
+	install -m 0644 "$run/release/$top/lib/systemd/system/podrun-daemon.service" "$share/podrun-daemon.service"
+	rm -rf "$run/release"
+	echo "test-vm: podrun and its unit from $tarball" >&2
 	CGO_ENABLED=0 GOOS=linux GOARCH=$goarch "$go" build -trimpath -o "$share/mkimage" ./tools/mkimage
 	echo "$arch" >"$share/arch"
 	install -m 0755 vm/guest/test.sh "$share/guest/test.sh"
 	install -m 0755 .ci/leakcheck.sh "$share/leakcheck.sh"
-	install -m 0644 examples/podrun-daemon.service "$share/podrun-daemon.service"
 	qemu-img create -q -f qcow2 -F raw -b "$guest/disk.raw" "$run/overlay.qcow2"
 
 	echo "test-vm: booting the Debian 12 $arch guest (software emulation; the checks' progress: $run/console.log)" >&2
