@@ -181,7 +181,7 @@ up: deps-up $(PODRUN) $(IMAGE_TAR)
 bench: deps-e2e
 	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench . -benchtime 20x ./e2e/
 
-# CPU and memory of `podrun up -f` supervising 20 probed pods (prints figures, asserts nothing).
+# CPU and memory of `podrun up --foreground` supervising 20 probed pods (prints figures, asserts nothing).
 .PHONY: bench-supervise
 bench-supervise:
 	flock /tmp/podrun-e2e.lock bash bench/supervise-cpu.sh
