@@ -31,6 +31,15 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if len(os.Args) == 4 && os.Args[1] == "journal-flood" { // TestKeeperLogCappedWhileRunning
+		maxLog = 4096
+		n, _ := strconv.Atoi(os.Args[3])
+		j := newJournal(os.Args[2])
+		for i := range n {
+			j.log(fmt.Sprintf("message %06d", i))
+		}
+		os.Exit(0)
+	}
 	idleExit = 200 * time.Millisecond
 	os.Exit(m.Run())
 }
