@@ -1,13 +1,17 @@
 package keeper
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // reports collects a keeper's messages (safe from its goroutines, after
@@ -117,4 +121,55 @@ func TestAdoptKeepsWhatItCannotRead(t *testing.T) {
 		t.Fatalf("live taken: %v; left to try: %q", ok, left)
 	}
 	k.drop("live")
+}
+
+// TestShortOfFileDescriptors (issue 35 item 10), with real EMFILEs: keepers
+// limited to from 8 to 40 file descriptors (from one that cannot start to
+// one that takes every container) take over six live containers. Some run
+// out while opening a container's streams, some while reading a config;
+// none removes, or sets out to remove, a container's directory.
+func TestShortOfFileDescriptors(t *testing.T) {
+	readingConfig := 0
+	for limit := 8; limit <= 40; limit++ {
+		c, root := newClient(t)
+		var ids []string
+		for i := range 6 {
+			id := fmt.Sprintf("ctr-%d", i)
+			// Not committed: the keeper holds a writer of each FIFO, so the
+			// output never ends and only the keeper's take can remove the
+			// directory.
+			if _, err := c.Prepare(Config{ID: id, Log: filepath.Join(root, "logs", id, "0.log"), MaxSize: 1 << 20, MaxFiles: 2}); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		t.Setenv("PODRUN_TEST_NOFILE", strconv.Itoa(limit))
+		_ = c.Ensure(context.Background()) // answers once it has taken what it could (or exited, short of everything)
+		for _, id := range ids {
+			if _, err := os.Lstat(filepath.Join(c.Dir, id)); err != nil {
+				b, _ := os.ReadFile(filepath.Join(c.Dir, logFile))
+				t.Fatalf("a keeper with %d file descriptors removed the directory of live container %s: %v; its log:\n%s", limit, id, err, b)
+			}
+		}
+		b, _ := os.ReadFile(filepath.Join(c.Dir, logFile))
+		// Its removal fails too here, short of a descriptor to read the
+		// directory with; with one freed meanwhile (an attach ending) the
+		// directory is gone.
+		if strings.Contains(string(b), "removing ctr-") {
+			t.Fatalf("a keeper with %d file descriptors set out to remove the directory of a live container; its log:\n%s", limit, b)
+		}
+		if strings.Contains(string(b), configFile+": too many open files") {
+			readingConfig++
+		}
+		if b, err := os.ReadFile(filepath.Join(c.Dir, lockFile)); err == nil {
+			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 && pid != os.Getpid() {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				waitGone(t, pid, 3*time.Second)
+			}
+		}
+	}
+	if readingConfig == 0 {
+		t.Errorf("no keeper ran out of file descriptors reading a config: the test tried nothing")
+	}
+	t.Logf("%d keepers ran out of file descriptors reading a config", readingConfig)
 }
