@@ -126,8 +126,9 @@ func TestAdoptKeepsWhatItCannotRead(t *testing.T) {
 // TestShortOfFileDescriptors (issue 35 item 10), with real EMFILEs: keepers
 // limited to from 8 to 40 file descriptors (from one that cannot start to
 // one that takes every container) take over six live containers. Some run
-// out while opening a container's streams, some while reading a config;
-// none removes, or sets out to remove, a container's directory.
+// out while opening a container's streams, some while reading a config,
+// or accepting a request; none removes, or sets out to remove, a
+// container's directory, and none that took containers ends.
 func TestShortOfFileDescriptors(t *testing.T) {
 	readingConfig := 0
 	for limit := 8; limit <= 40; limit++ {
@@ -144,7 +145,12 @@ func TestShortOfFileDescriptors(t *testing.T) {
 			ids = append(ids, id)
 		}
 		t.Setenv("PODRUN_TEST_NOFILE", strconv.Itoa(limit))
-		_ = c.Ensure(context.Background()) // answers once it has taken what it could (or exited, short of everything)
+		// The keeper answers once it has taken what it could, or cannot
+		// accept the request, short of a descriptor; or exits, short of
+		// everything.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = c.Ensure(ctx)
+		cancel()
 		for _, id := range ids {
 			if _, err := os.Lstat(filepath.Join(c.Dir, id)); err != nil {
 				b, _ := os.ReadFile(filepath.Join(c.Dir, logFile))
@@ -161,11 +167,14 @@ func TestShortOfFileDescriptors(t *testing.T) {
 		if strings.Contains(string(b), configFile+": too many open files") {
 			readingConfig++
 		}
-		if b, err := os.ReadFile(filepath.Join(c.Dir, lockFile)); err == nil {
-			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 && pid != os.Getpid() {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				waitGone(t, pid, 3*time.Second)
-			}
+		lock, _ := os.ReadFile(filepath.Join(c.Dir, lockFile))
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(lock)))
+		if strings.Contains(string(b), "took over") && (pid <= 0 || syscall.Kill(pid, 0) != nil) {
+			t.Fatalf("a keeper with %d file descriptors ended, leaving the containers it had taken; its log:\n%s", limit, b)
+		}
+		if pid > 0 && pid != os.Getpid() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			waitGone(t, pid, 3*time.Second)
 		}
 	}
 	if readingConfig == 0 {

@@ -77,8 +77,15 @@ func Serve(dir string, closeStdin func(Config) error) error {
 	go k.retryTakes()
 	for {
 		conn, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			break // idle
+		}
 		if err != nil {
-			break // closed: idle
+			// Short of file descriptors (EMFILE) for now: the request waits
+			// in the backlog, and the containers taken are served on.
+			k.report(fmt.Sprintf("accepting a request: %v", err))
+			time.Sleep(acceptRetry)
+			continue
 		}
 		go k.handle(conn)
 	}
@@ -141,6 +148,10 @@ func (k *Keeper) adopt() {
 		k.report(fmt.Sprintf("took over %d containers", n))
 	}
 }
+
+// acceptRetry is how long the keeper waits after a request it could not
+// accept.
+const acceptRetry = 100 * time.Millisecond
 
 // takeRetry is how often the directories that could not be taken are
 // tried again.
