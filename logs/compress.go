@@ -51,10 +51,12 @@ func compress(path string) error {
 // .gz complete, the plain one not yet removed) is listed as its .gz. A
 // directory listing is no snapshot: a file renamed to its .gz while the
 // directory is read can be missed under both names, so the directory is
-// read three times and the listings joined.
+// read three times and the listings joined, and read again while the
+// numbers have a gap (up to maxListings: a number can be skipped, see
+// nextName).
 func Rotated(path string) []string {
 	byKey := map[string]string{}
-	for range 3 {
+	for i := 0; i < 3 || (i < maxListings && hasGap(byKey)); i++ {
 		matches, _ := filepath.Glob(path + ".*")
 		for _, m := range matches {
 			if strings.HasSuffix(m, ".tmp") {
@@ -71,6 +73,26 @@ func Rotated(path string) []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return rotationKey(out[i]) < rotationKey(out[j]) })
 	return out
+}
+
+// maxListings bounds the listings of Rotated.
+const maxListings = 20
+
+// hasGap reports whether the numbered files among the rotated ones (by
+// key, Rotated) miss a number between the lowest and the highest: the
+// rotations number them one after another, and remove the oldest first.
+func hasGap(byKey map[string]string) bool {
+	lo, hi, n := -1, -1, 0
+	for _, p := range byKey {
+		if k, ok := rotationNumber(p); ok {
+			if lo < 0 || k < lo {
+				lo = k
+			}
+			hi = max(hi, k)
+			n++
+		}
+	}
+	return n > 0 && hi-lo+1 != n
 }
 
 // rotationKey orders rotated files, and names one whether compressed or
