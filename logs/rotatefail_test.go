@@ -75,7 +75,10 @@ func TestRotationSurvivesAFailedReopen(t *testing.T) {
 		}
 		i++
 	}
-	for rf.size < 1024-150 { // a record is about 130 bytes: the next one rotates
+	// A record is line(i) and at least 31 bytes (a time of 20, the stream,
+	// the tag, the spaces and the newline): write until the next one
+	// cannot fit, so that it rotates.
+	for rf.size+int64(len(line(i))+31) <= 1024 {
 		write()
 	}
 
