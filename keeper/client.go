@@ -290,9 +290,6 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	return conn, nil
 }
 
-// maxLog bounds the keeper's own log: a longer one starts again.
-const maxLog = 1 << 20
-
 // start starts a keeper, detached in a session of its own (it outlives
 // this podrun, as the pods do), and waits until one answers: this one, or
 // another that won the lock.
@@ -305,11 +302,11 @@ func (c *Client) start(ctx context.Context) error {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return err
 	}
-	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND | unix.O_NOFOLLOW
-	if st, err := os.Lstat(filepath.Join(c.Dir, logFile)); err == nil && st.Size() > maxLog {
-		flags |= os.O_TRUNC
+	path := filepath.Join(c.Dir, logFile)
+	if st, err := os.Lstat(path); err == nil && st.Size() > maxLog {
+		_ = os.Rename(path, path+".1") // the keeper before's last messages kept
 	}
-	logf, err := os.OpenFile(filepath.Join(c.Dir, logFile), flags, 0o600)
+	logf, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,27 +74,52 @@ func validID(id string) bool {
 		strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == ""
 }
 
+// errNotContainer is a directory that is not a container's as podrun
+// makes them: no config, or one that is not a config, or names another
+// container. An error reading the config (a file descriptor short, EIO)
+// says nothing of the directory, and is not one.
+var errNotContainer = errors.New("not a container's directory")
+
 // readConfig reads container id's config from its directory under dir
 // (root's, made by podrun; read without following a link).
 func readConfig(dir, id string) (Config, error) {
-	f, err := os.OpenFile(filepath.Join(dir, id, configFile), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	path := filepath.Join(dir, id, configFile)
+	b, err := readConfigFile(path)
 	if err != nil {
 		return Config{}, err
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Config{}, fmt.Errorf("%s: %w: %w", path, errNotContainer, err)
+	}
+	if c.ID != id {
+		return Config{}, fmt.Errorf("%s: %w: the config names another container", path, errNotContainer)
+	}
+	return c, nil
+}
+
+// readConfigFile reads a config file: no file, a link, or anything but a
+// regular file up to maxConfig bytes is errNotContainer; the rest are
+// errors reading it. A test makes it fail.
+var readConfigFile = func(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return nil, fmt.Errorf("%w: %w", errNotContainer, err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return Config{}, err
+		return nil, err
 	}
 	if !st.Mode().IsRegular() || st.Size() > maxConfig {
-		return Config{}, fmt.Errorf("%s: not a config file", f.Name())
+		return nil, fmt.Errorf("%s: %w: not a config file", path, errNotContainer)
 	}
-	var c Config
-	if err := json.NewDecoder(f).Decode(&c); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", f.Name(), err)
+	b, err := io.ReadAll(io.LimitReader(f, maxConfig+1))
+	if err == nil && len(b) > maxConfig {
+		return nil, fmt.Errorf("%s: %w: not a config file", path, errNotContainer)
 	}
-	if c.ID != id {
-		return Config{}, errors.New(f.Name() + ": the config names another container")
-	}
-	return c, nil
+	return b, err
 }

@@ -52,6 +52,7 @@ func openContainer(dir string, cfg Config, committed bool, closeStdin func(Confi
 		return nil, fmt.Errorf("opening the log: %w", err)
 	}
 	c.log = log
+	log.SetReport(func(m string) { report(cfg.ID + ": " + m) })
 	c.w = logs.NewWriter(log)
 	c.w.Report = func(m string) { report(cfg.ID + ": " + cfg.Log + ": " + m) }
 	// A FIFO opened for reading without blocking is read through the

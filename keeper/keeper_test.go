@@ -25,9 +25,24 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) == 4 && os.Args[1] == "cri-io" && os.Args[2] == "--dir" {
 		idleExit = 500 * time.Millisecond
+		if n, err := strconv.ParseUint(os.Getenv("PODRUN_TEST_NOFILE"), 10, 64); err == nil { // TestShortOfFileDescriptors
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
 		if err := Serve(os.Args[3], nil); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if len(os.Args) == 4 && os.Args[1] == "journal-flood" { // TestKeeperLogCappedWhileRunning
+		maxLog = 4096
+		n, _ := strconv.Atoi(os.Args[3])
+		j := newJournal(os.Args[2])
+		for i := range n {
+			j.log(fmt.Sprintf("message %06d", i))
 		}
 		os.Exit(0)
 	}

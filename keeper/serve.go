@@ -42,6 +42,7 @@ type Keeper struct {
 	closing bool
 	idle    *time.Timer
 	ln      net.Listener
+	untaken []string      // container directories take could not take (retryTakes)
 	added   chan struct{} // a container was taken (trim)
 }
 
@@ -62,9 +63,7 @@ func Serve(dir string, closeStdin func(Config) error) error {
 	}
 	defer l.Release()
 	k := &Keeper{dir: dir, closeStdin: closeStdin, ctrs: map[string]*container{}, added: make(chan struct{}, 1),
-		report: func(m string) {
-			fmt.Fprintf(os.Stderr, "%s podrun keeper: %s\n", time.Now().UTC().Format(time.RFC3339), m)
-		}}
+		report: newJournal(dir).log}
 	ln, err := listenIn(dir, controlSocket)
 	if err != nil {
 		return fmt.Errorf("control socket: %w", err)
@@ -75,10 +74,18 @@ func Serve(dir string, closeStdin func(Config) error) error {
 	k.idleCheck()
 	k.mu.Unlock()
 	go k.trim()
+	go k.retryTakes()
 	for {
 		conn, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			break // idle
+		}
 		if err != nil {
-			break // closed: idle
+			// Short of file descriptors (EMFILE) for now: the request waits
+			// in the backlog, and the containers taken are served on.
+			k.report(fmt.Sprintf("accepting a request: %v", err))
+			time.Sleep(acceptRetry)
+			continue
 		}
 		go k.handle(conn)
 	}
@@ -123,7 +130,7 @@ func (k *Keeper) adopt() {
 		k.report(fmt.Sprintf("reading %s: %v", k.dir, err))
 		return
 	}
-	n := 0
+	var names []string
 	for _, e := range ents {
 		name := e.Name()
 		if !e.IsDir() {
@@ -135,22 +142,68 @@ func (k *Keeper) adopt() {
 			}
 			continue
 		}
-		if _, err := readConfig(k.dir, name); err != nil {
-			// Not a container's directory as podrun makes them (renamed
-			// into place whole): every later podrun would start a keeper
-			// to take it.
-			k.report(fmt.Sprintf("removing %s: %v", name, err))
-			_ = os.RemoveAll(filepath.Join(k.dir, name))
-			continue
-		}
-		if err := k.add(name); err != nil {
-			k.report(fmt.Sprintf("taking %s: %v", name, err))
-			continue
-		}
-		n++
+		names = append(names, name)
 	}
-	if n > 0 {
+	if n := k.take(names); n > 0 {
 		k.report(fmt.Sprintf("took over %d containers", n))
+	}
+}
+
+// acceptRetry is how long the keeper waits after a request it could not
+// accept.
+const acceptRetry = 100 * time.Millisecond
+
+// takeRetry is how often the directories that could not be taken are
+// tried again.
+const takeRetry = time.Second
+
+// take takes the container directories names and returns how many it
+// took. A directory that is not a container's as podrun makes them
+// (renamed into place whole) is removed: every later podrun would start a
+// keeper to take it. One that cannot be taken for now (its config cannot
+// be read: a file descriptor short) is its container's, alive maybe: it is
+// kept, and tried again (retryTakes).
+func (k *Keeper) take(names []string) int {
+	n := 0
+	var again []string
+	for _, name := range names {
+		dir := filepath.Join(k.dir, name)
+		err := k.add(name)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, errClosing):
+		case errors.Is(err, errNotContainer):
+			if _, serr := os.Lstat(dir); errors.Is(serr, os.ErrNotExist) {
+				continue // removed meanwhile: its container is gone
+			}
+			k.report(fmt.Sprintf("removing %s: %v", name, err))
+			_ = os.RemoveAll(dir)
+		default:
+			k.report(fmt.Sprintf("taking %s (tried again every %v): %v", name, takeRetry, err))
+			again = append(again, name)
+		}
+	}
+	k.mu.Lock()
+	k.untaken = again
+	k.mu.Unlock()
+	return n
+}
+
+// retryTakes tries the directories take could not take again, every
+// takeRetry, until the keeper ends.
+func (k *Keeper) retryTakes() {
+	for {
+		time.Sleep(takeRetry)
+		k.mu.Lock()
+		names, closing := k.untaken, k.closing
+		k.mu.Unlock()
+		if closing {
+			return
+		}
+		if n := k.take(names); n > 0 {
+			k.report(fmt.Sprintf("took %d containers on a second try", n))
+		}
 	}
 }
 

@@ -147,40 +147,6 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-// TestRotationFailureKeepsWriting: when a rotation cannot be made (here the
-// name it would take exists), records still reach the file.
-func TestRotationFailureKeepsWriting(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "0.log")
-	at := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
-	if err := os.WriteFile(path+"."+at.Format(rotatedTimeFormat), nil, 0o640); err != nil {
-		t.Fatal(err)
-	}
-	rf, err := openRotating(path, Rotation{MaxSize: 100, MaxFiles: 10}, func() time.Time { return at })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rf.Close()
-	w := NewWriter(rf)
-	for i := 0; i < 5; i++ {
-		if err := w.Copy("stdout", strings.NewReader(line(i)+"\n")); err != nil {
-			t.Fatalf("line %d: %v", i, err)
-		}
-	}
-	// The failed rotation lost nothing; the next ones went ahead.
-	var out bytes.Buffer
-	if err := Copy(context.Background(), &out, dir, 0, Options{Tail: -1}); err != nil {
-		t.Fatal(err)
-	}
-	var want strings.Builder
-	for i := 0; i < 5; i++ {
-		want.WriteString(line(i) + "\n")
-	}
-	if out.String() != want.String() {
-		t.Errorf("read back:\n%s\nwant the 5 lines written", out.String())
-	}
-}
-
 // TestFollowManyRotationsPerPoll: rotations every two records, dozens
 // between two polls and some while the follower switches files: with no
 // file removed (MaxFiles large), logs -f returns every line once, in order.
