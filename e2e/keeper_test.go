@@ -38,8 +38,7 @@ spec:
     image: `+H.Image+`
     command: ["sh", "-c", "i=0; while [ $i -lt 100 ]; do printf 'kp-crash %%0100d\\n' $i; i=$((i+1)); done; exit 1"]
 `, "--wait=running", "--container-log-max-size", "4Ki", "--container-log-max-files", "2")
-	var pod corev1.Pod
-	pod = svWaitStatus(t, "kp-crash", 60*time.Second, "3 restarts", func(p corev1.Pod) (bool, string) {
+	pod := svWaitStatus(t, "kp-crash", 60*time.Second, "3 restarts", func(p corev1.Pod) (bool, string) {
 		c := svCS(p, "app")
 		return c != nil && c.RestartCount >= 3, fmt.Sprintf("%+v", c)
 	})

@@ -29,7 +29,6 @@ type Writer struct {
 	// and of the recovery (podrun's own log, not the container's).
 	Report func(msg string)
 
-	out          batch // the records being made (w.mu held)
 	dropped      int64 // records dropped since the last successful write
 	droppedBytes int64
 	dropErr      error
