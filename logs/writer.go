@@ -44,10 +44,11 @@ type recordsWriter interface {
 	WriteRecords(p []byte) (int, error)
 }
 
-// readSize is how much of a stream one read takes: a line begun that
-// fills less than MaxLine is kept at the start, and at least MaxLine more
-// is read after it.
-const readSize = 2 * MaxLine
+// readSize is how much of a stream one read takes: the start of a line
+// read before (less than MaxLine) is kept at the start of the buffer, and
+// at least 4 KiB more is read after it. A buffer per stream for the
+// container's life: little more than the bufio.Reader it replaces.
+const readSize = MaxLine + 4<<10
 
 // batchSize is how many bytes of records are made before they are written:
 // it bounds the memory of a read of short lines (16 KiB of newlines are
