@@ -26,7 +26,9 @@ const kpFloodLines = 8 << 20
 // container's output (user+system, compression of the rotated files
 // included), how fast the container could write, and what another pod
 // sees meanwhile: the latency of HTTP requests to it (p50/p99) and the time
-// of a fixed shell loop run in it, before and during the flood. Run it with
+// of a fixed shell loop run in it, before and during the flood: a
+// BestEffort pod (cpu.shares 2, as the flooder) and a Burstable one
+// requesting 500m (512 shares, above the keeper's 256). Run it with
 // `sudo make bench-keeper`.
 func BenchmarkKeeperFlood(b *testing.B) {
 	if H.skip != "" {
@@ -34,6 +36,7 @@ func BenchmarkKeeperFlood(b *testing.B) {
 	}
 	dir := b.TempDir()
 	victim := filepath.Join(dir, "kp-victim.yaml")
+	victimReq := filepath.Join(dir, "kp-victim-req.yaml")
 	flood := filepath.Join(dir, "kp-flood.yaml")
 	write := func(path, yaml string) {
 		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
@@ -50,6 +53,17 @@ spec:
     image: `+H.Image+`
     command: ["sh", "-c", "mkdir -p /tmp/www && echo kp-victim > /tmp/www/index.html && trap 'exit 0' TERM; httpd -f -p 8080 -h /tmp/www & wait"]
 `)
+	write(victimReq, `apiVersion: v1
+kind: Pod
+metadata: {name: kp-victim-req}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: `+H.Image+`
+    command: ["sh", "-c", "mkdir -p /tmp/www && echo kp-victim > /tmp/www/index.html && trap 'exit 0' TERM; httpd -f -p 8080 -h /tmp/www & wait"]
+    resources: {requests: {cpu: 500m}}
+`)
 	write(flood, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: kp-flood}
@@ -60,22 +74,27 @@ spec:
     image: %s
     command: ["sh", "-c", "trap 'exit 0' TERM; k=0; while true; do while [ ! -e /tmp/go ]; do sleep 0.05; done; rm /tmp/go; yes '' | head -n %d; echo flood-done-$k; k=$((k+1)); done"]
 `, H.Image, kpFloodLines))
-	b.Cleanup(func() { bnPodrun(b, "down", "--grace-period", "0", victim, flood) })
-	for _, f := range []string{victim, flood} {
+	b.Cleanup(func() { bnPodrun(b, "down", "--grace-period", "0", victim, victimReq, flood) })
+	for _, f := range []string{victim, victimReq, flood} {
 		if _, stderr, code := bnPodrun(b, "up", f); code != 0 {
 			b.Fatalf("podrun up %s: exit %d:\n%s", f, code, stderr)
 		}
 	}
-	out, stderr, code := bnPodrun(b, "status", "kp-victim", "-o", "json")
-	var pod corev1.Pod
-	if code != 0 || json.Unmarshal([]byte(out), &pod) != nil || pod.Status.PodIP == "" {
-		b.Fatalf("status kp-victim: exit %d, %s", code, stderr)
+	victims := []string{"kp-victim", "kp-victim-req"}
+	urls := map[string]string{}
+	idle := map[string]kpSample{}
+	for _, v := range victims {
+		out, stderr, code := bnPodrun(b, "status", v, "-o", "json")
+		var pod corev1.Pod
+		if code != 0 || json.Unmarshal([]byte(out), &pod) != nil || pod.Status.PodIP == "" {
+			b.Fatalf("status %s: exit %d, %s", v, code, stderr)
+		}
+		urls[v] = "http://" + pod.Status.PodIP + ":8080/"
+		idle[v] = kpVictim(b, v, urls[v])
 	}
-	url := "http://" + pod.Status.PodIP + ":8080/"
-	idle := kpVictim(b, url)
 
 	var cpu, wall time.Duration
-	var during []kpSample
+	during := map[string][]kpSample{}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		pid := kpKeeperPid(b)
@@ -84,7 +103,9 @@ spec:
 		if _, stderr, code := bnPodrun(b, "exec", "kp-flood", "--", "touch", "/tmp/go"); code != 0 {
 			b.Fatalf("exec: exit %d:\n%s", code, stderr)
 		}
-		during = append(during, kpVictim(b, url))
+		for _, v := range victims {
+			during[v] = append(during[v], kpVictim(b, v, urls[v]))
+		}
 		done := fmt.Sprintf("flood-done-%d", i)
 		for deadline := time.Now().Add(10 * time.Minute); ; {
 			out, _, _ := bnPodrun(b, "logs", "--tail", "1", "kp-flood")
@@ -103,15 +124,17 @@ spec:
 	mib := float64(b.N) * kpFloodLines / (1 << 20)
 	b.ReportMetric(cpu.Seconds()/mib*1000, "keeper-ms/MiB")
 	b.ReportMetric(mib/wall.Seconds(), "container-MiB/s")
-	var lat50, lat99, loop []time.Duration
-	for _, s := range during {
-		lat50, lat99, loop = append(lat50, s.p50), append(lat99, s.p99), append(loop, s.loop)
-	}
 	fmt.Printf("\nkeeper flood: %d run(s) of %d MiB of empty lines: keeper CPU %.0f ms/MiB of output, the container wrote %.2f MiB/s\n",
 		b.N, kpFloodLines>>20, cpu.Seconds()/mib*1000, mib/wall.Seconds())
-	fmt.Printf("another pod, idle node:   HTTP p50 %v p99 %v, shell loop %v\n", idle.p50, idle.p99, idle.loop)
-	fmt.Printf("another pod, during flood: HTTP p50 %v p99 %v, shell loop %v (medians over the runs)\n",
-		bnMedian(lat50), bnMedian(lat99), bnMedian(loop))
+	for _, v := range victims {
+		var lat50, lat99, loop []time.Duration
+		for _, s := range during[v] {
+			lat50, lat99, loop = append(lat50, s.p50), append(lat99, s.p99), append(loop, s.loop)
+		}
+		fmt.Printf("%s, idle node:    HTTP p50 %v p99 %v, shell loop %v\n", v, idle[v].p50, idle[v].p99, idle[v].loop)
+		fmt.Printf("%s, during flood: HTTP p50 %v p99 %v, shell loop %v (medians over the runs)\n",
+			v, bnMedian(lat50), bnMedian(lat99), bnMedian(loop))
+	}
 }
 
 // kpSample is what another pod sees: its HTTP latency, and how long a
@@ -122,7 +145,7 @@ type kpSample struct {
 
 // kpVictim measures the victim pod: 100 requests 10 ms apart, and a loop of
 // 100,000 iterations run with exec.
-func kpVictim(b *testing.B, url string) kpSample {
+func kpVictim(b *testing.B, pod, url string) kpSample {
 	client := &http.Client{Timeout: 10 * time.Second}
 	var lat []time.Duration
 	for range 100 {
@@ -137,7 +160,7 @@ func kpVictim(b *testing.B, url string) kpSample {
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	start := time.Now()
-	if _, stderr, code := bnPodrun(b, "exec", "kp-victim", "--", "sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"); code != 0 {
+	if _, stderr, code := bnPodrun(b, "exec", pod, "--", "sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"); code != 0 {
 		b.Fatalf("exec: exit %d:\n%s", code, stderr)
 	}
 	return kpSample{p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], loop: time.Since(start)}
