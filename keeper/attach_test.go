@@ -120,7 +120,8 @@ func TestAttachClientThatStopsReadingIsDropped(t *testing.T) {
 // to it has waited clientWriteTimeout, and the keeper ends the container
 // without waiting for it.
 func TestAttachClientWriteDeadline(t *testing.T) {
-	defer func(d time.Duration) { clientWriteTimeout = d }(clientWriteTimeout)
+	old := clientWriteTimeout
+	t.Cleanup(func() { clientWriteTimeout = old }) // once the keeper has ended: cleanups run last first
 	clientWriteTimeout = 300 * time.Millisecond
 	logPath := filepath.Join(t.TempDir(), "0.log")
 	c, sh := serveOne(t, Config{ID: "ctr-1", Log: logPath, MaxSize: 64 << 20, MaxFiles: 2, Stdin: true})

@@ -41,6 +41,8 @@ type container struct {
 	// writer of the FIFO open, so that no client's end is the container's).
 	closeStdin func(Config) error
 	report     func(string) // the keeper's log
+	// writeTimeout bounds a write to a client (clientWriteTimeout).
+	writeTimeout time.Duration
 }
 
 // openContainer opens container cfg.ID's log and the FIFOs and socket of
@@ -48,7 +50,8 @@ type container struct {
 // also holds a writer of each output FIFO (see container.holders); a
 // committed container's output ends when the runtime's writers are gone.
 func openContainer(dir string, cfg Config, committed bool, closeStdin func(Config) error, report func(string)) (*container, error) {
-	c := &container{cfg: cfg, dir: dir, done: make(chan struct{}), clients: map[*client]struct{}{}, closeStdin: closeStdin, report: report}
+	c := &container{cfg: cfg, dir: dir, done: make(chan struct{}), clients: map[*client]struct{}{}, closeStdin: closeStdin, report: report,
+		writeTimeout: clientWriteTimeout}
 	log, err := logs.Open(cfg.Log, logs.Rotation{MaxSize: cfg.MaxSize, MaxFiles: cfg.MaxFiles})
 	if err != nil {
 		return nil, fmt.Errorf("opening the log: %w", err)
@@ -279,9 +282,9 @@ func (cl *client) drop() {
 	_ = cl.conn.Close()
 }
 
-// write writes one frame, within clientWriteTimeout.
-func (cl *client) write(frame []byte) error {
-	if err := cl.conn.SetWriteDeadline(time.Now().Add(clientWriteTimeout)); err != nil {
+// write writes one frame, within timeout.
+func (cl *client) write(frame []byte, timeout time.Duration) error {
+	if err := cl.conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
 	_, err := cl.conn.Write(frame)
@@ -316,7 +319,7 @@ func (c *container) serve(conn *net.UnixConn) {
 	for {
 		select {
 		case frame := <-cl.out:
-			if err := cl.write(frame); err != nil {
+			if err := cl.write(frame, c.writeTimeout); err != nil {
 				c.dropped(err)
 				return
 			}
@@ -326,7 +329,7 @@ func (c *container) serve(conn *net.UnixConn) {
 			for {
 				select {
 				case frame := <-cl.out:
-					if err := cl.write(frame); err != nil {
+					if err := cl.write(frame, c.writeTimeout); err != nil {
 						c.dropped(err)
 						return
 					}
@@ -342,7 +345,7 @@ func (c *container) serve(conn *net.UnixConn) {
 // not worth a line).
 func (c *container) dropped(err error) {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		c.report(fmt.Sprintf("%s: dropping an attached client: it read nothing for %v", c.cfg.ID, clientWriteTimeout))
+		c.report(fmt.Sprintf("%s: dropping an attached client: it read nothing for %v", c.cfg.ID, c.writeTimeout))
 	}
 }
 
