@@ -181,6 +181,13 @@ up: deps-up $(PODRUN) $(IMAGE_TAR)
 bench: deps-e2e
 	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench . -benchtime 20x ./e2e/
 
+# What a container writing short lines flat out costs the node: the stream
+# keeper's CPU per MiB, and another pod's HTTP latency and CPU meanwhile
+# (prints figures, asserts nothing).
+.PHONY: bench-keeper
+bench-keeper: deps-e2e
+	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench BenchmarkKeeperFlood -benchtime 3x -timeout 30m ./e2e/
+
 # CPU and memory of `podrun up --foreground` supervising 20 probed pods (prints figures, asserts nothing).
 .PHONY: bench-supervise
 bench-supervise:

@@ -1006,7 +1006,7 @@ func e2eHostLeaks(before, after e2eHost, tmp string) []e2eLeak {
 		}})
 	}
 	for _, p := range e2eNew(before.cgroups, after.cgroups) {
-		out = append(out, e2eLeak{what: "pod cgroup " + p, fix: func() error { return e2eRemoveCgroup(p) }})
+		out = append(out, e2eLeak{what: "cgroup " + p, fix: func() error { return e2eRemoveCgroup(p) }})
 	}
 	for _, pid := range e2eKeepers(tmp) {
 		out = append(out, e2eLeak{what: fmt.Sprintf("stream keeper process %d (podrun cri-io)", pid), fix: func() error {

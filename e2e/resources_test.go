@@ -32,12 +32,15 @@ func rsUnified() bool {
 
 // e2ePodCgroups lists the pod cgroups of the suite's namespace in every
 // hierarchy (/sys/fs/cgroup/<controller>/podrun-e2e/pod<uid> on v1,
-// /sys/fs/cgroup/podrun-e2e/pod<uid> on v2).
+// /sys/fs/cgroup/podrun-e2e/pod<uid> on v2), and the stream keepers' cgroup
+// (podrun-e2e/keeper), which the last keeper removes when it ends.
 func e2ePodCgroups() map[string]bool {
 	out := map[string]bool{}
 	for _, pattern := range []string{
 		filepath.Join(rsCgroupMount, e2eNamespace, "pod*"),
 		filepath.Join(rsCgroupMount, "*", e2eNamespace, "pod*"),
+		filepath.Join(rsCgroupMount, e2eNamespace, "keeper"),
+		filepath.Join(rsCgroupMount, "*", e2eNamespace, "keeper"),
 	} {
 		matches, _ := filepath.Glob(pattern)
 		for _, m := range matches {

@@ -24,6 +24,9 @@ import (
 type Client struct {
 	Dir string // the io directory, <run dir>/io (root's, 0700)
 	Exe string // the podrun binary: the keeper runs as `Exe cri-io --dir Dir`
+	// Cgroup is the cgroup the keeper moves itself to (`--cgroup`), away
+	// from its starter's; "": it stays in the starter's.
+	Cgroup string
 
 	mu sync.Mutex // one keeper start at a time from this process
 }
@@ -311,7 +314,11 @@ func (c *Client) start(ctx context.Context) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(c.Exe, "cri-io", "--dir", c.Dir)
+	args := []string{"cri-io", "--dir", c.Dir}
+	if c.Cgroup != "" {
+		args = append(args, "--cgroup", c.Cgroup)
+	}
+	cmd := exec.Command(c.Exe, args...)
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

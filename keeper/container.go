@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -39,6 +40,9 @@ type container struct {
 	// closeStdin closes the container's stdin at the shim (which keeps a
 	// writer of the FIFO open, so that no client's end is the container's).
 	closeStdin func(Config) error
+	report     func(string) // the keeper's log
+	// writeTimeout bounds a write to a client (clientWriteTimeout).
+	writeTimeout time.Duration
 }
 
 // openContainer opens container cfg.ID's log and the FIFOs and socket of
@@ -46,7 +50,8 @@ type container struct {
 // also holds a writer of each output FIFO (see container.holders); a
 // committed container's output ends when the runtime's writers are gone.
 func openContainer(dir string, cfg Config, committed bool, closeStdin func(Config) error, report func(string)) (*container, error) {
-	c := &container{cfg: cfg, dir: dir, done: make(chan struct{}), clients: map[*client]struct{}{}, closeStdin: closeStdin}
+	c := &container{cfg: cfg, dir: dir, done: make(chan struct{}), clients: map[*client]struct{}{}, closeStdin: closeStdin, report: report,
+		writeTimeout: clientWriteTimeout}
 	log, err := logs.Open(cfg.Log, logs.Rotation{MaxSize: cfg.MaxSize, MaxFiles: cfg.MaxFiles})
 	if err != nil {
 		return nil, fmt.Errorf("opening the log: %w", err)
@@ -224,7 +229,8 @@ func (c *container) close() {
 }
 
 // broadcast sends a chunk of output to every client; a client that does
-// not keep up is dropped, never waited for (the log must not stall).
+// not keep up is dropped, its connection closed at once, never waited for
+// (the log must not stall).
 func (c *container) broadcast(stream byte, p []byte) {
 	frame := make([]byte, 5+len(p))
 	frame[0] = stream
@@ -236,7 +242,8 @@ func (c *container) broadcast(stream byte, p []byte) {
 		select {
 		case cl.out <- frame:
 		default:
-			cl.end()
+			c.report(fmt.Sprintf("%s: dropping an attached client: it reads less than the container writes", c.cfg.ID))
+			cl.drop()
 			delete(c.clients, cl)
 		}
 	}
@@ -259,7 +266,31 @@ type client struct {
 	ended chan struct{}
 }
 
+// clientQueue is how many frames wait for a client: one that lets more
+// wait is dropped.
+const clientQueue = 256
+
+// clientWriteTimeout bounds a write to a client: one that reads nothing
+// for that long is dropped (tests shorten it).
+var clientWriteTimeout = 10 * time.Second
+
+// end lets the client have what waits for it, then ends its connection.
 func (cl *client) end() { cl.once.Do(func() { close(cl.ended) }) }
+
+// drop ends the client's connection now, a write to it under way included.
+func (cl *client) drop() {
+	cl.end()
+	_ = cl.conn.Close()
+}
+
+// write writes one frame, within timeout.
+func (cl *client) write(frame []byte, timeout time.Duration) error {
+	if err := cl.conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	_, err := cl.conn.Write(frame)
+	return err
+}
 
 // serve attaches a client: output from now on, and its input to the
 // container's stdin until it closes its side; with stdinOnce, the end of
@@ -270,7 +301,7 @@ func (c *container) serve(conn *net.UnixConn) {
 	if _, err := io.ReadFull(conn, hello[:]); err != nil {
 		return
 	}
-	cl := &client{conn: conn, out: make(chan []byte, 256), ended: make(chan struct{})}
+	cl := &client{conn: conn, out: make(chan []byte, clientQueue), ended: make(chan struct{})}
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
@@ -289,7 +320,8 @@ func (c *container) serve(conn *net.UnixConn) {
 	for {
 		select {
 		case frame := <-cl.out:
-			if _, err := conn.Write(frame); err != nil {
+			if err := cl.write(frame, c.writeTimeout); err != nil {
+				c.dropped(err)
 				return
 			}
 		case <-cl.ended:
@@ -298,7 +330,8 @@ func (c *container) serve(conn *net.UnixConn) {
 			for {
 				select {
 				case frame := <-cl.out:
-					if _, err := conn.Write(frame); err != nil {
+					if err := cl.write(frame, c.writeTimeout); err != nil {
+						c.dropped(err)
 						return
 					}
 				default:
@@ -306,6 +339,14 @@ func (c *container) serve(conn *net.UnixConn) {
 				}
 			}
 		}
+	}
+}
+
+// dropped reports a client whose write timed out (one that went away is
+// not worth a line).
+func (c *container) dropped(err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.report(fmt.Sprintf("%s: dropping an attached client: it read nothing for %v", c.cfg.ID, c.writeTimeout))
 	}
 }
 

@@ -43,8 +43,10 @@ func TestWriterDropsWhatCannotBeWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.full = true
-	if err := w.Copy("stdout", strings.NewReader("lost 1\nlost 2\nlost 3\n")); err != nil {
-		t.Fatalf("a write error ended the copy: %v", err)
+	for _, l := range []string{"lost 1\n", "lost 2\n", "lost 3\n"} { // three reads, three writes
+		if err := w.Copy("stdout", strings.NewReader(l)); err != nil {
+			t.Fatalf("a write error ended the copy: %v", err)
+		}
 	}
 	f.full = false
 	if err := w.Copy("stdout", strings.NewReader("after\n")); err != nil {

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/supervisor"
 )
@@ -213,18 +216,37 @@ func (x execer) Exec(ctx context.Context, id string, args []string, out io.Write
 	return x.e.Exec(ctx, id, engine.ExecSpec{Args: args, Stdout: out, Stderr: out})
 }
 
-// Prune removes attempts older than the previous one, as the kubelet's
-// garbage collector keeps only the last dead container.
+// Prune removes the attempts of container name older than the previous
+// one, as the kubelet's container GC keeps one dead container per
+// container (MaxPerPodContainer 1) and removes the log of each container it
+// removes (kuberuntime_gc.go): the containers, their termination files
+// and their log files, rotated ones included. The attempts left are found
+// with one listing of the container's attempts and one of its log
+// directory, which hold the two kept and at most the one to go: a restart
+// costs the same after a thousand restarts as after two.
 func (r *podRun) Prune(ctx context.Context, name string, current int) {
-	for n := current - 2; n >= 0; n-- {
-		id := ContainerID(r.pod.UID, name, n)
-		if err := r.h.engine.Delete(ctx, id); err != nil {
-			return
+	ctrs, err := r.h.engine.List(ctx, map[string]string{labels.PodUID: r.pod.UID, labels.Container: name})
+	if err != nil {
+		return // the next restart prunes them
+	}
+	kept := map[int]bool{} // attempts whose container could not be removed keep their log
+	for _, c := range ctrs {
+		n, err := strconv.Atoi(c.Labels[labels.RestartCount])
+		if err != nil || n >= current-1 || c.ID != r.ID(name, n) {
+			continue
+		}
+		if err := r.h.engine.Delete(ctx, c.ID); err != nil {
+			kept[n] = true
+			continue
 		}
 		// Its termination log and message go with it.
-		_ = r.h.disk.RemoveFile(r.layout.TerminationLog(name, id))
-		_ = r.h.disk.RemoveFile(messageRecord(r.layout, name, id))
-		_ = r.h.disk.RemoveFile(oldMessageRecord(r.layout, name, id))
+		_ = r.h.disk.RemoveFile(r.layout.TerminationLog(name, c.ID))
+		_ = r.h.disk.RemoveFile(messageRecord(r.layout, name, c.ID))
+		_ = r.h.disk.RemoveFile(oldMessageRecord(r.layout, name, c.ID))
+	}
+	dir := filepath.Dir(r.logPath(name, current))
+	if err := logs.RemoveAttempts(dir, func(n int) bool { return n < current-1 && !kept[n] }); err != nil {
+		r.Report(fmt.Sprintf("container %q: removing the logs of earlier attempts: %v", name, err))
 	}
 }
 

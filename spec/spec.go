@@ -69,6 +69,14 @@ func PodCgroup(namespace, uid string) string {
 	return path.Join("/", namespace, "pod"+uid)
 }
 
+// KeeperCgroup is the cgroupfs path of the cgroup the node's stream
+// keepers run in: /<containerd namespace>/keeper, beside the pods' cgroups
+// (a pod's is "pod<uid>"), as containerd's shims may go to a cgroup of
+// their own.
+func KeeperCgroup(namespace string) string {
+	return path.Join("/", namespace, "keeper")
+}
+
 // cgroupsPath returns the cgroupfs path of container id of pod, in the pod
 // cgroup.
 func cgroupsPath(pod *corev1.Pod, podCgroup, id string) (string, error) {

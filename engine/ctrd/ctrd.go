@@ -18,6 +18,7 @@ import (
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/keeper"
 	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/spec"
 )
 
 const (
@@ -85,7 +86,7 @@ func Connect(ctx context.Context, o Options) (*Engine, error) {
 		client.Close()
 		return nil, fmt.Errorf("%w: containerd at %q does not answer: %w", engine.ErrUnavailable, o.Address, err)
 	}
-	return &Engine{client: client, namespace: o.Namespace, rotation: o.LogRotation, streams: &keeper.Client{Dir: o.IODir, Exe: o.Exe},
+	return &Engine{client: client, namespace: o.Namespace, rotation: o.LogRotation, streams: &keeper.Client{Dir: o.IODir, Exe: o.Exe, Cgroup: spec.KeeperCgroup(o.Namespace)},
 		address: o.Address, importLock: o.ImportLock}, nil
 }
 
