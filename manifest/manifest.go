@@ -152,6 +152,9 @@ type reader struct {
 	// later Resolve (configrefs.go).
 	unresolved bool
 	dropped    map[string]int // problems over MaxProblems, by file (limits.go)
+	// expanded is how much JSON the file being read has converted to
+	// (read.go), -1 once past its limit.
+	expanded int
 }
 
 // result checks the set as a whole and returns it, or the problems.
@@ -205,6 +208,7 @@ func (r *reader) parse(file string, data []byte) {
 		return
 	}
 	objects, first := len(r.names), len(r.problems)
+	r.expanded = 0
 	docs, problems := splitDocuments(file, data)
 	r.problems = append(r.problems, limitProblems(problems, r.dropped)...)
 	for i := range docs {
