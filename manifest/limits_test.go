@@ -144,7 +144,11 @@ func aliasBombs() map[string][]byte {
 		}
 		docs.WriteString("}}\n")
 	}
-	return map[string][]byte{"list.yaml": list.Bytes(), "pod.yaml": pod.Bytes(), "docs.yaml": docs.Bytes()}
+	var maps bytes.Buffer // a small map, copied by go-yaml v2 for each alias
+	maps.WriteString("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nx: &m {k: v}\ny: [*m")
+	maps.WriteString(strings.Repeat(", *m", 130000-1))
+	maps.WriteString("]\nspec:\n  containers: [{name: c, image: i}]\n")
+	return map[string][]byte{"list.yaml": list.Bytes(), "pod.yaml": pod.Bytes(), "docs.yaml": docs.Bytes(), "maps.yaml": maps.Bytes()}
 }
 
 // TestAliasExpansionBounded: what aliases expand to is bounded before
@@ -156,6 +160,7 @@ func TestAliasExpansionBounded(t *testing.T) {
 		"list.yaml": "its aliases expand the file to more than 20 MiB, twice the size limit",
 		"pod.yaml":  "pod.yaml (document 1): the object is larger than 1536 KiB, more than a cluster stores",
 		"docs.yaml": "its aliases expand the file to more than 20 MiB, twice the size limit",
+		"maps.yaml": "maps.yaml (document 1): its aliases expand it to more than 270050 values, from 130025 of its own; refused",
 	}
 	for name, data := range aliasBombs() {
 		var err error
@@ -245,5 +250,35 @@ func TestListReadItemByItem(t *testing.T) {
 	var ps Problems
 	if !errors.As(err, &ps) || len(ps) != 1 || !strings.HasPrefix(ps[0].String(), "l.yaml (document 1): line 53: yaml: ") {
 		t.Errorf("a List with a broken item: %v", err)
+	}
+}
+
+// TestAliasesWithinBoundsRead: aliases as manifests use them (one env list
+// shared by containers, a merge key) are read as kubectl reads them.
+func TestAliasesWithinBoundsRead(t *testing.T) {
+	set, err := Parse("p.yaml", []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: p, labels: &l {app: web}}
+spec:
+  containers:
+  - name: a
+    image: busybox:1
+    env: &env [{name: A, value: "1"}, {name: B, value: "2"}]
+  - name: b
+    image: busybox:1
+    env: *env
+    resources:
+      limits: &lim {cpu: 100m}
+      requests:
+        <<: *lim
+        memory: 1Mi
+  nodeSelector: *l
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := set.Pods[0].Spec
+	if len(spec.Containers[1].Env) != 2 || spec.Containers[1].Resources.Requests.Cpu().String() != "100m" || spec.NodeSelector["app"] != "web" {
+		t.Errorf("aliases read as %+v", spec)
 	}
 }

@@ -197,6 +197,9 @@ func parseYAML(src Source, c yamlChunk) (any, Problems) {
 	// document's first line too (it omits line 1); see yamlProblems.
 	text := make([]byte, 0, len(c.text)+1)
 	text = append(append(text, '\n'), c.text...)
+	if msg := aliasProblem(text); msg != "" { // aliases.go
+		return nil, Problems{{Source: src, Msg: msg}}
+	}
 	var v any
 	if err := yaml.UnmarshalStrict(text, &v); err != nil {
 		return nil, yamlProblems(src, c, err)
