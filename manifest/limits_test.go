@@ -282,3 +282,31 @@ spec:
 		t.Errorf("aliases read as %+v", spec)
 	}
 }
+
+// TestLargeYAMLListSplit: a YAML List over 256 KiB is split into the
+// entries of its items sequence, however indented, with fields after it;
+// an entry using another's anchor is told why it cannot; a large List
+// whose items are a flow sequence is refused before it is parsed.
+func TestLargeYAMLListSplit(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+	for i := range 300 {
+		fmt.Fprintf(&b, "  # pod %d\n  - apiVersion: v1\n    kind: Pod\n    metadata:\n      name: p%d\n      annotations: {pad: %q}\n    spec:\n      containers:\n      - {name: c, image: busybox:1}\n\n", i, i, strings.Repeat("z", 1000))
+	}
+	b.WriteString("metadata: {resourceVersion: \"1\"}\n")
+	set, err := Parse("l.yaml", b.Bytes())
+	if err != nil || len(set.Pods) != 300 || set.Pods[299].Name != "p299" {
+		t.Fatalf("a %d-byte List: %v", b.Len(), err)
+	}
+	shared := bytes.Replace(b.Bytes(), []byte("      - {name: c, image: busybox:1}"), []byte("      - &c {name: c, image: busybox:1}"), 1)
+	shared = bytes.Replace(shared, []byte("      - {name: c, image: busybox:1}"), []byte("      - *c"), 1)
+	_, err = Parse("l.yaml", shared)
+	if err == nil || !strings.Contains(err.Error(), "l.yaml (document 1): line 15: yaml: unknown anchor 'c' referenced (a List larger than 256 KiB is read item by item") {
+		t.Errorf("an entry using another's anchor: %v", err)
+	}
+	flow := fmt.Appendf(nil, "apiVersion: v1\nkind: List\nitems: [%s]\n", strings.Repeat(`{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: "`+strings.Repeat("v", 1000)+`"}}, `, 4000))
+	_, err = Parse("f.yaml", flow)
+	if err == nil || !strings.Contains(err.Error(), "a List larger than 3 MiB is read item by item: its items must be a block sequence") {
+		t.Errorf("a 4 MB flow List: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	kjson "sigs.k8s.io/json"
 )
@@ -216,8 +217,11 @@ func (r *reader) readYAMLList(src Source, header yamlChunk, items []yamlChunk) {
 			return nil, false
 		}
 		v, problems := parseYAML(src, items[i])
-		for j := range problems {
-			if bytes.Contains([]byte(problems[j].Msg), []byte("unknown anchor")) {
+		for j, p := range problems {
+			if !strings.HasPrefix(p.Msg, "line ") { // the entry's line, at least
+				problems[j].Msg = fmt.Sprintf("line %d: %s", items[i].firstLine, p.Msg)
+			}
+			if strings.Contains(p.Msg, "unknown anchor") {
 				problems[j].Msg += fmt.Sprintf(" (a List larger than %s is read item by item: an item cannot use the anchors of the List or of another item)", byteSize(splitListSize))
 			}
 		}
