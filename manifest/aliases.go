@@ -37,9 +37,9 @@ func aliasProblem(text []byte) string {
 
 // expandedValues counts the nodes of a tree (own), and the nodes it has
 // with its aliases replaced by what they refer to (expanded, at most
-// 1<<40).
+// 1<<29).
 func expandedValues(root *yaml3.Node) (own, expanded int) {
-	const most = 1 << 40
+	const most = 1 << 29
 	memo := map[*yaml3.Node]int{}
 	var size func(n *yaml3.Node) int
 	size = func(n *yaml3.Node) int {

@@ -141,7 +141,7 @@ func measure(bin string, args ...string) result {
 	r := result{elapsed: time.Since(start)}
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			r.rss = ru.Maxrss
+			r.rss = int64(ru.Maxrss)
 		}
 	}
 	r.says, _, _ = strings.Cut(strings.TrimSpace(stderr.String()), "\n")
