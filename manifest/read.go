@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	kjson "sigs.k8s.io/json"
@@ -23,7 +24,7 @@ const splitListSize = 256 << 10
 // expandedLimit is how much JSON the YAML documents of one file may
 // convert to, aliases expanded: twice the file size limit (YAML's plain
 // scalars gain quotes in JSON).
-func (o Options) expandedLimit() int { return int(2 * o.maxFileSize()) }
+func (o Options) expandedLimit() int { return int(min(2*o.maxFileSize(), math.MaxInt32)) }
 
 // readJSON reads a document of a JSON stream.
 func (r *reader) readJSON(src Source, data []byte) {
