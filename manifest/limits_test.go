@@ -152,14 +152,15 @@ func aliasBombs() map[string][]byte {
 }
 
 // TestAliasExpansionBounded: what aliases expand to is bounded before
-// anything is made of it: an object by 1.5 MiB, a file by twice the size
-// limit (20 MiB), each refused as soon as it is past the bound, with a
-// problem naming where (it took seconds and gigabytes).
+// anything is made of it: an object by 1.5 MiB, a file by 5 times its size
+// and 1 MiB (at most twice the size limit), each refused as soon as it is
+// past the bound, with a problem naming where (it took seconds and
+// gigabytes).
 func TestAliasExpansionBounded(t *testing.T) {
 	want := map[string]string{
-		"list.yaml": "its aliases expand the file to more than 20 MiB, twice the size limit",
+		"list.yaml": "list.yaml (document 1): items[18]: its aliases expand the file to more than 1.8 MiB of JSON (5 times its size and 1 MiB, at most twice the size limit)",
 		"pod.yaml":  "pod.yaml (document 1): the object is larger than 1536 KiB, more than a cluster stores",
-		"docs.yaml": "its aliases expand the file to more than 20 MiB, twice the size limit",
+		"docs.yaml": "docs.yaml (document 14): its aliases expand the file to more than 13.2 MiB of JSON",
 		"maps.yaml": "maps.yaml (document 1): its aliases expand it to more than 270050 values, from 130025 of its own; refused",
 	}
 	for name, data := range aliasBombs() {

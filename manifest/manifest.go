@@ -153,8 +153,8 @@ type reader struct {
 	unresolved bool
 	dropped    map[string]int // problems over MaxProblems, by file (limits.go)
 	// expanded is how much JSON the file being read has converted to
-	// (read.go), -1 once past its limit.
-	expanded int
+	// (read.go), -1 once past expandLimit.
+	expanded, expandLimit int
 }
 
 // result checks the set as a whole and returns it, or the problems.
@@ -208,7 +208,7 @@ func (r *reader) parse(file string, data []byte) {
 		return
 	}
 	objects, first := len(r.names), len(r.problems)
-	r.expanded = 0
+	r.expanded, r.expandLimit = 0, r.opts.expandedLimit(len(data))
 	docs, problems := splitDocuments(file, data)
 	r.problems = append(r.problems, limitProblems(problems, r.dropped)...)
 	for i := range docs {

@@ -21,10 +21,13 @@ import (
 // items before parsing (splitList), rather than parsed whole.
 const splitListSize = 256 << 10
 
-// expandedLimit is how much JSON the YAML documents of one file may
-// convert to, aliases expanded: twice the file size limit (YAML's plain
-// scalars gain quotes in JSON).
-func (o Options) expandedLimit() int { return int(min(2*o.maxFileSize(), math.MaxInt32)) }
+// expandedLimit is how much JSON the YAML documents of a file of size
+// bytes may convert to, aliases expanded: 5 times its size and 1 MiB
+// (without aliases, YAML grows at most 4.5 times into JSON: `{a,b}` is
+// {"a":null,"b":null}), and at most twice the file size limit.
+func (o Options) expandedLimit(size int) int {
+	return int(min(5*int64(size)+1<<20, 2*o.maxFileSize(), math.MaxInt32))
+}
 
 // readJSON reads a document of a JSON stream.
 func (r *reader) readJSON(src Source, data []byte) {
@@ -248,11 +251,11 @@ func (r *reader) toJSON(src Source, field string, v any) ([]byte, bool) {
 	if r.expanded < 0 {
 		return nil, false
 	}
-	left := r.opts.expandedLimit() - r.expanded
+	left := r.expandLimit - r.expanded
 	data, err := toJSON(v, min(MaxObjectSize+1, left))
 	switch {
 	case errors.Is(err, errOverLimit) && left <= MaxObjectSize:
-		r.problem(src, field, fmt.Sprintf("its aliases expand the file to more than %s, twice the size limit", byteSize(int64(r.opts.expandedLimit()))))
+		r.problem(src, field, fmt.Sprintf("its aliases expand the file to more than %.1f MiB of JSON (5 times its size and 1 MiB, at most twice the size limit)", float64(r.expandLimit)/(1<<20)))
 		r.expanded = -1 // nothing more of the file is read
 		return nil, false
 	case errors.Is(err, errOverLimit):

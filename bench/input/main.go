@@ -17,8 +17,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/podrun/podrun/daemon"
@@ -43,7 +43,7 @@ func main() {
 	}
 	if *scan != "" {
 		_, _, problems := daemon.NewSources(*scan, "").Scan(context.Background(), nil)
-		fmt.Fprint(os.Stderr, problemsLine(len(problems)))
+		fmt.Fprintln(os.Stderr, problemsLine(len(problems)))
 		return
 	}
 	if err := run(*podrun, *only); err != nil {
@@ -131,21 +131,21 @@ func (r result) String() string {
 	return fmt.Sprintf("%7.1f %8.2f  ", float64(r.rss)/1024, r.elapsed.Seconds())
 }
 
-// measure runs a command and takes its peak RSS from its rusage.
+// measure runs a command under GNU time, which reports the command's own
+// peak RSS: not a Go parent's rusage of it, as Go starts children with
+// vfork and the kernel hands the parent's high-water mark to a child at
+// exec (deps.sh installs GNU time).
 func measure(bin string, args ...string) result {
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", bin}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
 	_ = cmd.Run() // a refused input exits non-zero: that is a figure too
 	r := result{elapsed: time.Since(start)}
-	if cmd.ProcessState != nil {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			r.rss = int64(ru.Maxrss)
-		}
-	}
-	r.says, _, _ = strings.Cut(strings.TrimSpace(stderr.String()), "\n")
-	if r.says == "" {
+	out := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	r.rss, _ = strconv.ParseInt(strings.TrimSpace(out[len(out)-1]), 10, 64)
+	r.says = out[0]
+	if len(out) < 2 || strings.HasPrefix(r.says, "Command exited") {
 		r.says = "valid"
 	}
 	return r
