@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +16,8 @@ var errOverLimit = errors.New("over the limit")
 
 // jsonWriter writes a value parsed by go-yaml v2 as JSON, converting it as
 // sigs.k8s.io/yaml (kubectl's YAMLToJSON) does: map keys that are numbers or
-// booleans become strings, the rest as encoding/json marshals it. It is
+// booleans become strings, the rest as encoding/json marshals it (but <, >
+// and & unescaped, as they mean the same). It is
 // where aliases are expanded: it stops with errOverLimit once the JSON would
 // pass limit bytes, so that a small document whose aliases expand to
 // gigabytes costs no more than limit.
@@ -47,7 +49,13 @@ func (w *jsonWriter) value(v any) error {
 			w.buf = append(append(append(w.buf, '"'), v...), '"')
 			return nil
 		}
-		return w.marshal(v)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // <, > and & as they are: what the file says, no larger
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		return w.rawBytes(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 	case int, int64, uint64, float64:
 		return w.marshal(v)
 	case []any:
@@ -149,6 +157,10 @@ func (w *jsonWriter) marshal(v any) error {
 	if err != nil {
 		return err
 	}
+	return w.rawBytes(b)
+}
+
+func (w *jsonWriter) rawBytes(b []byte) error {
 	if len(w.buf)+len(b) > w.limit {
 		return errOverLimit
 	}
@@ -164,11 +176,11 @@ func (w *jsonWriter) raw(s string) error {
 	return nil
 }
 
-// plain reports whether encoding/json writes s as is between quotes:
-// printable ASCII, nothing it escapes.
+// plain reports whether s is written as is between quotes: printable
+// ASCII, no quote or backslash.
 func plain(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
 			return false
 		}
 	}
