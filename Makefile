@@ -202,6 +202,14 @@ bench-compare: deps-e2e
 bench-daemon: deps-e2e
 	flock /tmp/podrun-e2e.lock bash bench/daemon.sh
 
+# What reading a manifest costs: peak RSS and time of `validate`, of `up` (up to its
+# connection to containerd: none is started) and of the daemon's reading of its
+# directory, for each input of a corpus bench/input generates (typical, largest
+# within the limits, densest, alias bombs). Prints figures, asserts nothing; no root.
+.PHONY: bench-input
+bench-input:
+	$(GO) run ./bench/input
+
 # What a pod costs the node: Pss by kind of process at 20 and 50 pods, under
 # `up` and the daemon (prints figures, asserts nothing); BEFORE=<rev> compares.
 .PHONY: bench-memory

@@ -191,7 +191,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 				}
 				continue
 			}
-			if !IsManifest(filepath.Base(ev.Name)) {
+			if !manifest.IsManifest(filepath.Base(ev.Name)) {
 				continue
 			}
 			if ev.Has(fsnotify.Write) {

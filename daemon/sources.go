@@ -70,19 +70,6 @@ func (s *Sources) Owns(source string) bool {
 	return source != "" && (filepath.Dir(source) == s.Dir || (s.URL != "" && (source == s.URLName() || source == s.URL)))
 }
 
-// IsManifest reports whether a directory entry is read as a manifest: .yaml,
-// .yml or .json, not hidden, not an editor's temporary file.
-func IsManifest(name string) bool {
-	if strings.HasPrefix(name, ".") || strings.HasSuffix(name, "~") || strings.HasPrefix(name, "#") {
-		return false
-	}
-	switch filepath.Ext(name) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
-}
-
 // Want is a pod some source asks for.
 type Want struct {
 	Pod    *manifest.Pod
@@ -150,18 +137,15 @@ func (s *Sources) files() (*os.File, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("the manifest directory is not trusted, nothing in it is applied: %w", err)
 	}
-	entries, err := d.ReadDir(-1)
+	files, _, err := manifest.ManifestFiles(d) // as `podrun validate DIR` reads a directory
 	if err != nil {
 		d.Close()
 		return nil, nil, fmt.Errorf("reading the manifest directory: %w", err)
 	}
-	var names []string
-	for _, e := range entries {
-		if e.Type().IsRegular() && IsManifest(e.Name()) {
-			names = append(names, filepath.Join(s.Dir, e.Name()))
-		}
+	names := make([]string, len(files))
+	for i, name := range files {
+		names[i] = filepath.Join(s.Dir, name)
 	}
-	sort.Strings(names)
 	return d, names, nil
 }
 

@@ -18,7 +18,11 @@ import (
 
 // readDocument reads the object a document holds.
 func (r *reader) readDocument(d document) {
-	r.readObject(d.src, "", d.json)
+	if d.json != nil {
+		r.readJSON(d.src, d.json)
+		return
+	}
+	r.readYAML(d.src, d.yaml)
 }
 
 // readObject reads one object and dispatches on its apiVersion and kind.
@@ -54,7 +58,7 @@ func (r *reader) readObject(src Source, prefix string, data []byte) {
 		// (reading it nested would cost time quadratic in its depth).
 		r.problem(src, prefix+"kind", "a List inside a List is not supported")
 	case apiVersion == "v1" && kind == "List":
-		r.readList(src, prefix, data, obj)
+		r.readJSONList(src, data)
 	case apiVersion == "apps/v1" && (kind == "Deployment" || kind == "ReplicaSet" || kind == "StatefulSet" || kind == "DaemonSet"):
 		r.readWorkload(src, prefix, data, obj, kind) // workloads.go
 	case apiVersion == "batch/v1" && kind == "Job":
@@ -158,21 +162,6 @@ type list struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []json.RawMessage `json:"items"`
-}
-
-// readList reads every item of a List.
-func (r *reader) readList(src Source, prefix string, data []byte, raw map[string]any) {
-	var l list
-	if _, ok := r.decode(src, prefix, data, raw, &l); !ok {
-		return
-	}
-	if len(l.Items) > MaxDocuments {
-		r.problem(src, prefix+"items", tooManyDocuments)
-		return
-	}
-	for i, item := range l.Items {
-		r.readObject(src, fmt.Sprintf("%sitems[%d].", prefix, i), item)
-	}
 }
 
 // clearServerFields drops the metadata the API server sets, which users may

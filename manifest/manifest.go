@@ -173,6 +173,9 @@ type reader struct {
 	unresolved bool
 	dropped    map[string]int // problems over MaxProblems, by file (limits.go)
 	skipped    []string       // the kind of each object skipped (skipped.go)
+	// expanded is how much JSON the file being read has converted to
+	// (read.go), -1 once past expandLimit.
+	expanded, expandLimit int
 }
 
 // result checks the set as a whole and returns it, or the problems.
@@ -226,6 +229,7 @@ func (r *reader) parse(file string, data []byte) {
 		return
 	}
 	objects, skipped, first := len(r.names), len(r.skipped), len(r.problems)
+	r.expanded, r.expandLimit = 0, r.opts.expandedLimit(len(data))
 	docs, problems := splitDocuments(file, data)
 	r.problems = append(r.problems, limitProblems(problems, r.dropped)...)
 	for i := range docs {

@@ -10,13 +10,16 @@ import (
 	"strconv"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	yaml "go.yaml.in/yaml/v2"
 )
 
-// document is one object's worth of input, converted to JSON.
+// document is one document of a file: a value of a JSON stream, or the
+// text of a YAML document, converted only when it is read (readDocument),
+// so that one document at a time is held converted.
 type document struct {
 	src  Source
-	json []byte
+	json []byte    // a JSON stream's value
+	yaml yamlChunk // or a YAML document's text
 }
 
 // splitDocuments splits a file's content into documents: a JSON stream when
@@ -37,8 +40,8 @@ func splitJSON(file string, data []byte) ([]document, Problems) {
 	var docs []document
 	dec := json.NewDecoder(bytes.NewReader(data))
 	for n := 1; ; n++ {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
+		var v span
+		err := dec.Decode(&v)
 		if errors.Is(err, io.EOF) {
 			return docs, nil
 		}
@@ -49,10 +52,26 @@ func splitJSON(file string, data []byte) ([]document, Problems) {
 		if err != nil {
 			return docs, Problems{{Source: src, Msg: jsonSyntaxMessage(data, err)}}
 		}
-		if !isNull(raw) {
+		if raw := v.of(data, dec); !isNull(raw) {
 			docs = append(docs, document{src: src, json: raw})
 		}
 	}
+}
+
+// span takes note of the length of a JSON value a Decoder decodes into it,
+// so that the value can be sliced out of the decoder's input (span.of),
+// never copied.
+type span struct{ n int }
+
+func (s *span) UnmarshalJSON(b []byte) error {
+	s.n = len(b)
+	return nil
+}
+
+// of is the value s spanned, in the input of dec.
+func (s span) of(input []byte, dec *json.Decoder) []byte {
+	end := int(dec.InputOffset())
+	return input[end-s.n : end : end]
 }
 
 // jsonSyntaxMessage prefixes a JSON syntax error with its line in the file.
@@ -81,83 +100,111 @@ type yamlChunk struct {
 	firstLine int
 }
 
-// splitYAML splits multi-document YAML on "---" lines and converts each
-// document to JSON. Syntax errors carry their line in the file.
+// lastLine is the file line the chunk ends on.
+func (c yamlChunk) lastLine() int {
+	n := bytes.Count(c.text, []byte("\n"))
+	if len(c.text) > 0 && c.text[len(c.text)-1] != '\n' {
+		n++
+	}
+	return c.firstLine + max(n, 1) - 1
+}
+
+// splitYAML splits multi-document YAML on "---" lines; each document is
+// converted when it is read (readYAML).
 func splitYAML(file string, data []byte) ([]document, Problems) {
 	chunks, problems := yamlChunks(file, data)
 	if len(chunks) > MaxDocuments {
 		return nil, Problems{{Source: Source{File: file}, Msg: tooManyDocuments}}
 	}
-	var docs []document
+	docs := make([]document, len(chunks))
 	for i, c := range chunks {
-		src := Source{File: file, Doc: i + 1}
-		// Refuse an object far over MaxObjectSize before parsing it (YAML
-		// is costly); a List, read item by item, may be as large as the file.
-		if len(c.text) > 2*MaxObjectSize && !yamlList.Match(c.text) {
-			problems = append(problems, Problem{Source: src, Msg: fmt.Sprintf("the object is larger than %s, more than a cluster stores", byteSize(MaxObjectSize))})
-			continue
-		}
-		// The leading newline makes the parser name the line of errors on
-		// the document's first line too (it omits line 1); see yamlProblems.
-		j, err := yaml.YAMLToJSONStrict(append([]byte("\n"), c.text...))
-		if err != nil {
-			problems = append(problems, yamlProblems(src, c, err)...)
-			continue
-		}
-		if !isNull(j) {
-			docs = append(docs, document{src: src, json: j})
-		}
+		docs[i] = document{src: Source{File: file, Doc: i + 1}, yaml: c}
 	}
 	return docs, problems
+}
+
+// lines calls fn with each line of data (its text without the newline,
+// and its offset), until fn returns false.
+func lines(data []byte, fn func(line []byte, start int) bool) {
+	for start := 0; start < len(data); {
+		end := bytes.IndexByte(data[start:], '\n')
+		next := start + end + 1
+		if end < 0 {
+			end, next = len(data)-start, len(data)
+		}
+		if !fn(data[start:start+end], start) {
+			return
+		}
+		start = next
+	}
 }
 
 // yamlChunks splits YAML text into documents at separator lines ("---",
 // optionally followed by a comment), dropping documents that hold only blank
 // lines and comments. Like kubectl, it refuses content after a separator.
+// Each chunk is a slice of data.
 func yamlChunks(file string, data []byte) ([]yamlChunk, Problems) {
 	var (
 		chunks   []yamlChunk
 		problems Problems
-		cur      = yamlChunk{firstLine: 1}
+		start    int
+		first    = 1
+		lineNo   int
 	)
-	flush := func() {
-		if !blankYAML(cur.text) {
-			chunks = append(chunks, cur)
+	flush := func(end int) {
+		if text := data[start:end:end]; !blankYAML(text) {
+			chunks = append(chunks, yamlChunk{text: text, firstLine: first})
 		}
 	}
-	lines := strings.Split(string(data), "\n")
-	if n := len(lines); n > 1 && lines[n-1] == "" {
-		lines = lines[:n-1] // the text after the final newline is no line
-	}
-	for i, text := range lines {
-		rest, isSeparator := strings.CutPrefix(strings.TrimRight(text, "\r"), "---")
-		if !isSeparator || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
-			cur.text = append(append(cur.text, text...), '\n')
-			continue
+	lines(data, func(text []byte, at int) bool {
+		lineNo++
+		rest, isSeparator := bytes.CutPrefix(bytes.TrimRight(text, "\r"), []byte("---"))
+		if !isSeparator || (len(rest) > 0 && rest[0] != ' ' && rest[0] != '\t') {
+			return true
 		}
-		flush()
-		line := i + 1
-		cur = yamlChunk{firstLine: line + 1}
-		if rest = strings.TrimSpace(rest); rest != "" && rest[0] != '#' {
+		flush(at)
+		start, first = min(at+len(text)+1, len(data)), lineNo+1
+		if rest = bytes.TrimSpace(rest); len(rest) > 0 && rest[0] != '#' {
 			problems = append(problems, Problem{
 				Source: Source{File: file, Doc: len(chunks) + 1},
-				Msg:    fmt.Sprintf("line %d: yaml: content after the document separator is not supported: %q", line, rest),
+				Msg:    fmt.Sprintf("line %d: yaml: content after the document separator is not supported: %q", lineNo, rest),
 			})
 		}
-	}
-	flush()
+		return true
+	})
+	flush(len(data))
 	return chunks, problems
 }
 
 // blankYAML reports whether text holds only blank lines and comments.
 func blankYAML(text []byte) bool {
-	for _, line := range bytes.Split(text, []byte("\n")) {
+	blank := true
+	lines(text, func(line []byte, _ int) bool {
 		line = bytes.TrimSpace(line)
-		if len(line) > 0 && line[0] != '#' {
-			return false
-		}
+		blank = len(line) == 0 || line[0] == '#'
+		return blank
+	})
+	return blank
+}
+
+// parseYAML parses a YAML document (or a List's item, or its header) with
+// go-yaml v2, as kubectl does (sigs.k8s.io/yaml): strictly (a key twice is
+// an error). Aliases are not expanded into new memory by the parser (an
+// aliased scalar is shared, an aliased collection is bounded by its alias
+// ratio), only by the conversion to JSON, which is bounded (jsonWriter).
+func parseYAML(src Source, c yamlChunk) (any, Problems) {
+	// The leading newline makes the parser name the line of errors on the
+	// document's first line too (it omits line 1); see yamlProblems.
+	text := make([]byte, 0, len(c.text)+1)
+	text = append(append(text, '\n'), c.text...)
+	if msg := aliasProblem(text); msg != "" { // aliases.go
+		return nil, Problems{{Source: src, Msg: msg}}
 	}
-	return true
+	var v any
+	if err := yaml.UnmarshalStrict(text, &v); err != nil {
+		return nil, yamlProblems(src, c, err)
+	}
+	return v, nil
 }
 
 // yamlLine matches the line numbers the YAML parser puts in its messages:
@@ -180,7 +227,7 @@ var yamlParserProblems = []string{
 // it, into problems that name the line in the file. A line past the
 // document's end ("unexpected end of stream") names its last line.
 func yamlProblems(src Source, c yamlChunk, err error) Problems {
-	lastLine := c.firstLine + bytes.Count(c.text, []byte("\n")) - 1
+	lastLine := c.lastLine()
 	var problems Problems
 	for _, line := range strings.Split(err.Error(), "\n") {
 		line = strings.TrimSpace(line)
