@@ -7,6 +7,7 @@ package e2e
 // Ready. Helpers are prefixed eo.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,4 +114,157 @@ spec:
 		t.Errorf("%d exec FIFO sets left at the end", n)
 	}
 	_ = os.RemoveAll(tmp)
+}
+
+// TestAppsStartInSpecOrder: app containers start one after another in spec
+// order, each once the one before has started (its postStart hook
+// returned), as the kubelet's SyncPod starts them. The docs'
+// streaming-sidecar example: the sidecar's tail finds the file the writer
+// made; and a container that reads at its start what the one before made
+// in its postStart hook finds it.
+func TestAppsStartInSpecOrder(t *testing.T) {
+	H.require(t)
+	t.Run("streaming sidecar", func(t *testing.T) {
+		svMustUp(t, "eo-counter", `apiVersion: v1
+kind: Pod
+metadata:
+  name: eo-counter
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: count
+    image: `+H.Image+`
+    args:
+    - /bin/sh
+    - -c
+    - >
+      i=0;
+      while true;
+      do
+        echo "$i: $(date)" >> /var/log/1.log;
+        i=$((i+1));
+        sleep 1;
+      done
+    volumeMounts:
+    - {name: varlog, mountPath: /var/log}
+  - name: count-log-1
+    image: `+H.Image+`
+    args: [/bin/sh, -c, 'tail -n+1 -F /var/log/1.log']
+    volumeMounts:
+    - {name: varlog, mountPath: /var/log}
+  volumes:
+  - {name: varlog, emptyDir: {}}
+`, "--wait=running")
+		var out string
+		svEventually(t, 15*time.Second, "the sidecar's first line", func() (bool, string) {
+			out, _ = svQuiet(t, "logs", "eo-counter", "-c", "count-log-1")
+			return strings.Contains(out, "\n"), out
+		})
+		if first, _, _ := strings.Cut(out, "\n"); !strings.HasPrefix(first, "0: ") {
+			t.Errorf("the sidecar's first line is %q, want the writer's first (0: ...): it started before the writer made the file", first)
+		}
+	})
+
+	t.Run("postStart before the next container", func(t *testing.T) {
+		svMustUp(t, "eo-order", `apiVersion: v1
+kind: Pod
+metadata:
+  name: eo-order
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: first
+    image: `+H.Image+`
+    command: ["sh", "-c", "`+svLoop+`"]
+    volumeMounts:
+    - {name: shared, mountPath: /shared}
+    lifecycle:
+      postStart:
+        exec: {command: ["sh", "-c", "sleep 1; echo made-by-first > /shared/ready"]}
+  - name: second
+    image: `+H.Image+`
+    command: ["sh", "-c", "cat /shared/ready || exit 1; `+svLoop+`"]
+    volumeMounts:
+    - {name: shared, mountPath: /shared}
+  volumes:
+  - {name: shared, emptyDir: {}}
+`, "--wait=running")
+		pod := svStatus(t, "eo-order")
+		if cs := svMustCS(t, pod, "second"); cs.State.Running == nil {
+			t.Errorf("container second: %+v, want running (it found the file first's postStart made)", cs.State)
+		}
+		if out, _ := svQuiet(t, "logs", "eo-order", "-c", "second"); out != "made-by-first\n" {
+			t.Errorf("second's log %q, want made-by-first", out)
+		}
+	})
+}
+
+// TestPostStartHoldsRunning: a container whose postStart hook still runs is
+// not running, started or Ready (the kubelet shows it ContainerCreating,
+// the pod Pending), the next container is not started, and up waits;
+// once the hook returns, both run and the pod is Ready.
+func TestPostStartHoldsRunning(t *testing.T) {
+	H.require(t)
+	file := H.WriteManifest(t, "eo-hang.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: eo-hang
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "`+svLoop+`"]
+    lifecycle:
+      postStart:
+        exec: {command: ["sh", "-c", "while [ ! -f /tmp/go ]; do sleep 0.1; done"]}
+  - name: next
+    image: `+H.Image+`
+    command: ["sh", "-c", "`+svLoop+`"]
+`)
+	plDownOnCleanup(t, file)
+	up := svStart(t, "up", "--wait=running", file)
+	svEventually(t, 60*time.Second, "app's task running (its hook waiting)", func() (bool, string) {
+		return eoAppTaskRuns(t), "podrun exec eo-hang -c app -- true fails; up stderr:\n" + up.stderr()
+	})
+	time.Sleep(2 * time.Second) // the hook keeps waiting
+	pod := svStatus(t, "eo-hang")
+	cs := svMustCS(t, pod, "app")
+	if cs.State.Running != nil || cs.Ready || (cs.Started != nil && *cs.Started) || cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("container app while its postStart hook runs: %+v, want waiting ContainerCreating, not started or ready", cs)
+	}
+	if next := svMustCS(t, pod, "next"); next.State.Running != nil || next.ContainerID != "" {
+		t.Errorf("container next started while app's postStart hook runs: %+v", next)
+	}
+	if pod.Status.Phase != corev1.PodPending {
+		t.Errorf("phase %s while a postStart hook runs, want Pending", pod.Status.Phase)
+	}
+	if c := svCond(pod, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
+		t.Errorf("Ready condition %+v while a postStart hook runs, want False", c)
+	}
+	if up.exited() {
+		t.Errorf("up --wait=running returned while a postStart hook ran: %s", up.stderr())
+	}
+	svExec(t, "eo-hang", "app", "touch", "/tmp/go")
+	if !up.wait(60 * time.Second) {
+		t.Fatalf("up did not return after the hook did; stderr:\n%s", up.stderr())
+	}
+	if code := up.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("up: exit %d; stderr:\n%s", code, up.stderr())
+	}
+	pod = svWaitStatus(t, "eo-hang", 10*time.Second, "both running and Ready", func(p corev1.Pod) (bool, string) {
+		a, n := svCS(p, "app"), svCS(p, "next")
+		return a != nil && n != nil && a.Ready && n.State.Running != nil, fmt.Sprintf("%+v", p.Status.ContainerStatuses)
+	})
+	if pod.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase %s after the hook returned, want Running", pod.Status.Phase)
+	}
+}
+
+// eoAppTaskRuns reports whether `podrun exec` reaches container app of
+// eo-hang (its task runs).
+func eoAppTaskRuns(t *testing.T) bool {
+	_, code := svQuiet(t, "exec", "eo-hang", "-c", "app", "--", "true")
+	return code == 0
 }
