@@ -94,7 +94,7 @@ spec:
   containers:
   - name: app
     image: `+H.Image+`
-    command: ["sh", "-c", "`+svLoop+`"]
+    command: ["sh", "-c", "trap 'exit 3' TERM; while true; do sleep 0.1; done"]
     lifecycle:
       postStart:
         exec: {command: ["sh", "-c", "sleep 600 & exit 0"]}
@@ -107,7 +107,7 @@ spec:
 		}
 		pod := svStatus(t, "eo-held-hook")
 		if pod.Status.Phase != corev1.PodFailed {
-			t.Errorf("phase %s, want Failed (the hook failed, restartPolicy Never)", pod.Status.Phase)
+			t.Errorf("phase %s, want Failed (the hook failed, the container killed exited 3, restartPolicy Never)", pod.Status.Phase)
 		}
 	})
 	if n := eoExecFIFOs(t, tmp); n > 1 {
@@ -234,8 +234,11 @@ spec:
 	if cs.State.Running != nil || cs.Ready || (cs.Started != nil && *cs.Started) || cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" {
 		t.Errorf("container app while its postStart hook runs: %+v, want waiting ContainerCreating, not started or ready", cs)
 	}
-	if next := svMustCS(t, pod, "next"); next.State.Running != nil || next.ContainerID != "" {
+	if next := svMustCS(t, pod, "next"); next.State.Running != nil || next.Ready {
 		t.Errorf("container next started while app's postStart hook runs: %+v", next)
+	}
+	if _, code := svQuiet(t, "exec", "eo-hang", "-c", "next", "--", "true"); code == 0 {
+		t.Errorf("podrun exec reaches container next: its task runs while app's postStart hook runs")
 	}
 	if pod.Status.Phase != corev1.PodPending {
 		t.Errorf("phase %s while a postStart hook runs, want Pending", pod.Status.Phase)
