@@ -271,3 +271,65 @@ func eoAppTaskRuns(t *testing.T) bool {
 	_, code := svQuiet(t, "exec", "eo-hang", "-c", "app", "--", "true")
 	return code == 0
 }
+
+// TestPostStartFailingBackOff: the node-conformance lifecycle-hook pod's
+// case, a postStart hook that fails after a wait, every time. As on the
+// kubelet the container is never running or Ready; it shows
+// ContainerCreating during its first hook, then PostStartHookError (the
+// first restart is at once), then CrashLoopBackOff, its restart count
+// growing as the kubelet's.
+func TestPostStartFailingBackOff(t *testing.T) {
+	H.require(t)
+	_, up := svForeground(t, "eo-hookfail", `apiVersion: v1
+kind: Pod
+metadata:
+  name: eo-hookfail
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: `+H.Image+`
+    command: ["sh", "-c", "`+svLoop+`"]
+    lifecycle:
+      postStart:
+        exec: {command: ["sh", "-c", "sleep 2; echo no handler; exit 1"]}
+`, "--wait=running")
+	seen := map[string]bool{}
+	var maxRestarts int32
+	deadline := time.Now().Add(18 * time.Second)
+	for time.Now().Before(deadline) {
+		out, code := svQuiet(t, "status", "eo-hookfail", "-o", "json")
+		if code != 0 {
+			t.Fatalf("podrun status: exit %d", code)
+		}
+		pod := svDecodePod(t, out)
+		cs := svMustCS(t, pod, "app")
+		if cs.Ready || cs.State.Running != nil || (cs.Started != nil && *cs.Started) {
+			t.Fatalf("container running, started or Ready though every postStart hook fails: %+v", cs)
+		}
+		if c := svCond(pod, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
+			t.Fatalf("pod Ready %+v though every postStart hook fails", c)
+		}
+		if w := cs.State.Waiting; w != nil {
+			seen[w.Reason] = true
+			if w.Reason == "PostStartHookError" && !strings.Contains(w.Message, "no handler") {
+				t.Errorf("PostStartHookError message %q, want the hook's failure and output", w.Message)
+			}
+		}
+		maxRestarts = max(maxRestarts, cs.RestartCount)
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, r := range []string{"ContainerCreating", "PostStartHookError", "CrashLoopBackOff"} {
+		if !seen[r] {
+			t.Errorf("never seen waiting %s; seen %v", r, seen)
+		}
+	}
+	// 0-2 s attempt 0, 2-4 s attempt 1 (at once), back-off 10 s, 14-16 s
+	// attempt 2 (shown with restartCount 1), back-off 20 s.
+	if maxRestarts < 1 || maxRestarts > 2 {
+		t.Errorf("restartCount reached %d in 18 s, want 1 or 2", maxRestarts)
+	}
+	if up.exited() {
+		t.Errorf("up -f exited: %s", up.stderr())
+	}
+}
