@@ -280,7 +280,7 @@ func eoAppTaskRuns(t *testing.T) bool {
 // growing as the kubelet's.
 func TestPostStartFailingBackOff(t *testing.T) {
 	H.require(t)
-	_, up := svForeground(t, "eo-hookfail", `apiVersion: v1
+	file := H.WriteManifest(t, "eo-hookfail.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: eo-hookfail
@@ -293,7 +293,15 @@ spec:
     lifecycle:
       postStart:
         exec: {command: ["sh", "-c", "sleep 2; echo no handler; exit 1"]}
-`, "--wait=running")
+`)
+	plDownOnCleanup(t, file)
+	// up supervises its restarts while it waits for the container to start
+	// (it never does: up times out past the test).
+	up := svStart(t, "up", "-f", "--wait=running", "--timeout", "5m", file)
+	svEventually(t, 60*time.Second, "the pod listed", func() (bool, string) {
+		_, code := svQuiet(t, "status", "eo-hookfail")
+		return code == 0, "up stderr:\n" + up.stderr()
+	})
 	seen := map[string]bool{}
 	var maxRestarts int32
 	deadline := time.Now().Add(18 * time.Second)
