@@ -292,7 +292,7 @@ spec:
     command: ["sh", "-c", "`+svLoop+`"]
     lifecycle:
       postStart:
-        exec: {command: ["sh", "-c", "sleep 2; echo no handler; exit 1"]}
+        exec: {command: ["sh", "-c", "sleep 3; echo no handler; exit 1"]}
 `)
 	plDownOnCleanup(t, file)
 	// up supervises its restarts while it waits for the container to start
@@ -304,7 +304,7 @@ spec:
 	})
 	seen := map[string]bool{}
 	var maxRestarts int32
-	deadline := time.Now().Add(18 * time.Second)
+	deadline := time.Now().Add(22 * time.Second)
 	for time.Now().Before(deadline) {
 		out, code := svQuiet(t, "status", "eo-hookfail", "-o", "json")
 		if code != 0 {
@@ -332,10 +332,10 @@ spec:
 			t.Errorf("never seen waiting %s; seen %v", r, seen)
 		}
 	}
-	// 0-2 s attempt 0, 2-4 s attempt 1 (at once), back-off 10 s, 14-16 s
+	// 0-3 s attempt 0, 3-6 s attempt 1 (at once), back-off 10 s, 16-19 s
 	// attempt 2 (shown with restartCount 1), back-off 20 s.
 	if maxRestarts < 1 || maxRestarts > 2 {
-		t.Errorf("restartCount reached %d in 18 s, want 1 or 2", maxRestarts)
+		t.Errorf("restartCount reached %d in 22 s, want 1 or 2", maxRestarts)
 	}
 	if up.exited() {
 		t.Errorf("up -f exited: %s", up.stderr())
