@@ -8,20 +8,21 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/defaults"
 	corev1 "k8s.io/api/core/v1"
 )
 
-// eoExecFIFOs counts the FIFO sets of exec processes (cio's
-// <tmp>/<random>/exec-<id>-stdout) under dir: a set goes with its exec.
-func eoExecFIFOs(t *testing.T, dir string) int {
+// eoExecFIFOs counts the FIFO sets of podrun's exec processes (cio's
+// <fifo dir>/<random>/exec-<id>-stdout, in containerd's default FIFO
+// directory, the client's): a set goes when its exec is deleted.
+func eoExecFIFOs(t *testing.T) int {
 	t.Helper()
-	found, err := filepath.Glob(filepath.Join(dir, "*", "exec-*-stdout"))
+	found, err := filepath.Glob(filepath.Join(defaults.DefaultFIFODir, "*", "exec-*-stdout"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +37,7 @@ func eoExecFIFOs(t *testing.T, dir string) int {
 // up the pod for ever.
 func TestExecOutputHeld(t *testing.T) {
 	H.require(t)
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp) // where podrun's exec FIFOs go (cio: os.MkdirTemp)
+	before := eoExecFIFOs(t) // left by others (a podrun killed during an exec)
 	_, up := svForeground(t, "eo-held", `apiVersion: v1
 kind: Pod
 metadata:
@@ -51,7 +51,7 @@ spec:
     readinessProbe:
       exec: {command: ["sh", "-c", "sleep 600 & exit 0"]}
       periodSeconds: 1
-      timeoutSeconds: 5
+      timeoutSeconds: 3
 `, "--wait=running")
 
 	t.Run("podrun exec returns", func(t *testing.T) {
@@ -70,9 +70,10 @@ spec:
 	})
 
 	t.Run("probes leave no exec behind", func(t *testing.T) {
-		time.Sleep(8 * time.Second) // several probe periods, each drained within its timeout
-		if n := eoExecFIFOs(t, tmp); n > 1 {
-			t.Errorf("%d exec FIFO sets left after the probes (at most the one in flight may remain)", n)
+		start := eoExecFIFOs(t)
+		time.Sleep(12 * time.Second) // several probe periods, each drained within its timeout
+		if n := eoExecFIFOs(t) - start; n > 1 {
+			t.Errorf("%d exec FIFO sets more after the probes (at most the one in flight may remain)", n)
 		}
 		pod := svStatus(t, "eo-held")
 		if cs := svMustCS(t, pod, "app"); cs.Ready {
@@ -110,10 +111,9 @@ spec:
 			t.Errorf("phase %s, want Failed (the hook failed, the container killed exited 3, restartPolicy Never)", pod.Status.Phase)
 		}
 	})
-	if n := eoExecFIFOs(t, tmp); n > 1 {
-		t.Errorf("%d exec FIFO sets left at the end", n)
+	if n := eoExecFIFOs(t) - before; n > 1 {
+		t.Errorf("%d exec FIFO sets more at the end", n)
 	}
-	_ = os.RemoveAll(tmp)
 }
 
 // TestAppsStartInSpecOrder: app containers start one after another in spec
