@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -45,7 +46,11 @@ func execCommand() *cli.Command {
 					defer restore()
 				}
 				code, err := h.Engine().Exec(c.Context, cur.ID, spec)
-				if err != nil {
+				switch {
+				case errors.Is(err, engine.ErrOutputHeld):
+					// The command ran to its end: its code is the result.
+					fmt.Fprintf(os.Stderr, "podrun: exec: %v\n", err)
+				case err != nil:
 					return err
 				}
 				if code != 0 {

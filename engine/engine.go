@@ -30,6 +30,13 @@ var ErrInvalidImageName = errors.New("invalid image name")
 // want of valid credentials (401/403, or a challenge without credentials).
 var ErrUnauthorized = errors.New("unauthorized")
 
+// ErrOutputHeld is returned (wrapped) by Exec when the command exited but
+// its output stayed open past a drain timeout, held by a process it left
+// running (`sh -c 'daemon &'`): the output was cut there and the exec
+// removed, as containerd's CRI does (drainExecSyncIO). Exec returns the
+// command's exit code with it.
+var ErrOutputHeld = errors.New("output held open by a process the command left running")
+
 // ErrTemporary is returned (wrapped) by a pull that failed for a reason
 // that may pass by itself: the registry could not be reached or timed out,
 // or it answered 429 Too Many Requests or a 5xx status.
@@ -199,7 +206,9 @@ type Engine interface {
 	// container has (creates cut off between snapshot and container).
 	RemoveSnapshots(ctx context.Context, prefix string) error
 	// Exec runs a process in the container's running task until it exits
-	// or ctx ends (then it is killed), and returns its exit code.
+	// or ctx ends (then it is killed), and returns its exit code. Once it
+	// has exited, its output is drained for a bounded time (an error
+	// wrapping ErrOutputHeld past it); the exec is removed in every case.
 	Exec(ctx context.Context, id string, p ExecSpec) (int, error)
 	// Exits streams the exits of containers' main processes and the OOM
 	// kills in containers, in the order the runtime saw them, until ctx

@@ -46,9 +46,14 @@ const (
 	Ready   = prefix + "container.ready"
 	ReadyAt = prefix + "container.ready-at"
 	Started = prefix + "container.started"
+	// PostStart ("running") marks an attempt whose postStart hook has not
+	// returned yet; it is set when the attempt is created and cleared when
+	// the hook succeeds (status shows such an attempt as the kubelet does,
+	// not running yet).
+	PostStart = prefix + "container.post-start"
 	// Waiting is the reason an exited attempt waits to be restarted
-	// (CrashLoopBackOff, or CreateContainerConfigError when the next attempt
-	// could not be made), WaitingMessage the latter's message, and
+	// (CrashLoopBackOff, PostStartHookError after its hook failed, or
+	// CreateContainerConfigError when the next attempt could not be made), WaitingMessage the latter's message, and
 	// BackoffUntil when the restart is due, Backoff the back-off's window
 	// (10s, 20s, ... 5m0s).
 	Waiting        = prefix + "container.waiting"
@@ -64,6 +69,9 @@ const (
 	Message = prefix + "container.message"
 	// PodIPs is the comma-separated list of the pod's IPs, on the sandbox.
 	PodIPs = prefix + "pod.ips"
+
+	// PostStartRunning is the value of PostStart.
+	PostStartRunning = "running"
 
 	// KindSandbox, KindInit and KindApp are the values of Kind.
 	KindSandbox = "sandbox"

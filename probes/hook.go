@@ -7,15 +7,19 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
 )
 
 // Hook runs a lifecycle handler (postStart or preStop) and returns an error
 // describing a failure. It runs until done or ctx ends; the caller bounds it
 // (by the grace period for preStop).
 //
-// Like the kubelet: exec fails on a non-zero exit; httpGet fails only when no
-// response arrives (the status code is not checked); sleep fails when ctx
-// ends first; tcpSocket is deprecated, unsupported and always fails.
+// Like the kubelet: exec fails on a non-zero exit, and when a process it
+// left running holds its output open past the engine's drain timeout;
+// httpGet fails only when no response arrives (the status code is not
+// checked); sleep fails when ctx ends first; tcpSocket is deprecated,
+// unsupported and always fails.
 func Hook(ctx context.Context, h *corev1.LifecycleHandler, t Target) error {
 	switch {
 	case h == nil:
@@ -25,6 +29,11 @@ func Hook(ctx context.Context, h *corev1.LifecycleHandler, t Target) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("exec hook %q did not finish: %w", h.Exec.Command, ctx.Err())
+			}
+			if errors.Is(err, engine.ErrOutputHeld) {
+				// The kubelet's hook waits for the output for ever on
+				// containerd's default, and fails past a drain timeout.
+				return fmt.Errorf("exec hook: %w (a process it started in the background keeps its output: redirect it, e.g. `cmd >/dev/null 2>&1 &`)", err)
 			}
 			return fmt.Errorf("exec hook: %w", err)
 		}

@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podrun/podrun/engine"
 )
 
 func TestHookExec(t *testing.T) {
@@ -31,6 +34,13 @@ func TestHookExec(t *testing.T) {
 	err := Hook(context.Background(), h, Target{Exec: bad})
 	if err == nil || !strings.Contains(err.Error(), "exited with code 2: no such file") {
 		t.Errorf("exit 2: %v", err)
+	}
+
+	held := &fakeExec{run: func(context.Context, []string, io.Writer) (int, error) {
+		return 0, fmt.Errorf("exec in \"c1\" exited with code 0: %w", engine.ErrOutputHeld)
+	}}
+	if err := Hook(context.Background(), h, Target{Exec: held}); !errors.Is(err, engine.ErrOutputHeld) || !strings.Contains(err.Error(), ">/dev/null 2>&1 &") {
+		t.Errorf("output held: %v, want ErrOutputHeld and how to redirect", err)
 	}
 
 	broken := &fakeExec{run: func(context.Context, []string, io.Writer) (int, error) { return -1, errors.New("boom") }}

@@ -25,6 +25,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podrun/podrun/engine"
 )
 
 // Execer runs a command inside a container, writing its stdout and stderr to
@@ -133,6 +135,11 @@ func execProbe(ctx context.Context, a *corev1.ExecAction, t Target, timeout time
 	code, output, err := runExec(ctx, t, a.Command, timeout)
 	switch {
 	case errors.Is(err, errTimedOut):
+		return Outcome{Result: Failure, Output: err.Error()}
+	case errors.Is(err, engine.ErrOutputHeld):
+		// The command never ends as far as its output goes: what the
+		// kubelet sees of it on containerd's default (no drain timeout) is
+		// a probe that times out.
 		return Outcome{Result: Failure, Output: err.Error()}
 	case err != nil:
 		return unknown(err.Error())

@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podrun/podrun/engine"
 )
 
 // fakeExec is an Execer whose commands do what the test says.
@@ -73,6 +76,14 @@ func TestExecProbe(t *testing.T) {
 				return -1, errors.New(`exec: "nope": executable file not found in $PATH`)
 			},
 			want: Unknown, wantOutput: `exec ["check"]: exec: "nope": executable file not found in $PATH`,
+		},
+		{
+			name: "output held open by a process it left running",
+			run: func(_ context.Context, _ []string, out io.Writer) (int, error) {
+				io.WriteString(out, "started\n")
+				return 0, fmt.Errorf("exec in \"c1\" exited with code 0: %w: cut 2s after it exited", engine.ErrOutputHeld)
+			},
+			want: Failure, wantOutput: `exec ["check"]: exec in "c1" exited with code 0: output held open by a process the command left running: cut 2s after it exited`,
 		},
 	}
 	for _, tt := range tests {

@@ -782,43 +782,69 @@ func TestSupplementalGroupsPolicy(t *testing.T) {
 	}
 }
 
-// rendezvous holds the create of container first until the create of
-// second has begun: only creates made together get through.
-type rendezvous struct {
+// startLog records the order of the engine's task starts.
+type startLog struct {
 	engine.Engine
-	first, second string
-	met           chan struct{}
+	mu      sync.Mutex
+	started []string
 }
 
-func (r *rendezvous) Create(ctx context.Context, s engine.ContainerSpec) error {
-	switch s.ID {
-	case r.second:
-		close(r.met)
-	case r.first:
-		select {
-		case <-r.met:
-		case <-time.After(5 * time.Second):
-			return errors.New("the second app container was not created while the first was")
-		}
-	}
-	return r.Engine.Create(ctx, s)
+func (s *startLog) Start(ctx context.Context, id, logPath string) (uint32, error) {
+	s.mu.Lock()
+	s.started = append(s.started, id)
+	s.mu.Unlock()
+	return s.Engine.Start(ctx, id, logPath)
 }
 
-// TestAppContainersStartTogether: a pod's app containers are created and
-// started together, not one after the other.
-func TestAppContainersStartTogether(t *testing.T) {
+func (s *startLog) order() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.started)
+}
+
+// TestAppContainersStartInOrder: a pod's app containers start one after
+// another in spec order, each once the start of the one before has
+// returned, its postStart hook included, as the kubelet's SyncPod starts
+// them.
+func TestAppContainersStartInOrder(t *testing.T) {
 	p := newPipeline(t)
-	second := p.pod.Spec.Containers[0]
-	second.Name, second.Ports = "second", nil
-	p.pod.Spec.Containers = append(p.pod.Spec.Containers, second)
-	r := &rendezvous{Engine: p.eng, first: ContainerID(p.pod.UID, "app", 0), second: ContainerID(p.pod.UID, "second", 0), met: make(chan struct{})}
-	p.h = p.hostWith(r)
-	res := p.up(p.ctx(), UpOptions{})
-	if res.Err != nil {
-		t.Fatalf("Up: %v", res.Err)
+	p.pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"hook"}}}}
+	for _, name := range []string{"second", "third"} {
+		c := *p.pod.Spec.Containers[0].DeepCopy()
+		c.Name, c.Ports, c.Lifecycle = name, nil, nil
+		p.pod.Spec.Containers = append(p.pod.Spec.Containers, c)
 	}
-	if got := p.containers(); !slices.Contains(got, r.first) || !slices.Contains(got, r.second) {
-		t.Errorf("containers %v", got)
+	ids := []string{ContainerID(p.pod.UID, "app", 0), ContainerID(p.pod.UID, "second", 0), ContainerID(p.pod.UID, "third", 0)}
+	hooked, release := make(chan struct{}), make(chan struct{})
+	p.eng.ExecFunc = func(id string, _ engine.ExecSpec) (int, error) {
+		if id == ids[0] {
+			close(hooked)
+			<-release
+		}
+		return 0, nil
+	}
+	log := &startLog{Engine: p.eng}
+	p.h = p.hostWith(log)
+	res := make(chan Result, 1)
+	go func() { res <- p.up(p.ctx(), UpOptions{}) }()
+	select {
+	case <-hooked:
+	case <-time.After(waitTimeout):
+		t.Fatal("the postStart hook of app never ran")
+	}
+	time.Sleep(200 * time.Millisecond) // time for a start that does not wait
+	apps := func(started []string) []string {
+		return slices.DeleteFunc(started, func(id string) bool { return !slices.Contains(ids, id) })
+	}
+	if got := apps(log.order()); !slices.Equal(got, ids[:1]) {
+		t.Errorf("tasks started while the postStart hook of app ran: %v, want only %v", got, ids[:1])
+	}
+	close(release)
+	if r := <-res; r.Err != nil {
+		t.Fatalf("Up: %v", r.Err)
+	}
+	if got := apps(log.order()); !slices.Equal(got, ids) {
+		t.Errorf("tasks started in order %v, want %v", got, ids)
 	}
 }
 

@@ -111,9 +111,8 @@ func (r *podRun) plan() []Step {
 		}
 		steps = append(steps, Step{Name: "init/" + c.Name, Do: r.runInit(c), Undo: r.undoContainer(c.Name)})
 	}
-	// The app containers start together: Kubernetes gives them no order
-	// (beyond the init containers and sidecars before them), and each one's
-	// postStart hook holds up only its own container.
+	// The app containers start in spec order, each once the one before has
+	// started (startApps), as the kubelet's SyncPod starts them.
 	var apps []*corev1.Container
 	var names []string
 	var undo []func(context.Context) error

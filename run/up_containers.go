@@ -153,6 +153,9 @@ func (r *podRun) createContainer(ctx context.Context, c *corev1.Container, kind 
 	}
 	l := r.labels(c.Name, kind, restart, stopSignal(c, img))
 	l[labels.ImageID] = imageID(img)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		l[labels.PostStart] = labels.PostStartRunning // until its supervisor sees the hook through
+	}
 	if err := r.h.engine.Create(ctx, engine.ContainerSpec{ID: id, Image: img.Ref, Labels: l, Spec: s, ImageGroups: spec.MergeImageGroups(r.pod.Pod),
 		Stdin: c.Stdin, StdinOnce: c.StdinOnce}); err != nil {
 		return nil, err
@@ -341,13 +344,27 @@ func (r *podRun) startFailure(st supervisor.State) error {
 	return err
 }
 
-// startApp starts supervising app container c and waits until it has
-// started (postStart done), or failed to.
+// startApps starts supervising the app containers and waits until they
+// have started (postStart done), or failed to. Their tasks start one after
+// another in spec order, each once the one before has started or failed to
+// (its postStart hook returned), as the kubelet's SyncPod starts them: a
+// container may rely on what the one before it made at its start.
 func (r *podRun) startApps(cs []*corev1.Container) func(context.Context) error {
 	return func(ctx context.Context) error {
-		loops := make([]*supervisor.Loop, len(cs))
-		for i, c := range cs {
-			loops[i] = r.w.Start(c, supervisor.RoleApp, 0, nil)
+		loops := make([]*supervisor.Loop, 0, len(cs))
+		for _, c := range cs {
+			l := r.w.Start(c, supervisor.RoleApp, 0, nil)
+			loops = append(loops, l)
+			err := r.w.WaitFor(ctx, func() (bool, error) {
+				st := l.State()
+				if err := r.startFailure(st); err != nil {
+					return false, err
+				}
+				return st.Tried || st.Done, nil
+			})
+			if err != nil {
+				return err
+			}
 		}
 		return r.w.WaitFor(ctx, func() (bool, error) {
 			all := true

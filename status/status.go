@@ -106,6 +106,15 @@ func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting s
 		st.State.Waiting = &corev1.ContainerStateWaiting{Reason: waiting}
 		return st
 	}
+	if hookRunning(*cur) {
+		// The kubelet runs postStart inside its sync of the pod, whose
+		// status it took before it started the container: until the hook
+		// returns, the container shows as it was (ContainerCreating, or the
+		// attempt before waiting to restart, with its restart count), not
+		// running, started or ready ("if a PostStart hook hangs, the
+		// container cannot reach a running state").
+		return ContainerStatus(c, without(attempts, cur.ID), waiting, messages)
+	}
 	st.Image = imageName(c.Image)
 	st.Resources = c.Resources.DeepCopy()
 	if c.Resources.Requests != nil {
@@ -145,6 +154,24 @@ func ContainerStatus(c *corev1.Container, attempts []engine.Container, waiting s
 		}
 	}
 	return st
+}
+
+// hookRunning reports whether attempt a runs and its postStart hook has
+// not returned yet.
+func hookRunning(a engine.Container) bool {
+	running := a.Task.State == engine.TaskRunning || a.Task.State == engine.TaskPaused
+	return running && a.Labels[labels.PostStart] == labels.PostStartRunning
+}
+
+// without is attempts but the one of id.
+func without(attempts []engine.Container, id string) []engine.Container {
+	var out []engine.Container
+	for _, a := range attempts {
+		if a.ID != id {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // volumeMounts are the container's mounts as the kubelet reports them
@@ -200,6 +227,11 @@ func state(c engine.Container, messages map[string]string) corev1.ContainerState
 		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 	}
 }
+
+// ReasonPostStartHookError is the waiting reason of a container killed
+// because its postStart hook failed, until it is restarted or found in
+// back-off (the kubelet's ErrPostStartHook, from its reason cache).
+const ReasonPostStartHookError = "PostStartHookError"
 
 // ReasonOOMKilled is the terminated reason of a container in which the
 // kernel's OOM killer killed a process.
@@ -380,6 +412,9 @@ func conditions(pod *corev1.Pod, o Observed, st corev1.PodStatus) []corev1.PodCo
 	initAt, readyAt, endAt := created, created, created
 	for _, attempts := range o.Containers {
 		for _, a := range attempts {
+			if hookRunning(a) {
+				continue // not running yet, as far as the pod's status goes
+			}
 			t, ok := labelTime(a, labels.FinishedAt)
 			if ok && a.Labels[labels.Kind] == labels.KindInit && t.After(initAt.Time) {
 				initAt = metav1.NewTime(t)

@@ -21,10 +21,12 @@ import (
 )
 
 // shouldRestart applies the restart policy to an attempt that ended with
-// code. A container killed for a failed probe or hook restarts under any
-// policy but Never, whatever its exit code (the kubelet's
-// shouldRestartOnFailure); a native sidecar restarts on any exit, an init
-// container on failure unless the policy is Never.
+// code. A container killed for a failed probe restarts under any policy
+// but Never, whatever its exit code (the kubelet's
+// shouldRestartOnFailure); one killed for a failed postStart hook goes by
+// its exit code, as the kubelet's next sync finds it exited
+// (ShouldContainerBeRestarted); a native sidecar restarts on any exit, an
+// init container on failure unless the policy is Never.
 func (l *Loop) shouldRestart(code uint32) bool {
 	killed := l.killed.Swap(false)
 	if l.role == RoleSidecar {
@@ -87,6 +89,9 @@ func (l *Loop) run() {
 		if ctx.Err() != nil {
 			return
 		}
+		hookErr := l.hookErr
+		l.hookErr = ""
+		l.update(func(s *State) { s.Tried = true })
 		if err != nil {
 			code = 128 // a container that could not start counts as failed
 			l.update(func(s *State) {
@@ -120,6 +125,12 @@ func (l *Loop) run() {
 			waiting[labels.Waiting], waiting[labels.WaitingMessage] = status.ReasonRunContainerError, labels.Clip(serr.Error())
 			_ = p.SetLabels(ctx, st.ID, waiting)
 			p.Report(fmt.Sprintf("container %q: back-off %s before restart %d", l.c.Name, delay, st.Restarts+1))
+		case hookErr != "":
+			// The kubelet's next sync shows the hook's failure (its reason
+			// cache) until a later one finds the container in back-off.
+			waiting[labels.Waiting], waiting[labels.WaitingMessage] = status.ReasonPostStartHookError, labels.Clip(hookErr)
+			_ = p.SetLabels(ctx, st.ID, waiting)
+			p.Report(fmt.Sprintf("container %q: %s; back-off %s before restart %d", l.c.Name, hookErr, delay, st.Restarts+1))
 		case errors.As(err, &cfg):
 			// No container was made, so none counts as a restart (the
 			// kubelet's restartCount counts containers) and the previous
@@ -165,16 +176,25 @@ const errorResync = 10 * time.Second
 
 // backOff waits out a back-off of delay before the next attempt; it
 // reports false when ctx ended first. An attempt shown waiting in
-// RunContainerError is shown in CrashLoopBackOff once the kubelet's next
-// sync would have found it in back-off.
+// RunContainerError or PostStartHookError is shown in CrashLoopBackOff
+// once the kubelet's next sync would have found it in back-off: the one
+// after errorResync, or for a hook that failed the one that restarts it
+// (whose status, taken before, is what shows while the next hook runs).
 func (l *Loop) backOff(ctx context.Context, id string, delay time.Duration, reason string) bool {
-	if reason == status.ReasonRunContainerError && delay > errorResync {
+	first := time.Duration(-1) // when the reason turns to CrashLoopBackOff
+	switch {
+	case reason == status.ReasonRunContainerError && delay > errorResync:
+		first = errorResync
+	case reason == status.ReasonPostStartHookError && delay > 0:
+		first = min(delay, errorResync)
+	}
+	if first >= 0 {
 		select {
-		case <-l.w.clock.After(errorResync):
+		case <-l.w.clock.After(first):
 		case <-ctx.Done():
 			return false
 		}
-		delay -= errorResync
+		delay -= first
 		_ = l.w.pod.SetLabels(ctx, id, map[string]string{labels.Waiting: "CrashLoopBackOff", labels.WaitingMessage: ""})
 	}
 	if delay <= 0 {
@@ -224,15 +244,26 @@ func (l *Loop) attempt(ctx context.Context) (ranFor time.Duration, code uint32, 
 	defer stopProbes()
 	updates := make(chan probes.Update, 8)
 	if post := l.c.Lifecycle; adopted == nil && post != nil && post.PostStart != nil {
+		// Like the kubelet's startContainer: the start returns once the
+		// hook has, and a hook that fails has the container killed.
 		if err := probes.Hook(ctx, post.PostStart, target); err != nil {
 			msg := fmt.Sprintf("postStart hook failed: %v", err)
 			l.update(func(s *State) { s.LastFail = msg })
+			l.hookErr = msg
 			p.Report(fmt.Sprintf("container %q: %s; killing it", l.c.Name, msg))
 			go l.kill(ctx, id, p.Grace(nil))
 			return l.waitExit(ctx, probeCtx, id, exitC, nil, start, target)
 		}
 	}
-	l.update(func(s *State) { s.Running, s.RanOnce, s.StartErr = true, true, nil })
+	if post := l.c.Lifecycle; post != nil && post.PostStart != nil && (adopted == nil || adopted.Labels[labels.PostStart] != "") {
+		// Running from now on, as status shows it. An adopted attempt whose
+		// hook was cut off with the podrun that ran it is not hooked again
+		// (nor is it by a kubelet restarted meanwhile).
+		if err := p.SetLabels(ctx, id, map[string]string{labels.PostStart: ""}); err != nil {
+			p.Report(fmt.Sprintf("recording the postStart hook of %s done: %v", id, err))
+		}
+	}
+	l.update(func(s *State) { s.Running, s.RanOnce, s.StartErr, s.Tried = true, true, nil, true })
 	switch {
 	case l.role == RoleInit:
 		// Runs to completion: never probed, never ready while it runs.
@@ -338,6 +369,7 @@ func (l *Loop) onProbe(ctx context.Context, id string, target probes.Target, u p
 			probe = l.c.StartupProbe
 		}
 		p.Report(fmt.Sprintf("container %q: %s; killing it", l.c.Name, l.State().LastFail))
+		l.killed.Store(true)
 		go l.kill(ctx, id, p.Grace(probe))
 	}
 }
@@ -345,7 +377,6 @@ func (l *Loop) onProbe(ctx context.Context, id string, target probes.Target, u p
 // kill stops the attempt the kubelet's way (preStop, stop signal, grace)
 // because a probe or hook failed; its exit then arrives as an event.
 func (l *Loop) kill(ctx context.Context, id string, grace time.Duration) {
-	l.killed.Store(true)
 	unlock, err := l.w.pod.Lock(ctx)
 	if err != nil {
 		return // the supervision ends

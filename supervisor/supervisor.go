@@ -167,10 +167,14 @@ func (w *Worker) Stop() {
 
 // State is what a container loop knows of its container.
 type State struct {
-	ID        string
-	Restarts  int
-	Running   bool // started, postStart done
-	RanOnce   bool // running at least once
+	ID       string
+	Restarts int
+	Running  bool // started, postStart done
+	RanOnce  bool // running at least once
+	// Tried: the first attempt's start has returned, as the kubelet's
+	// start of a container does: it runs (postStart hook done), it could
+	// not start, or it was killed for its postStart hook.
+	Tried     bool
 	Started   bool // running and startup probe passed
 	Ready     bool
 	Done      bool // exited and will not restart
@@ -193,7 +197,8 @@ type Loop struct {
 	role     Role
 	backoff  backoff.Backoff
 	adopted  *engine.Container // an existing attempt to take over instead of starting one
-	killed   atomic.Bool       // the current attempt was killed by a probe or hook failure
+	killed   atomic.Bool       // the current attempt was killed by a probe failure
+	hookErr  string            // the current attempt's postStart hook failure (the loop's own)
 	unlock   func()            // the pod's lock, held from a restart's decision until its start
 
 	mu sync.Mutex

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/containerd"
@@ -18,7 +20,8 @@ import (
 	"github.com/podrun/podrun/engine"
 )
 
-// Exec runs a process in the container's task and waits for it.
+// Exec runs a process in the container's task and waits for it, then for
+// its output (drain); the exec is removed whatever happened.
 func (e *Engine) Exec(ctx context.Context, id string, p engine.ExecSpec) (int, error) {
 	ctx = e.ns(ctx)
 	ctr, err := e.client.LoadContainer(ctx, id)
@@ -37,7 +40,8 @@ func (e *Engine) Exec(ctx context.Context, id string, p engine.ExecSpec) (int, e
 	proc.Args = p.Args
 	proc.Terminal = p.TTY
 	proc.Env = append(append([]string{}, proc.Env...), p.Env...)
-	stdout, stderr := orDiscard(p.Stdout), orDiscard(p.Stderr)
+	var out outputActivity
+	stdout, stderr := out.watch(orDiscard(p.Stdout)), out.watch(orDiscard(p.Stderr))
 	var stdin *stdinCloser
 	if p.Stdin != nil {
 		stdin = &stdinCloser{r: p.Stdin, started: make(chan struct{})}
@@ -54,7 +58,7 @@ func (e *Engine) Exec(ctx context.Context, id string, p engine.ExecSpec) (int, e
 	if err != nil {
 		return -1, fmt.Errorf("exec in %q: %w", id, err)
 	}
-	defer process.Delete(cleanup, containerd.WithProcessKill)
+	defer removeExec(cleanup, process)
 	statusC, err := process.Wait(ctx)
 	if err != nil {
 		return -1, err
@@ -65,9 +69,14 @@ func (e *Engine) Exec(ctx context.Context, id string, p engine.ExecSpec) (int, e
 	stdin.start(cleanup, process)
 	select {
 	case st := <-statusC:
-		process.IO().Wait()
 		code, _, err := st.Result()
-		return int(code), err
+		if err != nil {
+			return -1, err
+		}
+		if err := drain(ctx, process.IO(), &out, drainTimeout); err != nil {
+			return int(code), fmt.Errorf("exec in %q exited with code %d: %w", id, code, err)
+		}
+		return int(code), nil
 	case <-ctx.Done():
 		_ = process.Kill(cleanup, unix.SIGKILL)
 		select {
@@ -77,6 +86,81 @@ func (e *Engine) Exec(ctx context.Context, id string, p engine.ExecSpec) (int, e
 		return -1, ctx.Err()
 	}
 }
+
+// drainTimeout is how long an exec's output may stay open with nothing
+// moving once the exec has exited: the output a command wrote before it
+// exited is in the pipes by then, and what a process it left running (a
+// daemon started in the background with the command's stdout) writes is
+// no longer the command's. Time spent waiting on a slow reader of the
+// output (a pager) does not count.
+const drainTimeout = 2 * time.Second
+
+// drain waits for the output of an exited exec process to end, as
+// containerd's CRI does (drainExecSyncIO): a process the command left
+// running holds the write end of its pipe, so the output may never end. It
+// gives up with an error wrapping engine.ErrOutputHeld once the output has
+// been open for timeout while nothing was being written to the caller's
+// writers; removeExec then releases the I/O.
+func drain(ctx context.Context, pio cio.IO, out *outputActivity, timeout time.Duration) error {
+	done := make(chan struct{})
+	go func() {
+		pio.Wait() // returns once removeExec has cancelled the I/O, if not before
+		close(done)
+	}()
+	const ticks = 40
+	tick := time.NewTicker(timeout / ticks)
+	defer tick.Stop()
+	for idle := 0; idle < ticks; {
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("draining its output: %w", ctx.Err())
+		case <-tick.C:
+			if !out.writing() {
+				idle++
+			}
+		}
+	}
+	return fmt.Errorf("%w: cut %s after it exited", engine.ErrOutputHeld, timeout)
+}
+
+// outputActivity tells whether the exec's output is being handed to the
+// caller's writers at the moment: a writer that blocks (a pager the user
+// has not scrolled) keeps the drain going.
+type outputActivity struct{ inWrite atomic.Int32 }
+
+func (a *outputActivity) writing() bool { return a.inWrite.Load() > 0 }
+
+func (a *outputActivity) watch(w io.Writer) io.Writer { return activeWriter{w: w, a: a} }
+
+type activeWriter struct {
+	w io.Writer
+	a *outputActivity
+}
+
+func (w activeWriter) Write(b []byte) (int, error) {
+	w.a.inWrite.Add(1)
+	defer w.a.inWrite.Add(-1)
+	return w.w.Write(b)
+}
+
+// removeExec deletes the exec process from its shim (killing it if it
+// still runs), which releases its FIFOs and its output copies, within
+// execCleanupTimeout; when the shim does not answer, podrun's side of the
+// I/O is released all the same.
+func removeExec(ctx context.Context, p containerd.Process) {
+	ctx, cancel := context.WithTimeout(ctx, execCleanupTimeout)
+	defer cancel()
+	if _, err := p.Delete(ctx, containerd.WithProcessKill); err != nil && p.IO() != nil {
+		slog.Debug("deleting exec process", "id", p.ID(), "err", err)
+		p.IO().Cancel()
+		_ = p.IO().Close()
+	}
+}
+
+// execCleanupTimeout bounds the removal of an exec process.
+const execCleanupTimeout = 10 * time.Second
 
 // stdinCloser closes the process's stdin once the caller's stdin is
 // drained: closing the FIFO alone does not reach the process (nerdctl does
