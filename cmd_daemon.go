@@ -46,6 +46,11 @@ func daemonCommand() *cli.Command {
 			}
 			ctx, stop := signalContext(c)
 			defer stop()
+			life, err := daemon.Hold(ctx, o.StatusFile)
+			if err != nil {
+				return err
+			}
+			defer life.Release()
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			h, err := openHostRetrying(ctx, c)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podrun/podrun/daemon"
+	"github.com/podrun/podrun/lock"
 	"github.com/podrun/podrun/manifest"
 	rollout "github.com/podrun/podrun/progress"
 	"github.com/podrun/podrun/run"
@@ -54,8 +56,11 @@ func rolloutCommand() *cli.Command {
 					&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on the version not Ready after this long (a pod of up)"}},
 				Action: func(c *cli.Context) error {
 					return withRolloutPod(c, func(h *run.Host, p *run.PodInfo) error {
-						st, owned := daemon.ReadStatus(statusFile(c))
-						owned = owned && st.Owns(p.Source)
+						st, alive, _ := daemon.ReadStatusFile(statusFile(c))
+						owned := alive && st.Owns(p.Source)
+						if !alive && st.PID != 0 && st.Owns(p.Source) {
+							fmt.Fprintf(os.Stderr, "note: no podrun daemon runs (the status file of pid %d is left from one that ended): pod %s is rolled back here\n", st.PID, p.Key())
+						}
 						o := run.UndoOptions{Revision: c.Int("to-revision"), Daemon: owned,
 							Up: run.UpOptions{Wait: run.WaitReady, Timeout: c.Duration("timeout")}}
 						to, _, err := h.Undo(c.Context, p, o)
@@ -64,7 +69,9 @@ func rolloutCommand() *cli.Command {
 						}
 						if owned {
 							// The daemon re-scans at SIGHUP and applies the version.
-							if err := syscall.Kill(st.PID, syscall.SIGHUP); err != nil {
+							if err := st.Signal(syscall.SIGHUP); errors.Is(err, lock.ErrGone) {
+								return fmt.Errorf("pod %s: revision %d recorded, not applied: no podrun daemon runs (pid %d has ended); a daemon applies it when it starts", p.Key(), to.Revision, st.PID)
+							} else if err != nil {
 								return fmt.Errorf("asking the daemon (pid %d) to apply it: %w", st.PID, err)
 							}
 							fmt.Printf("pod/%s rolled back to revision %d (the daemon applies it; kept until %s changes)\n", p.Name, to.Revision, p.Source)

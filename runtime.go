@@ -42,7 +42,7 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 	}
 	// Pod directories a killed podrun was removing (renamed first, so no
 	// record is ever left without its data or the other way round).
-	if err := volumes.SweepRemoved(cfg.Root); err != nil {
+	if err := volumes.SweepRemoved(cfg.Root, run.StateFile); err != nil {
 		report(run.Event{Msg: fmt.Sprintf("removing what a cut-off pod removal left: %v", err)})
 	}
 	p := ctrd.Private{Root: filepath.Join(cfg.Root, "containerd"), RunDir: cfg.RunDir}

@@ -108,22 +108,37 @@ type Override struct {
 type Store struct {
 	Dir string
 	mu  sync.Mutex // one writer of a file in this process at a time
+	// migrated: the override files named as before are renamed (migrate).
+	migMu    sync.Mutex
+	migrated bool
 }
+
+// The file names of a pod: its versions, and its override. A pod key makes
+// neither "@" nor "_" (a namespace is a DNS label, a name a DNS subdomain),
+// so no pod's versions can have another's override's name.
+const (
+	revisionsSuffix = ".json"
+	overrideSuffix  = "@override.json"
+	// legacyOverride ended an override file's name before: the name of the
+	// versions of the pod of the same name with ".override" added (dots are
+	// valid in a name), so removing one removed the other.
+	legacyOverride = ".override.json"
+)
 
 // path is pod key's file: "namespace_name.json" (neither has a "_").
 func (s *Store) path(key string) string {
-	return filepath.Join(s.Dir, base(key)+".json")
+	return filepath.Join(s.Dir, base(key)+revisionsSuffix)
 }
 
-// overridePath is pod key's override file.
+// overridePath is pod key's override file, "namespace_name@override.json".
 func (s *Store) overridePath(key string) string {
-	return filepath.Join(s.Dir, base(key)+".override.json")
+	return filepath.Join(s.Dir, base(key)+overrideSuffix)
 }
 
-// maxBase keeps every file name of a pod (base and ".override.json", and
+// maxBase keeps every file name of a pod (base and "@override.json", and
 // the temporary name renameio writes it under first: a dot before and up
 // to 20 digits after) within the 255 bytes a name may have.
-const maxBase = 255 - len(".override.json") - 21
+const maxBase = 255 - len(overrideSuffix) - 21
 
 // base is the start of pod key's file names, "namespace_name"; a name too
 // long for that (a namespace of 63 and a name of 253 characters are valid)
@@ -137,8 +152,70 @@ func base(key string) string {
 	return b[:maxBase-17] + "-" + hex.EncodeToString(sum[:8])
 }
 
+// migrate renames, once per Store, the override files named as before
+// ("namespace_name.override.json") to their names now. Such a name may be
+// the versions of pod "namespace/name.override" as well: an override is a
+// JSON object, versions a list, so the content says which.
+func (s *Store) migrate() error {
+	s.migMu.Lock()
+	defer s.migMu.Unlock()
+	if s.migrated {
+		return nil
+	}
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading the history: %w", err)
+	}
+	moved := false
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, legacyOverride) {
+			continue
+		}
+		ok, err := moveOverride(s.Dir, name)
+		if err != nil {
+			return fmt.Errorf("moving the override %s: %w", name, err)
+		}
+		moved = moved || ok
+	}
+	if moved {
+		if err := syncDir(s.Dir); err != nil {
+			return err
+		}
+	}
+	s.migrated = true
+	return nil
+}
+
+// moveOverride renames dir/name, named as an override was before, to its
+// name now if it holds an override; one there already is newer, and wins.
+func moveOverride(dir, name string) (bool, error) {
+	from := filepath.Join(dir, name)
+	data, err := os.ReadFile(from)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil // another podrun moved it
+	}
+	if err != nil {
+		return false, err
+	}
+	if t := strings.TrimLeft(string(data), " \t\r\n"); !strings.HasPrefix(t, "{") {
+		return false, nil // the versions of a pod whose name ends in ".override"
+	}
+	to := filepath.Join(dir, strings.TrimSuffix(name, legacyOverride)+overrideSuffix)
+	if _, err := os.Lstat(to); err == nil {
+		return true, remove(from)
+	}
+	if err := os.Rename(from, to); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	return true, nil
+}
+
 // Override is what stands in for pod key's file, nil when nothing does.
 func (s *Store) Override(key string) (*Override, error) {
+	if err := s.migrate(); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(s.overridePath(key))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -155,6 +232,9 @@ func (s *Store) Override(key string) (*Override, error) {
 
 // SetOverride records o for pod key, atomically.
 func (s *Store) SetOverride(key string, o Override) error {
+	if err := s.migrate(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	data, err := json.Marshal(o)
@@ -166,6 +246,9 @@ func (s *Store) SetOverride(key string, o Override) error {
 
 // ClearOverride drops pod key's override; none is success.
 func (s *Store) ClearOverride(key string) error {
+	if err := s.migrate(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return remove(s.overridePath(key))
@@ -173,6 +256,9 @@ func (s *Store) ClearOverride(key string) error {
 
 // List is pod key's versions, oldest first; none when nothing is kept.
 func (s *Store) List(key string) ([]Revision, error) {
+	if err := s.migrate(); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(s.path(key))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -190,6 +276,9 @@ func (s *Store) List(key string) ([]Revision, error) {
 // Record adds r as pod key's newest version (Add), written atomically:
 // a temporary file synced, renamed over the old one, the directory synced.
 func (s *Store) Record(key string, r Revision) error {
+	if err := s.migrate(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	revs, err := s.List(key)
@@ -227,6 +316,9 @@ func (s *Store) write(path string, data []byte) error {
 
 // Remove forgets pod key's versions and override; none kept is success.
 func (s *Store) Remove(key string) error {
+	if err := s.migrate(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return errors.Join(remove(s.overridePath(key)), remove(s.path(key)))

@@ -177,3 +177,70 @@ func TestLongestPodName(t *testing.T) {
 		t.Fatalf("left after Remove: %d files", len(entries))
 	}
 }
+
+// TestDottedNameKeepsItsOwnFiles: pod "ns/web.override" (dots are valid in
+// a name) has files of its own: recording and removing its versions
+// neither reads nor removes the override (the rollback) of pod "ns/web".
+func TestDottedNameKeepsItsOwnFiles(t *testing.T) {
+	s := &Store{Dir: t.TempDir()}
+	ov := Override{Hash: "bad", To: Revision{Revision: 1, Hash: "good"}, Reason: "CrashLoopBackOff"}
+	if err := s.SetOverride("ns/web", ov); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record("ns/web.override", Revision{Hash: "x", Pod: &corev1.Pod{}}); err != nil {
+		t.Fatalf("recording the versions of ns/web.override: %v", err)
+	}
+	if revs, err := s.List("ns/web.override"); err != nil || len(revs) != 1 || revs[0].Hash != "x" {
+		t.Fatalf("versions of ns/web.override: %v, %v", revs, err)
+	}
+	if o, err := s.Override("ns/web"); err != nil || o == nil || o.To.Hash != "good" {
+		t.Fatalf("the override of ns/web after ns/web.override's versions were recorded: %+v, %v", o, err)
+	}
+	if err := s.Remove("ns/web.override"); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := s.Override("ns/web"); err != nil || o == nil || o.To.Hash != "good" {
+		t.Fatalf("the override of ns/web after ns/web.override was removed: %+v, %v", o, err)
+	}
+}
+
+// TestMigrateOverrides: the files of a podrun before, where an override was
+// "namespace_name.override.json": an override there (a JSON object) is
+// found under its new name; versions there (a list: the pod's name ends in
+// ".override") stay that pod's.
+func TestMigrateOverrides(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ns_web.json", `[{"revision":1,"hash":"good","pod":{}}]`)
+	write("ns_web.override.json", `{"hash":"bad","to":{"revision":1,"hash":"good"},"reason":"CrashLoopBackOff"}`)
+	write("ns_db.override.json", `[{"revision":4,"hash":"d4","pod":{}}]`)
+	s := &Store{Dir: dir}
+	if o, err := s.Override("ns/web"); err != nil || o == nil || o.Hash != "bad" || o.To.Hash != "good" {
+		t.Fatalf("ns/web's override kept before: %+v, %v", o, err)
+	}
+	if revs, err := s.List("ns/db.override"); err != nil || len(revs) != 1 || revs[0].Revision != 4 {
+		t.Fatalf("the versions of ns/db.override: %v, %v", revs, err)
+	}
+	if o, err := s.Override("ns/db"); err != nil || o != nil {
+		t.Fatalf("ns/db has no override, got %+v, %v", o, err)
+	}
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := "ns_db.override.json ns_web.json ns_web@override.json"; strings.Join(names, " ") != want {
+		t.Errorf("files %v, want %s", names, want)
+	}
+	// Removing the pod ns/web.override touches nothing of ns/web.
+	if err := s.Remove("ns/web.override"); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := s.Override("ns/web"); err != nil || o == nil {
+		t.Fatalf("after removing ns/web.override: %+v, %v", o, err)
+	}
+}

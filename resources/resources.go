@@ -161,6 +161,13 @@ func Container(pod *corev1.Pod, c *corev1.Container, node Node) (*specs.LinuxRes
 	return r, max(oomScoreAdj(pod, c, node.MemoryCapacity), node.MinOOMScoreAdj)
 }
 
+// CPULimitMilli is container c's CPU limit in millicores, the pod-level
+// one when it sets none; 0 when there is none.
+func CPULimitMilli(pod *corev1.Pod, c *corev1.Container) int64 {
+	l := containerLimit(pod, c, corev1.ResourceCPU)
+	return l.MilliValue()
+}
+
 // containerLimit is the container's limit of name, or the pod-level one when
 // the container sets none (kuberuntime getCPULimit, getMemoryLimit).
 func containerLimit(pod *corev1.Pod, c *corev1.Container, name corev1.ResourceName) resource.Quantity {

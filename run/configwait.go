@@ -1,8 +1,6 @@
 package run
 
 import (
-	"os"
-
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/status"
@@ -14,9 +12,6 @@ import (
 // that container waiting in CreateContainerConfigError and the message,
 // as the kubelet shows such a pod while it tries it again.
 func (h *Host) keepConfigWaiting(p *manifest.Pod, source string, cerr *spec.ConfigError) error {
-	if err := os.MkdirAll(h.layout(p.UID).Pod(), 0o750); err != nil {
-		return err
-	}
-	return h.saveState(&State{UID: p.UID, Hash: p.Hash, Source: source, Pod: p.Pod,
+	return h.makeState(&State{UID: p.UID, Hash: p.Hash, Source: source, Pod: p.Pod,
 		ConfigWait: &status.ConfigWait{Container: cerr.Container, Reason: spec.ReasonCreateContainerConfigError, Message: cerr.Msg}})
 }

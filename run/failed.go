@@ -2,7 +2,6 @@ package run
 
 import (
 	"errors"
-	"os"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -19,8 +18,5 @@ var ErrKeptFailed = errors.New("kept Failed until its manifest changes")
 // nothing started again, until its manifest changes, as the kubelet keeps
 // a static pod that failed.
 func (h *Host) keepFailed(p *manifest.Pod, source string, final *corev1.PodStatus) error {
-	if err := os.MkdirAll(h.layout(p.UID).Pod(), 0o750); err != nil {
-		return err
-	}
-	return h.saveState(&State{UID: p.UID, Hash: p.Hash, Source: source, Pod: p.Pod, Complete: true, Refused: true, Final: final})
+	return h.makeState(&State{UID: p.UID, Hash: p.Hash, Source: source, Pod: p.Pod, Complete: true, Refused: true, Final: final})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -56,10 +55,6 @@ func (r *podRun) image(ctx context.Context, ref string, policy corev1.PullPolicy
 // show it Pending with the failure as its containers' waiting reason, as
 // the kubelet shows a pod whose image it cannot pull.
 func (h *Host) keepPending(p *manifest.Pod, source string, perr *images.PullError) error {
-	l := h.layout(p.UID)
-	if err := os.MkdirAll(l.Pod(), 0o750); err != nil {
-		return err
-	}
-	return h.saveState(&State{UID: p.UID, Hash: p.Hash, Source: source, Pod: p.Pod,
+	return h.makeState(&State{UID: p.UID, Hash: p.Hash, Source: source, Pod: p.Pod,
 		ImagePull: &status.ImageWait{Image: perr.Image, Reason: perr.Reason, Message: perr.Err.Error()}})
 }

@@ -169,7 +169,7 @@ type made struct {
 func (p *pipeline) resources() []made {
 	uid := p.pod.UID
 	return []made{
-		{0, "disk.create " + uid, "disk.remove " + uid},
+		{0, "disk.make " + uid, "disk.remove " + uid},
 		{1, "cgroup.create " + p.h.podCgroup(uid), "cgroup.remove " + p.h.podCgroup(uid)},
 		{2, "netns.create " + sandbox.NetNSName(uid), "netns.remove " + sandbox.NetNSName(uid)},
 		{3, "engine.Create " + SandboxID(uid), "engine.Delete " + SandboxID(uid)},
@@ -228,7 +228,8 @@ func TestUpUndoesEveryStepOnFailure(t *testing.T) {
 		{"init/setup", func(p *pipeline) { p.eng.Fail("Create "+ContainerID(uid(p), "setup", 0), errInjected) }},
 		{"sidecar/log", func(p *pipeline) { p.eng.Fail("Start "+ContainerID(uid(p), "log", 0), errInjected) }},
 		{"container/app", func(p *pipeline) { p.eng.Fail("Create "+ContainerID(uid(p), "app", 0), errInjected) }},
-		{"record", func(p *pipeline) { p.m.failOn("disk.write pod.json", 2) }}, // after those of the directory and network steps
+		{"pod directory", func(p *pipeline) { p.m.failOn("disk.make", 0) }},
+		{"record", func(p *pipeline) { p.m.failOn("disk.write pod.json", 1) }}, // after the network step's
 	}
 	covered := map[string]bool{}
 	for i, tc := range cases {
@@ -581,13 +582,15 @@ func TestCrashDuringUpThenDown(t *testing.T) {
 		prefix string
 		n      int
 	}{
-		{"disk.create", 0}, {"disk.setup", 0}, {"cgroup.create", 0}, {"netns.create", 0},
-		{"disk.write cni.conflist", 0}, {"cni.add", 0}, {"disk.write pod.json", 1}, // right after CNI ADD
+		// The pod directory is made with its record (disk.make), then its
+		// tmpfs mounted (disk.create): a crash between leaves what down finds.
+		{"disk.make", 0}, {"disk.create", 0}, {"disk.setup", 0}, {"cgroup.create", 0}, {"netns.create", 0},
+		{"disk.write cni.conflist", 0}, {"cni.add", 0}, {"disk.write pod.json", 0}, // right after CNI ADD
 		{"disk.write etc-hosts", 0}, {"disk.write hostname", 0},
 		{"disk.write " + ContainerID(pipelineUID, "setup", 0), 0},
 		{"disk.write " + ContainerID(pipelineUID, "log", 0), 0},
 		{"disk.write " + ContainerID(pipelineUID, "app", 0), 0},
-		{"disk.write pod.json", 2}, // record
+		{"disk.write pod.json", 1}, // record
 	} {
 		t.Run(fmt.Sprintf("%s#%d", tc.prefix, tc.n), func(t *testing.T) {
 			p := newPipeline(t)

@@ -63,6 +63,10 @@ type Cgroups interface {
 // /dev/shm, the volumes with their mounts, and the files written into the
 // pod directory.
 type Disk interface {
+	// Make makes the pod directory with its record (the file record
+	// holding data) in it, or replaces the record of one there.
+	Make(l volumes.Layout, record string, data []byte) error
+	// Create mounts the tmpfs of a pod directory Make made.
 	Create(l volumes.Layout) error
 	// Remove unmounts and deletes the pod directory; gone is success.
 	Remove(l volumes.Layout) error

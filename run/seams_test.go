@@ -248,13 +248,26 @@ func (f fakeNetwork) Del(ctx context.Context, _ []byte, a sandbox.Attachment) er
 // t.TempDir): no tmpfs, no bind mounts.
 type fakeDisk struct{ m *fakeMachine }
 
-func (f fakeDisk) Create(l volumes.Layout) error {
-	if err := f.m.op("disk.create " + l.UID); err != nil {
+func (f fakeDisk) Make(l volumes.Layout, record string, data []byte) error {
+	if err := f.m.op("disk.make " + l.UID); err != nil {
 		return err
 	}
 	f.m.mu.Lock()
 	f.m.dirs[l.UID] = true
 	f.m.mu.Unlock()
+	if err := os.MkdirAll(l.Pod(), 0o750); err != nil {
+		return err
+	}
+	return os.WriteFile(l.File(record), data, 0o640)
+}
+
+func (f fakeDisk) Create(l volumes.Layout) error {
+	if err := f.m.op("disk.create " + l.UID); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(l.Pod()); err != nil {
+		return err // made by Make only
+	}
 	return os.MkdirAll(l.Shm(), 0o750)
 }
 

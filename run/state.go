@@ -53,10 +53,7 @@ type State struct {
 // recordRefusal records a pod the node refused as the kubelet shows one:
 // Failed with the refusal's reason and message, nothing else made.
 func (h *Host) recordRefusal(p *manifest.Pod, r *admission.Refusal) error {
-	if err := os.MkdirAll(h.layout(p.UID).Pod(), 0o750); err != nil {
-		return err
-	}
-	return h.saveState(&State{UID: p.UID, Hash: p.Hash, Source: p.Source.Origin(), Pod: p.Pod, Complete: true, Refused: true,
+	return h.makeState(&State{UID: p.UID, Hash: p.Hash, Source: p.Source.Origin(), Pod: p.Pod, Complete: true, Refused: true,
 		Ended: &status.Ended{Reason: r.Reason, Message: r.Message}, Final: rejectedStatus(p.Pod, r, h.clock.Now())})
 }
 
@@ -70,6 +67,10 @@ func rejectedStatus(pod *corev1.Pod, r *admission.Refusal, now time.Time) *corev
 		QOSClass: resources.QOSClass(pod), StartTime: &start}
 }
 
+// StateFile is a pod's record in its directory: a pod directory without
+// one is no pod's (volumes.SweepRemoved).
+const StateFile = stateFile
+
 const (
 	stateFile = "pod.json"
 	cniFile   = "cni.conflist" // the network configuration the pod was attached with
@@ -79,6 +80,16 @@ func (h *Host) layout(uid string) volumes.Layout { return volumes.Layout{Root: h
 
 func (h *Host) volumeOptions() volumes.Options {
 	return volumes.Options{AllowedHostPaths: h.cfg.AllowedHostPaths}
+}
+
+// makeState records s, making its pod directory with it if there is none
+// (the directory never exists without its record: volumes.Layout.Make).
+func (h *Host) makeState(s *State) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return h.disk.Make(h.layout(s.UID), stateFile, data)
 }
 
 func (h *Host) saveState(s *State) error {

@@ -17,15 +17,19 @@ import (
 	"github.com/podrun/podrun/resources"
 )
 
+// createDirs makes the pod directory with the pod's record in it first,
+// then its tmpfs mounts: a podrun killed in between leaves a directory that
+// any podrun finds by its record and removes (down), never one that
+// nothing names.
 func (r *podRun) createDirs(context.Context) error {
+	r.state = &State{UID: r.pod.UID, Hash: r.pod.Hash, Source: r.source, Pod: r.pod.Pod}
+	if err := r.h.makeState(r.state); err != nil {
+		return err
+	}
 	if err := r.h.disk.Create(r.layout); err != nil {
 		return err
 	}
-	if err := r.archiveLogs(); err != nil {
-		return err
-	}
-	r.state = &State{UID: r.pod.UID, Hash: r.pod.Hash, Source: r.source, Pod: r.pod.Pod}
-	return r.h.saveState(r.state)
+	return r.archiveLogs()
 }
 
 // archiveLogs moves aside the logs of an earlier pod with the same UID (the

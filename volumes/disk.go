@@ -12,7 +12,10 @@ import (
 // mounts, and the files written into the pod directory.
 type Disk struct{}
 
-// Create makes the pod directory and its /dev/shm.
+// Make makes the pod directory with its record (Make).
+func (Disk) Make(l Layout, record string, data []byte) error { return l.Make(record, data) }
+
+// Create mounts the pod directory's tmpfs: /dev/shm, termination messages.
 func (Disk) Create(l Layout) error { return l.Create() }
 
 // Remove unmounts everything below the pod directory and deletes it.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/renameio/v2"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
@@ -68,11 +69,60 @@ const ShmSize = 64 << 20
 // most (charged to its own memory cgroup), and only its own pod's.
 const TerminationLogsSize = 1 << 20
 
-// Create makes the pod directory, its shared /dev/shm tmpfs and the tmpfs
-// of its containers' termination-message files.
-func (l Layout) Create() error {
-	if err := os.MkdirAll(l.Pod(), 0o750); err != nil {
+// Make makes the pod directory with its record, the file record holding
+// data: the directory is made aside with the record in it, then renamed
+// in place, so that no pod directory is ever without the record that
+// names its pod (a podrun killed while making it leaves nothing another
+// can miss). A directory already there gets its record replaced,
+// atomically.
+func (l Layout) Make(record string, data []byte) error {
+	if _, err := os.Lstat(l.Pod()); err == nil {
+		return renameio.WriteFile(l.File(record), data, 0o640, renameio.WithStaticPermissions(0o640))
+	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(l.Pod()), 0o750); err != nil {
+		return err
+	}
+	aside := creating(l)
+	// One a make cut off left (the pod's lock is held: no other podrun
+	// makes this pod now).
+	if err := removeTree(aside); err != nil {
+		return err
+	}
+	if err := os.Mkdir(aside, 0o750); err != nil {
+		return fmt.Errorf("making the pod directory: %w", err)
+	}
+	// Locked while it is made: a sweep removes it only once the lock is
+	// free (its podrun died before the rename).
+	d, err := os.OpenFile(aside, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("making the pod directory: %w", err)
+	}
+	defer d.Close()
+	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return fmt.Errorf("making the pod directory: %w", err)
+	}
+	if err := renameio.WriteFile(filepath.Join(aside, record), data, 0o640, renameio.WithStaticPermissions(0o640)); err != nil {
+		return errors.Join(fmt.Errorf("making the pod directory: %w", err), os.RemoveAll(aside))
+	}
+	if err := os.Rename(aside, l.Pod()); err != nil {
+		return errors.Join(fmt.Errorf("making the pod directory: %w", err), os.RemoveAll(aside))
+	}
+	pods, err := os.Open(filepath.Dir(l.Pod()))
+	if err != nil {
+		return err
+	}
+	defer pods.Close()
+	return pods.Sync() // the rename is durable: the record is there after a power loss
+}
+
+// Create mounts the pod directory's shared /dev/shm tmpfs and the tmpfs of
+// its containers' termination-message files. The directory is Make's: one
+// that is not there is not made here (it would have no record).
+func (l Layout) Create() error {
+	if _, err := os.Lstat(l.Pod()); err != nil {
+		return fmt.Errorf("mounting the pod's tmpfs: %w", err)
 	}
 	if err := mountTmpfs(l.Shm(), ShmSize, 0o1777); err != nil {
 		return err
@@ -103,16 +153,27 @@ func (l Layout) Remove() error {
 	return removeTree(gone)
 }
 
-// removingPrefix names a pod directory being removed: <root>/pods/.removing-<uid>.
-const removingPrefix = ".removing-"
+// removingPrefix names a pod directory being removed: <root>/pods/.removing-<uid>;
+// creatingPrefix one being made (Make): <root>/pods/.creating-<uid>.
+const (
+	removingPrefix = ".removing-"
+	creatingPrefix = ".creating-"
+)
 
 // removing is where Remove moves pod directory l before deleting it.
 func removing(l Layout) string { return filepath.Join(l.Root, "pods", removingPrefix+l.UID) }
 
-// SweepRemoved deletes what removals cut off left under root: the pod
-// directories renamed for removal (Remove). Every podrun that opens the
-// host calls it. Such a directory holds no record any more, only data.
-func SweepRemoved(root string) error {
+// creating is where Make makes pod directory l before renaming it in place.
+func creating(l Layout) string { return filepath.Join(l.Root, "pods", creatingPrefix+l.UID) }
+
+// SweepRemoved deletes what podruns cut off (kill -9) left under root:
+// the pod directories renamed for removal (Remove), those made aside and
+// never renamed in place by a podrun that is gone (Make), and pod directories without their record
+// (the file record), which a podrun before Make left between making a
+// pod directory, with its tmpfs mounts, and writing its record: nothing
+// names their pod, so nothing else would ever remove them. Every podrun
+// that opens the host calls it.
+func SweepRemoved(root, record string) error {
 	dir := filepath.Join(root, "pods")
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -123,11 +184,48 @@ func SweepRemoved(root string) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), removingPrefix) {
-			errs = append(errs, removeTree(filepath.Join(dir, e.Name())))
+		path := filepath.Join(dir, e.Name())
+		switch {
+		case strings.HasPrefix(e.Name(), removingPrefix):
+			errs = append(errs, removeTree(path))
+		case strings.HasPrefix(e.Name(), creatingPrefix):
+			errs = append(errs, sweepCreating(path))
+		case e.IsDir() && !strings.HasPrefix(e.Name(), "."):
+			if _, err := os.Lstat(filepath.Join(path, record)); errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, removeTree(path))
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// sweepCreating removes the pod directory being made at path (Make) if
+// the podrun making it is gone: its lock is free, and the path still
+// names the directory locked (not renamed in place, nor made again).
+func sweepCreating(path string) error {
+	d, err := os.OpenFile(path, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
+		return nil // its podrun makes it now
+	} else if err != nil {
+		return err
+	}
+	var held, now unix.Stat_t
+	if err := unix.Fstat(int(d.Fd()), &held); err != nil {
+		return err
+	}
+	if err := unix.Lstat(path, &now); errors.Is(err, unix.ENOENT) || err == nil && (held.Dev != now.Dev || held.Ino != now.Ino) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return removeTree(path)
 }
 
 // removeTree unmounts everything at or below dir, then deletes it; one

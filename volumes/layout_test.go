@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,7 +66,7 @@ func TestRemoveNeverLeavesDataWithoutRecord(t *testing.T) {
 	if err := unix.Mount(filepath.Dir(host), filepath.Join(removing(gone), "volumes", "kubernetes.io~host-path", "h"), "", unix.MS_BIND, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := SweepRemoved(root); err != nil {
+	if err := SweepRemoved(root, "pod.json"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(removing(gone)); !os.IsNotExist(err) {
@@ -103,7 +104,7 @@ func TestRemoveNeverLeavesDataWithoutRecord(t *testing.T) {
 
 // TestSweepRemovedWithoutPods: no pods directory yet is nothing to sweep.
 func TestSweepRemovedWithoutPods(t *testing.T) {
-	if err := SweepRemoved(t.TempDir()); err != nil {
+	if err := SweepRemoved(t.TempDir(), "pod.json"); err != nil {
 		t.Error(err)
 	}
 }
@@ -113,6 +114,9 @@ func TestSweepRemovedWithoutPods(t *testing.T) {
 // fills that, never the state filesystem.
 func TestTerminationLogsBounded(t *testing.T) {
 	l := testLayout(t)
+	if err := l.Make("pod.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Create(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,4 +137,125 @@ func TestTerminationLogsBounded(t *testing.T) {
 	if err := unix.Statfs(path, &fs); err != nil || fs.Type != unix.TMPFS_MAGIC {
 		t.Errorf("statfs: type %x, %v; want a tmpfs", fs.Type, err)
 	}
+}
+
+// TestMakeRecordsFirst: Make's pod directory appears with its record in it
+// (made aside, renamed in place); an existing one gets its record replaced;
+// Create mounts the tmpfs only in a directory Make made.
+func TestMakeRecordsFirst(t *testing.T) {
+	l := Layout{Root: t.TempDir(), UID: "u"}
+	t.Cleanup(func() { _ = unmountAll(l.Root) })
+	if err := l.Create(); err == nil {
+		t.Fatal("Create made a pod directory without a record")
+	}
+	if _, err := os.Lstat(l.Pod()); !os.IsNotExist(err) {
+		t.Fatalf("Create without Make left %s: %v", l.Pod(), err)
+	}
+	// What a Make killed before its rename left.
+	if err := os.MkdirAll(creating(l), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Make("pod.json", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(l.File("pod.json")); err != nil || string(b) != "1" {
+		t.Fatalf("record %q, %v", b, err)
+	}
+	if err := l.Make("pod.json", []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(l.File("pod.json")); err != nil || string(b) != "2" {
+		t.Fatalf("record replaced: %q, %v", b, err)
+	}
+	if err := l.Create(); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(l.Root, "pods"))
+	if len(entries) != 1 || entries[0].Name() != "u" {
+		t.Errorf("pods directory holds %v, want the pod's alone", entries)
+	}
+	if err := l.Remove(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSweepPodDirectoryWithoutRecord: what a podrun killed while making a
+// pod directory left — before Make: the directory with its two tmpfs
+// mounts and no record; with Make: the directory made aside — is swept
+// (the one made aside once its lock is free); pods with a record are not.
+func TestSweepPodDirectoryWithoutRecord(t *testing.T) {
+	root := t.TempDir()
+	t.Cleanup(func() { _ = unmountAll(root) })
+	orphan, kept, aside := Layout{Root: root, UID: "orphan"}, Layout{Root: root, UID: "kept"}, Layout{Root: root, UID: "aside"}
+	if err := os.MkdirAll(orphan.Pod(), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := orphan.Create(); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Make("pod.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Create(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(creating(aside), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := SweepRemoved(root, "pod.json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(orphan.Pod()); !os.IsNotExist(err) {
+		t.Errorf("the pod directory without a record after the sweep: %v, want it gone", err)
+	}
+	if m := mountsUnder(t, orphan.Pod()); len(m) != 0 {
+		t.Errorf("mounts left: %v", m)
+	}
+	if _, err := os.Stat(kept.File("pod.json")); err != nil {
+		t.Errorf("a pod with a record was swept: %v", err)
+	}
+	if _, err := os.Lstat(creating(aside)); !os.IsNotExist(err) {
+		t.Errorf("a pod directory made aside by a podrun that is gone after the sweep: %v, want it gone", err)
+	}
+	// One being made now (its podrun holds its lock) is left alone.
+	if err := os.MkdirAll(creating(aside), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.Open(creating(aside))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if err := SweepRemoved(root, "pod.json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(creating(aside)); err != nil {
+		t.Errorf("a pod directory being made right now was swept: %v", err)
+	}
+	d.Close()
+	if err := SweepRemoved(root, "pod.json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(creating(aside)); !os.IsNotExist(err) {
+		t.Errorf("a pod directory made aside, its lock free, after the sweep: %v, want it gone", err)
+	}
+	if err := kept.Remove(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mountsUnder lists the mount points at or below dir.
+func mountsUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	ms, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Mountpoint)
+	}
+	return out
 }

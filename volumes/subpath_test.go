@@ -157,6 +157,9 @@ func TestSubPathTargetKeptWhenSame(t *testing.T) {
 // of its subPaths) are nodev; a hostPath's are not (it may be /dev).
 func TestDiskVolumesMountedNoDev(t *testing.T) {
 	l := testLayout(t)
+	if err := l.Make("pod.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Create(); err != nil {
 		t.Fatal(err)
 	}
