@@ -1094,7 +1094,7 @@ spec:
 // ---- 8. shims: the pod's, and up to two per core for app containers ----
 
 // TestPipelineShimsPerPod: a shim creates one task at a time, so a pod's app
-// containers, which start together, are spread over up to two shims per
+// containers are spread over up to two shims per
 // core (containers i and j share one when i = j mod lanes).
 func TestPipelineShimsPerPod(t *testing.T) {
 	H.require(t)

@@ -65,10 +65,10 @@ func cpuLimited(pod *corev1.Pod) bool {
 // a shim of its own, and a shim (about 3 MiB of the node's memory) costs
 // more than the rest of what a small pod does (docs/benchmarks.md). A
 // pod's lane comes from its uid; its pause, init containers and sidecars,
-// which start one at a time, run in it; its app containers, which start
-// together, in the lanes from there on, one each while there are lanes (a
-// shim creates one task at a time; a create waits on runc's processes as
-// much as it computes).
+// which start one at a time, run in it; its app containers in the lanes
+// from there on, one each while there are lanes, so that their restarts and
+// the tasks of other pods do not queue behind each other (a shim creates one
+// task at a time; a create waits on runc's processes as much as it computes).
 //
 // The pods limited to less than a core (cpuLimited) have lanes of their
 // own, as many again: their slow creates hold up only each other, never
