@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -51,9 +50,15 @@ const MaxDeadlineSeconds = math.MaxInt64 / int64(time.Second)
 func ParseDeadline(v string, fld *field.Path) (time.Duration, *field.Error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 1 || n > MaxDeadlineSeconds {
-		return 0, field.Invalid(fld, v, validation.InclusiveRangeError(1, int(MaxDeadlineSeconds)))
+		return 0, field.Invalid(fld, v, rangeError(1, MaxDeadlineSeconds))
 	}
 	return time.Duration(n) * time.Second, nil
+}
+
+// rangeError is apimachinery's validation.InclusiveRangeError for int64
+// bounds (its int does not hold MaxDeadlineSeconds on 32-bit boards).
+func rangeError(lo, hi int64) string {
+	return fmt.Sprintf("must be between %d and %d, inclusive", lo, hi)
 }
 
 // Deadline is pod's progress deadline: its DeadlineAnnotation, else the
