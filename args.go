@@ -17,7 +17,14 @@ import (
 // the later one wins. What follows "--" is left alone.
 func flagsFirst(app *cli.App, args []string) []string {
 	if n := len(args); n > 1 && args[n-1] == completionFlag {
-		return args // a shell asking for completions: urfave/cli reads it as it is
+		// A shell asking for completions: urfave/cli reads it as it is, but
+		// for the flag being completed (`ps --all-n`): its completer reads
+		// that word from os.Args, and parsing it with short-option handling
+		// fails on it and panics (urfave/cli v2.27's parseIter).
+		if n > 2 && isFlag(args[n-2]) {
+			return append(slices.Clone(args[:n-2]), completionFlag)
+		}
+		return args
 	}
 	var globals, path, names []string // global flags; the command names, each with its own flags; the names alone
 	i := 1

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -84,6 +85,29 @@ func TestGlobalFlagsAfterCommand(t *testing.T) {
 		}
 		if got.Root != tt.root || hostsDir != tt.hostsDir || got.Debug != tt.debug || !slices.Equal(args, tt.positional) {
 			t.Errorf("%q: root %q, hosts-dir %q, debug %v, args %q; want %q, %q, %v, %q", tt.args, got.Root, hostsDir, got.Debug, args, tt.root, tt.hostsDir, tt.debug, tt.positional)
+		}
+	}
+}
+
+// TestCompleteAPartialFlag: the shell's completion of a flag being typed
+// (`podrun ps --all-n<TAB>`) lists the flags it can become; urfave/cli's
+// short-option handling failed to parse the partial flag and panicked.
+func TestCompleteAPartialFlag(t *testing.T) {
+	for partial, want := range map[string]string{"--all-n": "--all-namespaces", "--ta": "--tail"} {
+		cmd := "ps"
+		if want == "--tail" {
+			cmd = "logs"
+		}
+		args := []string{"podrun", cmd, partial, completionFlag}
+		saved := os.Args
+		os.Args = args // urfave/cli's completer reads the word being completed there
+		app := newApp()
+		var out strings.Builder
+		app.Writer = &out
+		err := app.Run(flagsFirst(app, args))
+		os.Args = saved
+		if err != nil || !strings.Contains(out.String(), want) {
+			t.Errorf("completing %q %q: %q, %v; want %s among them", cmd, partial, out.String(), err, want)
 		}
 	}
 }
