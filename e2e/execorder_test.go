@@ -295,7 +295,7 @@ spec:
 	plDownOnCleanup(t, file)
 	// up supervises its restarts while it waits for the container to start
 	// (it never does: up times out past the test).
-	up := svStart(t, "up", "-f", "--wait=running", "--timeout", "5m", file)
+	up := svStart(t, "up", "--foreground", "--wait=running", "--timeout", "5m", file)
 	svEventually(t, 60*time.Second, "the pod listed", func() (bool, string) {
 		_, code := svQuiet(t, "status", "eo-hookfail")
 		return code == 0, "up stderr:\n" + up.stderr()
