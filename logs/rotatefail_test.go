@@ -196,22 +196,8 @@ func TestRotationFailureStreak(t *testing.T) {
 		}
 		return nil
 	}})
-	rf, err := openRotating(path, Rotation{MaxSize: 1024, MaxFiles: 3}, fakeClock())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rf.Close()
-	var reports []string
-	rf.SetReport(func(m string) { reports = append(reports, m) })
-	w := NewWriter(rf)
-	i := 0
-	write := func() {
-		t.Helper()
-		if err := w.Copy("stdout", strings.NewReader(line(i)+"\n")); err != nil {
-			t.Fatal(err)
-		}
-		i++
-	}
+	lg := openFailing(t, path, 3)
+	write := lg.write
 	for range 20 {
 		write()
 	}
@@ -222,13 +208,13 @@ func TestRotationFailureStreak(t *testing.T) {
 			t.Fatalf("while rotations fail: %v, %v (want the log at its name, at most twice its size)", st, err)
 		}
 	}
-	if len(reports) != 1 || !strings.Contains(reports[0], "no space left on device") {
-		t.Errorf("30 records with rotations failing reported %d times: %q; want once, with the error", len(reports), reports)
+	if len(lg.reports) != 1 || !strings.Contains(lg.reports[0], "no space left on device") {
+		t.Errorf("30 records with rotations failing reported %d times: %q; want once, with the error", len(lg.reports), lg.reports)
 	}
 	full = false
 	write()
-	if len(reports) != 2 || !strings.Contains(reports[1], "again") {
-		t.Errorf("reports %q: want the end of the streak reported", reports)
+	if len(lg.reports) != 2 || !strings.Contains(lg.reports[1], "again") {
+		t.Errorf("reports %q: want the end of the streak reported", lg.reports)
 	}
 	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "records (") || !strings.Contains(string(b), "were dropped: the log could not be written") {
 		t.Errorf("no notice of the records dropped in the log after the streak:\n%s", b)
@@ -238,7 +224,7 @@ func TestRotationFailureStreak(t *testing.T) {
 	}
 	checkCap(t, path, 3, 1024)
 	got := readBack(t, dir)
-	checkRun(t, got, i-1)
+	checkRun(t, got, lg.n-1)
 	if len(got) < 10 {
 		t.Errorf("only %d lines kept", len(got))
 	}
@@ -263,31 +249,17 @@ func TestRotationRenameFailures(t *testing.T) {
 				}
 				return nil
 			}})
-			rf, err := openRotating(path, Rotation{MaxSize: 1024, MaxFiles: 4}, fakeClock())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rf.Close()
-			var reports []string
-			rf.SetReport(func(m string) { reports = append(reports, m) })
-			w := NewWriter(rf)
-			i := 0
-			write := func() {
-				t.Helper()
-				if err := w.Copy("stdout", strings.NewReader(line(i)+"\n")); err != nil {
-					t.Fatal(err)
-				}
-				i++
-			}
+			lg := openFailing(t, path, 4)
+			write := lg.write
 			for range 10 {
 				write()
 			}
 			failing = true
-			for n := 0; len(reports) == 0 && n < 12; n++ { // up to the next rotation
+			for n := 0; len(lg.reports) == 0 && n < 12; n++ { // up to the next rotation
 				write()
 			}
 			write()
-			_, err = os.Stat(path)
+			_, err := os.Stat(path)
 			if backToo != (err != nil) {
 				t.Fatalf("after a rotation failed half way: the log at its name: %v; want it there unless renaming it back failed", err)
 			}
@@ -303,9 +275,9 @@ func TestRotationRenameFailures(t *testing.T) {
 				write()
 			}
 			checkCap(t, path, 4, 2*1024)
-			checkRun(t, readBack(t, dir), i-1)
-			if len(reports) != 2 {
-				t.Errorf("reports %q: want the failure once and its end once", reports)
+			checkRun(t, readBack(t, dir), lg.n-1)
+			if len(lg.reports) != 2 {
+				t.Errorf("reports %q: want the failure once and its end once", lg.reports)
 			}
 		})
 	}
@@ -348,4 +320,36 @@ func TestRotatedOrder(t *testing.T) {
 	if got := Rotated(path); got[len(got)-1] != path+".00000011.20260101-000000" {
 		t.Errorf("rotated files %q: want the newest named %s", got, path+".00000011.20260101-000000")
 	}
+}
+
+// failingLog is a rotating log of 1 KiB files written a numbered line at a
+// time, with what it reports.
+type failingLog struct {
+	t       *testing.T
+	w       *Writer
+	n       int // the lines written
+	reports []string
+}
+
+// openFailing opens the log at path (on the failingFS the test set), keeping
+// maxFiles files; it is closed with the test.
+func openFailing(t *testing.T, path string, maxFiles int) *failingLog {
+	t.Helper()
+	rf, err := openRotating(path, Rotation{MaxSize: 1024, MaxFiles: maxFiles}, fakeClock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rf.Close() })
+	lg := &failingLog{t: t, w: NewWriter(rf)}
+	rf.SetReport(func(m string) { lg.reports = append(lg.reports, m) })
+	return lg
+}
+
+// write writes the next line.
+func (lg *failingLog) write() {
+	lg.t.Helper()
+	if err := lg.w.Copy("stdout", strings.NewReader(line(lg.n)+"\n")); err != nil {
+		lg.t.Fatal(err)
+	}
+	lg.n++
 }
