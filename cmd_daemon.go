@@ -18,6 +18,7 @@ import (
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/downward"
+	"github.com/podrun/podrun/rollout"
 )
 
 func daemonCommand() *cli.Command {
@@ -118,6 +119,7 @@ func daemonOptions(c *cli.Context) (daemon.Options, error) {
 		Resync: c.Duration("resync"), Settle: c.Duration("settle"),
 		StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
 		ProgressDeadline: c.Duration("progress-deadline"),
+		History:          rollout.Open(root),
 		Admission:        admit, LogRetention: retention, ImagesDir: images, ImageGC: imagePolicy,
 	}, nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/lock"
 	"github.com/podrun/podrun/manifest"
-	rollout "github.com/podrun/podrun/progress"
+	"github.com/podrun/podrun/rollout"
 	"github.com/podrun/podrun/run"
 )
 
@@ -30,7 +30,7 @@ func rolloutCommand() *cli.Command {
 				Flags: []cli.Flag{namespaceFlag(podNamespace), filenameFlag()},
 				Action: func(c *cli.Context) error {
 					return withRolloutPod(c, func(h *run.Host, p *run.PodInfo) error {
-						revs, err := h.History(p.Key())
+						revs, err := versions(c).List(p.Key())
 						if err != nil {
 							return err
 						}
@@ -61,9 +61,9 @@ func rolloutCommand() *cli.Command {
 						if !alive && st.PID != 0 && st.Owns(p.Source) {
 							fmt.Fprintf(os.Stderr, "note: no podrun daemon runs (the status file of pid %d is left from one that ended): pod %s is rolled back here\n", st.PID, p.Key())
 						}
-						o := run.UndoOptions{Revision: c.Int("to-revision"), Daemon: owned,
+						o := rollout.UndoOptions{Revision: c.Int("to-revision"), Daemon: owned,
 							Up: run.UpOptions{Wait: run.WaitReady, Timeout: c.Duration("timeout")}}
-						to, _, err := h.Undo(c.Context, p, o)
+						to, _, err := versions(c).Undo(c.Context, h, p, o)
 						if err != nil {
 							return err
 						}
@@ -111,25 +111,25 @@ func rolloutStatus(c *cli.Context) error {
 	}
 	return withHost(ctx, c, func(h *run.Host) error {
 		said := false
-		v, name, err := h.AwaitRollout(ctx, target, c.Duration("progress-deadline"), c.Bool("watch"), func(name string) {
+		v, name, err := versions(c).AwaitRollout(ctx, h, target, c.Duration("progress-deadline"), c.Bool("watch"), func(name string) {
 			if !said {
 				fmt.Printf("Waiting for pod %q rollout to finish: not Ready yet...\n", name)
 				said = true
 			}
 		})
-		switch {
-		case err != nil:
+		if err != nil {
 			return err
-		case v.Phase == rollout.Ready:
-			fmt.Printf("pod %q successfully rolled out\n", name)
-		case v.Reason == rollout.ReasonDeadlineExceeded:
-			return fmt.Errorf("pod %q exceeded its progress deadline: %s", name, v.Message)
-		case v.Phase == rollout.Failed:
-			return fmt.Errorf("pod %q failed (%s): %s", name, v.Reason, v.Message)
 		}
-		return nil
+		line, err := rollout.Outcome(v, name)
+		if line != "" {
+			fmt.Println(line)
+		}
+		return err
 	})
 }
+
+// versions are the versions of the node's pods kept under --root.
+func versions(c *cli.Context) *rollout.History { return rollout.Open(c.String("root")) }
 
 // withRolloutPod opens the host and finds the pod the argument names: a
 // POD, or the pod of a FILE.

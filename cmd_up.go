@@ -12,6 +12,7 @@ import (
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/plan"
 	"github.com/podrun/podrun/run"
+	"github.com/podrun/podrun/waves"
 )
 
 func upCommand() *cli.Command {
@@ -57,7 +58,7 @@ func upCommand() *cli.Command {
 					want.Yield = st.Owns // its pods are the daemon's (docs/daemon.md)
 				}
 				var errs []error
-				for _, r := range h.Sync(ctx, want, o) {
+				for _, r := range waves.Sync(ctx, h, want, set.Rollouts, o) {
 					if r.Err != nil {
 						errs = append(errs, r.Err)
 						continue

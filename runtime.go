@@ -21,6 +21,7 @@ import (
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/ctrd"
 	"github.com/podrun/podrun/lock"
+	"github.com/podrun/podrun/rollout"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/volumes"
@@ -88,6 +89,7 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 		ImageHolds: images,
 		Node:       cgroup.Node,                                                          // read once, when a pod first needs it
 		Admission:  onceOK(func() (admission.Node, error) { return admissionNode(cfg) }), // read when a pod is first admitted
+		Versions:   rollout.Open(cfg.Root),                                               // the versions that became Ready, for rollout and rollback
 	}
 	return run.NewHost(cfg, d, report, e.Close), nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/resources"
+	"github.com/podrun/podrun/rollout"
 	"github.com/podrun/podrun/run"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	// neither the pod's annotation nor its Deployment says; 0 turns
 	// rollback off.
 	ProgressDeadline time.Duration
+	// History is the versions of the pods kept (rollout.Open of the
+	// state root) that a rollback goes back to; nil: none kept, no rollback.
+	History *rollout.History
 	// Admission is the node's policy for the pods read: a pod it refuses is
 	// the problem of its source, like an invalid manifest.
 	Admission manifest.Options
@@ -329,7 +333,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 		deadlines[k] = wants[k].ProgressDeadline
 		// A version a rollback or an undo went back to stands in for the
 		// file's while the file asks for the version it replaced.
-		p, o, err := d.h.Overridden(wants[k].Pod)
+		p, o, err := d.overridden(wants[k].Pod)
 		if err != nil {
 			d.log.Warn("reading the pod's rollback", "pod", k, "err", err)
 		}

@@ -1,8 +1,8 @@
 // Rollback: a new version of a pod that does not become Ready within its
 // progress deadline, or that fails for certain first (progress.Decide), is
-// replaced by the last version that became Ready (run.RollBack records
-// it; the next sync applies it as any replace, also after a restart), and
-// that version stays until the pod's file changes again.
+// replaced by the last version that became Ready (rollout.History.RollBack
+// records it; the next sync applies it as any replace, also after a
+// restart), and that version stays until the pod's file changes again.
 
 package daemon
 
@@ -13,8 +13,17 @@ import (
 
 	"github.com/podrun/podrun/history"
 	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/progress"
+	"github.com/podrun/podrun/rollout/progress"
 )
+
+// overridden is what the node runs for p (rollout.History.Overridden): p
+// itself when no versions are kept.
+func (d *Daemon) overridden(p *manifest.Pod) (*manifest.Pod, *history.Override, error) {
+	if d.o.History == nil {
+		return p, nil, nil
+	}
+	return d.o.History.Overridden(p)
+}
 
 // progressPoll is how often a new version's progress is looked at; it
 // counts as Ready once seen Ready at two looks in a row (a container that
@@ -34,11 +43,11 @@ type Rollback struct {
 // watchProgress watches pod p, new on the node, until it is Ready or has
 // failed, and then rolls it back; each pod once (d.watched), so that the
 // syncs that find it unchanged cost nothing. Nothing is watched when
-// rollback is off (ProgressDeadline 0), nor a pod with no other version
-// that became Ready to go back to, nor one that is Ready already (its
-// version is in the history).
+// rollback is off (ProgressDeadline 0, or no History), nor a pod with no
+// other version that became Ready to go back to, nor one that is Ready
+// already (its version is in the history).
 func (d *Daemon) watchProgress(ctx context.Context, p *manifest.Pod, workload *int32) {
-	if d.o.ProgressDeadline <= 0 {
+	if d.o.ProgressDeadline <= 0 || d.o.History == nil {
 		return
 	}
 	key := p.Key()
@@ -49,7 +58,7 @@ func (d *Daemon) watchProgress(ctx context.Context, p *manifest.Pod, workload *i
 	if seen {
 		return // watched now, or settled
 	}
-	revs, err := d.h.History(key)
+	revs, err := d.o.History.List(key)
 	if err != nil {
 		d.forgetWatch(key, p.UID) // looked at again at the next sync
 		return
@@ -110,7 +119,7 @@ func (d *Daemon) awaitProgress(ctx context.Context, p *manifest.Pod, since time.
 // rollBack records p's failure and the version that replaces it, and
 // has the next sync carry it out.
 func (d *Daemon) rollBack(p *manifest.Pod, v progress.Verdict) {
-	to, err := d.h.RollBack(p.Key(), p.Hash, v.Reason, v.Message)
+	to, err := d.o.History.RollBack(p.Key(), p.Hash, v.Reason, v.Message)
 	if err != nil {
 		d.log.Error("new version failed; not rolled back", "pod", p.Key(), "reason", v.Reason, "message", v.Message, "err", err)
 		return

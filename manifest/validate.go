@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/podrun/podrun/progress"
 	"github.com/podrun/podrun/resources"
+	"github.com/podrun/podrun/rollout/progress"
 )
 
 // Validate checks a defaulted pod the way the API server would, restricted to

@@ -17,6 +17,7 @@ import (
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/rollout"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/status"
 )
@@ -111,7 +112,7 @@ func podRow(p *run.PodInfo, wide bool) string {
 		}
 		ready = fmt.Sprintf("%d/%d", n, len(p.Pod.Spec.Containers))
 		reason = status.Reason(p.Pod, st)
-		if reason == string(corev1.PodRunning) && run.RolledBack(p.Pod) != nil {
+		if reason == string(corev1.PodRunning) && rollout.RolledBack(p.Pod) != nil {
 			reason = "RolledBack" // runs the version before its file's, which failed
 		}
 		if st.StartTime != nil {

@@ -1,8 +1,8 @@
 // kubectl's rollout verbs for one pod: its versions that became Ready
-// (History, history.go), going back to one of them (Undo), and where its
-// newest version stands (Progress).
+// (History.List, history.go), going back to one of them (Undo), and where
+// its newest version stands (Progress).
 
-package run
+package rollout
 
 import (
 	"context"
@@ -11,8 +11,17 @@ import (
 
 	"github.com/podrun/podrun/history"
 	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/progress"
+	"github.com/podrun/podrun/rollout/progress"
+	"github.com/podrun/podrun/run"
 )
+
+// Lifecycle is what the verbs need of the pod lifecycle (run.Host).
+type Lifecycle interface {
+	// Pod finds the pod t names.
+	Pod(ctx context.Context, t run.Target) (*run.PodInfo, error)
+	// Sync brings the node to what w asks.
+	Sync(ctx context.Context, w run.Want, o run.UpOptions) []run.Result
+}
 
 // UndoOptions say how Undo goes back.
 type UndoOptions struct {
@@ -24,15 +33,15 @@ type UndoOptions struct {
 	// apply; nothing is written into its directory, nothing applied here.
 	Daemon bool
 	// Up is how the version is applied (not Daemon).
-	Up UpOptions
+	Up run.UpOptions
 }
 
 // Undo puts pod p back to a version kept in its history: it applies it
 // (a replace, as up), or records it for the daemon (UndoOptions.Daemon).
 // It returns the version and, when applied, the outcome.
-func (h *Host) Undo(ctx context.Context, p *PodInfo, o UndoOptions) (history.Revision, *Result, error) {
+func (h *History) Undo(ctx context.Context, l Lifecycle, p *run.PodInfo, o UndoOptions) (history.Revision, *run.Result, error) {
 	key := p.Key()
-	revs, err := h.history.List(key)
+	revs, err := h.store.List(key)
 	if err != nil {
 		return history.Revision{}, nil, err
 	}
@@ -45,27 +54,27 @@ func (h *Host) Undo(ctx context.Context, p *PodInfo, o UndoOptions) (history.Rev
 		return to, nil, fmt.Errorf("pod %s: %w", key, err)
 	}
 	if !o.Daemon {
-		rs := h.Sync(ctx, Want{Pods: []*manifest.Pod{Revision(to)}}, o.Up)
+		rs := l.Sync(ctx, run.Want{Pods: []*manifest.Pod{Revision(to)}}, o.Up)
 		return to, &rs[0], rs[0].Err
 	}
 	// The version the file asks for: the one an override stands in for,
 	// else the running one.
 	file := running
-	if ov, err := h.history.Override(key); err != nil {
+	if ov, err := h.store.Override(key); err != nil {
 		return to, nil, err
 	} else if ov != nil {
 		file = ov.Hash
 	}
 	if to.Hash == file {
-		return to, nil, h.history.ClearOverride(key) // back to the file's own version
+		return to, nil, h.store.ClearOverride(key) // back to the file's own version
 	}
-	return to, nil, h.history.SetOverride(key, history.Override{Hash: file, To: to, At: h.clock.Now().UTC()})
+	return to, nil, h.store.SetOverride(key, history.Override{Hash: file, To: to, At: h.clock.Now().UTC()})
 }
 
 // Progress is where pod p's version stands (progress.Decide) at its
 // progress deadline (its annotation, else def), counted from its start;
 // a pod that a rollback put back says so (Failed, with the reason).
-func Progress(p *PodInfo, def time.Duration, now time.Time) (progress.Verdict, error) {
+func Progress(p *run.PodInfo, def time.Duration, now time.Time) (progress.Verdict, error) {
 	if p.Pod == nil {
 		return progress.Verdict{}, fmt.Errorf("pod %s: no record of its manifest", p.Key())
 	}
@@ -87,9 +96,9 @@ func Progress(p *PodInfo, def time.Duration, now time.Time) (progress.Verdict, e
 // Failed (kubectl rollout status), looking every second while watch, and
 // tells waiting once each time the pod is not there yet; it returns the
 // last verdict and the pod's name.
-func (h *Host) AwaitRollout(ctx context.Context, t Target, def time.Duration, watch bool, waiting func(name string)) (progress.Verdict, string, error) {
+func (h *History) AwaitRollout(ctx context.Context, l Lifecycle, t run.Target, def time.Duration, watch bool, waiting func(name string)) (progress.Verdict, string, error) {
 	for {
-		p, err := h.Pod(ctx, t)
+		p, err := l.Pod(ctx, t)
 		if err != nil {
 			return progress.Verdict{}, t.Name, err
 		}
@@ -107,4 +116,19 @@ func (h *Host) AwaitRollout(ctx context.Context, t Target, def time.Duration, wa
 		case <-h.clock.After(time.Second):
 		}
 	}
+}
+
+// Outcome is what `rollout status` says of pod name at verdict v: the line
+// it prints once Ready, the error it exits with once failed; nothing while
+// the pod is progressing.
+func Outcome(v progress.Verdict, name string) (string, error) {
+	switch {
+	case v.Phase == progress.Ready:
+		return fmt.Sprintf("pod %q successfully rolled out", name), nil
+	case v.Reason == progress.ReasonDeadlineExceeded:
+		return "", fmt.Errorf("pod %q exceeded its progress deadline: %s", name, v.Message)
+	case v.Phase == progress.Failed:
+		return "", fmt.Errorf("pod %q failed (%s): %s", name, v.Reason, v.Message)
+	}
+	return "", nil
 }

@@ -19,7 +19,7 @@ import (
 // pods that they no longer make (scaled down, template changed, a Job that
 // changed) go, but the pods of the set's Jobs are the Jobs' own.
 func WantSet(set *manifest.Set) Want {
-	want := Want{Pods: set.Pods, Rollouts: set.Rollouts}
+	want := Want{Pods: set.Pods}
 	if len(set.Workloads) > 0 {
 		owned, jobs := manifest.OwnedBy(set.Workloads), map[string]bool{}
 		for _, j := range set.Jobs {

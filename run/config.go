@@ -111,7 +111,7 @@ type UpOptions struct {
 	RetryStartErrors bool
 	// Rollback: a changed pod that fails to come up (not Ready within
 	// Timeout, with Wait ready) is replaced by its last version that
-	// became Ready (history.go), and Sync still reports the failure
+	// became Ready (Deps.Versions), and Sync still reports the failure
 	// (`up`; the daemon rolls back on its own).
 	Rollback bool
 	minReady time.Duration // a replacing pod's (readySettle, with Rollback)

@@ -2,6 +2,7 @@ package run
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,60 +11,112 @@ import (
 	"github.com/podrun/podrun/manifest"
 )
 
-// TestHistoryKeepsReadyVersions: a pod waited for until Ready is recorded
-// as its newest version, with the objects it was given; up again of the
-// same version records nothing more; down forgets it.
+// fakeVersions is a Versions that records what the lifecycle tells it
+// and answers Condition and Before as set.
+type fakeVersions struct {
+	mu     sync.Mutex
+	ready  []string // "key hash uid source", in order
+	forgot []string
+	before []string // the versions asked for ("key hash")
+
+	back     *manifest.Pod // Before's answer
+	revision int
+	cond     map[string]*corev1.PodCondition // Condition's answer, by uid
+}
+
+func (f *fakeVersions) Ready(p *manifest.Pod, source string, at time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if at.IsZero() || p.Pod == nil {
+		f.ready = append(f.ready, "incomplete")
+		return nil
+	}
+	f.ready = append(f.ready, strings.Join([]string{p.Key(), p.Hash, p.UID, source}, " "))
+	return nil
+}
+
+func (f *fakeVersions) Forget(key string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forgot = append(f.forgot, key)
+	return nil
+}
+
+func (f *fakeVersions) Condition(_, uid string) *corev1.PodCondition { return f.cond[uid] }
+
+func (f *fakeVersions) Before(key, hash string) (*manifest.Pod, int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.before = append(f.before, key+" "+hash)
+	return f.back, f.revision, nil
+}
+
+func (f *fakeVersions) told() (ready, forgot []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.ready...), append([]string(nil), f.forgot...)
+}
+
+// withVersions gives p's host a fakeVersions.
+func withVersions(p *pipeline) *fakeVersions {
+	v := &fakeVersions{}
+	p.h.history = v
+	return v
+}
+
+// TestHistoryKeepsReadyVersions: a pod waited for until Ready is told to
+// Versions as Ready, as applied; up again of the same version tells
+// nothing more; down tells Versions to forget it.
 func TestHistoryKeepsReadyVersions(t *testing.T) {
 	p := newPipeline(t)
+	v := withVersions(p)
 	ctx := p.ctx()
 	if res := p.up(ctx, UpOptions{Wait: WaitReady}); res.Err != nil {
 		t.Fatalf("Up = %+v", res)
 	}
-	revs, err := p.h.History("default/web")
-	if err != nil || len(revs) != 1 {
-		t.Fatalf("History = %v, %v; want one version", revs, err)
-	}
-	if r := revs[0]; r.Revision != 1 || r.Hash != p.pod.Hash || r.UID != p.pod.UID || r.Pod.Name != "web" || r.Ready.IsZero() {
-		t.Fatalf("recorded %+v, want revision 1 of the pod as applied", r)
+	want := "default/web " + p.pod.Hash + " " + p.pod.UID + " " + p.pod.Source.Origin()
+	if ready, _ := v.told(); len(ready) != 1 || ready[0] != want {
+		t.Fatalf("told Ready %q, want once %q", ready, want)
 	}
 	if res := p.up(ctx, UpOptions{Wait: WaitReady}); res.Err != nil || res.Action != Unchanged {
 		t.Fatalf("second Up = %+v", res)
 	}
-	if revs, _ := p.h.History("default/web"); len(revs) != 1 {
-		t.Fatalf("after the same version again: %d versions, want 1", len(revs))
+	if ready, _ := v.told(); len(ready) != 1 {
+		t.Fatalf("after the same version again: told Ready %q, want once", ready)
 	}
 	if down := p.h.Down(ctx, []Target{{Namespace: "default", Name: "web"}}, DownOptions{}); down[0].Err != nil {
 		t.Fatal(down[0].Err)
 	}
-	if revs, _ := p.h.History("default/web"); revs != nil {
-		t.Fatalf("after down: %v, want nothing kept", revs)
+	if _, forgot := v.told(); len(forgot) != 1 || forgot[0] != "default/web" {
+		t.Fatalf("after down: told Forget %q, want default/web", forgot)
 	}
 }
 
 // TestHistoryRecordsASupervisedPodOnceReady: a pod not waited for
-// (--wait running, the daemon's) is recorded by its supervision once
+// (--wait running, the daemon's) is told Ready by its supervision once
 // Ready.
 func TestHistoryRecordsASupervisedPodOnceReady(t *testing.T) {
 	p := newPipeline(t)
+	v := withVersions(p)
 	ctx := p.ctx()
 	if res := p.up(ctx, UpOptions{Foreground: true}); res.Err != nil {
 		t.Fatalf("Up = %+v", res)
 	}
 	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(5 * time.Millisecond) {
-		revs, err := p.h.History("default/web")
-		if err == nil && len(revs) == 1 && revs[0].Hash == p.pod.Hash {
+		ready, _ := v.told()
+		if len(ready) == 1 && strings.Contains(ready[0], p.pod.Hash) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("History = %v, %v; want the pod's version once Ready", revs, err)
+			t.Fatalf("told Ready %q; want the pod's version once Ready", ready)
 		}
 	}
 }
 
 // TestUpRollsBackAChangeThatFails: a changed pod whose app exits at once
 // (Ready for a moment) does not stay Ready; with Rollback the version
-// before it (the last Ready one) is started again and the failure is
-// reported, saying so.
+// Versions keeps from before it (the last Ready one) is started again and
+// the failure is reported, saying so.
 func TestUpRollsBackAChangeThatFails(t *testing.T) {
 	p := newPipeline(t)
 	ctx := p.ctx()
@@ -71,6 +124,8 @@ func TestUpRollsBackAChangeThatFails(t *testing.T) {
 		t.Fatalf("Up = %+v", res)
 	}
 	good := p.pod
+	v := withVersions(p)
+	v.back, v.revision = good, 1
 	bad := changedPod(t, p, "v2")
 	setup := ContainerID(bad.UID, "setup", 0)
 	apps := strings.TrimSuffix(ContainerID(bad.UID, "app", 0), "0") // every attempt
@@ -91,6 +146,9 @@ func TestUpRollsBackAChangeThatFails(t *testing.T) {
 	if !strings.Contains(rs[0].Err.Error(), "rolled back to revision 1") || rs[0].Phase != corev1.PodRunning {
 		t.Errorf("error %q, phase %s: want it to say rolled back to revision 1, Running", rs[0].Err, rs[0].Phase)
 	}
+	if want := "default/web " + bad.Hash; len(v.before) != 1 || v.before[0] != want {
+		t.Errorf("asked Before %q, want once %q", v.before, want)
+	}
 	pods, err := p.h.Pods(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +161,58 @@ func TestUpRollsBackAChangeThatFails(t *testing.T) {
 	}
 	if len(uids) != 1 || uids[0] != good.UID {
 		t.Errorf("pods named default/web: %v, want the version before, %s", uids, good.UID)
+	}
+}
+
+// TestUpWithNothingToRollBackTo: with Rollback, a changed pod that fails
+// and has no version kept to go back to fails as it is.
+func TestUpWithNothingToRollBackTo(t *testing.T) {
+	p := newPipeline(t)
+	ctx := p.ctx()
+	if res := p.up(ctx, UpOptions{Wait: WaitReady}); res.Err != nil {
+		t.Fatalf("Up = %+v", res)
+	}
+	v := withVersions(p) // keeps nothing: Before answers nil
+	bad := changedPod(t, p, "v2")
+	hook := p.eng.OnCall
+	p.eng.OnCall = func(call string) {
+		hook(call)
+		if id, ok := strings.CutPrefix(call, "Start "); ok && strings.HasPrefix(id, strings.TrimSuffix(ContainerID(bad.UID, "", 0), "0")) {
+			go p.eng.Exit(id, 1)
+		}
+	}
+	rs := p.h.Up(ctx, &manifest.Set{Pods: []*manifest.Pod{bad}}, UpOptions{Wait: WaitReady, Timeout: 3 * time.Second, Rollback: true})
+	if rs[0].Err == nil || strings.Contains(rs[0].Err.Error(), "rolled back") {
+		t.Fatalf("Up of the failing change = %+v, want its failure, nothing rolled back", rs[0])
+	}
+	if len(v.before) != 1 {
+		t.Errorf("asked Before %q, want once", v.before)
+	}
+}
+
+// TestListShowsTheConditionOfVersions: a listed pod carries the condition
+// Versions shows on it (a rollback's Progressing=False).
+func TestListShowsTheConditionOfVersions(t *testing.T) {
+	p := newPipeline(t)
+	ctx := p.ctx()
+	if res := p.up(ctx, UpOptions{Wait: WaitReady}); res.Err != nil {
+		t.Fatalf("Up = %+v", res)
+	}
+	v := withVersions(p)
+	cond := corev1.PodCondition{Type: "Progressing", Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}
+	v.cond = map[string]*corev1.PodCondition{p.pod.UID: &cond}
+	info, err := p.h.Pod(ctx, Target{Namespace: "default", Name: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *corev1.PodCondition
+	for i, c := range info.Pod.Status.Conditions {
+		if c.Type == cond.Type {
+			got = &info.Pod.Status.Conditions[i]
+		}
+	}
+	if got == nil || *got != cond {
+		t.Fatalf("conditions %+v, want %+v among them", info.Pod.Status.Conditions, cond)
 	}
 }
 

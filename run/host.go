@@ -9,7 +9,6 @@ import (
 
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
-	"github.com/podrun/podrun/history"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
@@ -43,7 +42,7 @@ type Host struct {
 	mu      sync.Mutex
 	workers map[string]*podRun // by pod UID: the pods this process supervises
 	images  *images.Manager
-	history *history.Store // the versions of the pods that became Ready (history.go)
+	history Versions // the versions of the pods that became Ready (versions.go)
 
 	said sync.Map // notes about the host already reported (sayOnce, network.go)
 }
@@ -68,6 +67,9 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 	if d.ImageHolds == nil {
 		d.ImageHolds = &localHolds{} // this process only
 	}
+	if d.Versions == nil {
+		d.Versions = noVersions{}
+	}
 	h := &Host{
 		cfg:        cfg,
 		engine:     d.Engine,
@@ -86,7 +88,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		clock:      d.Clock,
 		hostIPs:    cacheHostIPs(d.HostIPs, d.Clock.Now),
 		workers:    map[string]*podRun{},
-		history:    newHistory(cfg.Root),
+		history:    d.Versions,
 	}
 	h.images = images.New(d.Engine, cfg.Images, d.Clock.Now)
 	var ctx context.Context

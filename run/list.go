@@ -141,7 +141,7 @@ func (h *Host) list(ctx context.Context, match map[string]string, uids []string)
 	var out []*PodInfo
 	for _, p := range byUID {
 		p.Pod = p.withStatus(hostIP)
-		h.markRolledBack(p) // history.go
+		h.markRolledBack(p) // versions.go
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {

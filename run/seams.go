@@ -123,4 +123,7 @@ type Deps struct {
 	// HostIPs looks up the node's addresses; nil is sandbox.HostIPs. The
 	// Host looks them up at most once per hostIPsTTL.
 	HostIPs func() []net.IP
+	// Versions keeps the versions of pods that became Ready (rollout.History,
+	// versions.go); nil keeps none.
+	Versions Versions
 }

@@ -52,9 +52,6 @@ type Want struct {
 	Owns   func(p *PodInfo) bool
 	Broken map[string]bool
 	Prune  bool
-	// Rollouts are how the workloads of Pods replace their pods, by
-	// "namespace/Kind/name" (manifest.Set.Rollouts).
-	Rollouts map[string]manifest.Rollout
 	// Yield tells which pods on the node belong to another owner (a
 	// running daemon's sources): one of them is never replaced by a wanted
 	// pod from elsewhere, which is rejected instead.
@@ -86,9 +83,15 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 	if err != nil {
 		return failAll(w.Pods, err)
 	}
-	// A workload's changes are rolled out in waves (rollout.go); the other
-	// pods are acted on together, removals first.
-	rollouts, rolled := w.rollouts(snapshot)
+	return h.SyncBeside(ctx, w, o, snapshot, nil, nil)
+}
+
+// SyncBeside is Sync on snapshot, the node listed before, but the pods
+// that aside names (wanted, or to remove) are left to a controller that
+// acts on them in its own order (waves.Sync: a workload's rollout in
+// waves): apart runs once the other pods to remove are gone, beside the
+// other wanted pods' syncs, and records its pods' results.
+func (h *Host) SyncBeside(ctx context.Context, w Want, o UpOptions, snapshot []*PodInfo, aside map[string]bool, apart func(record func(key string, rs []Result))) []Result {
 	var mu sync.Mutex
 	byKey := map[string][]Result{}
 	record := func(key string, rs []Result) {
@@ -98,7 +101,7 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 	}
 	var others []string
 	for _, k := range w.Others(snapshot) {
-		if !rolled[k] {
+		if !aside[k] {
 			others = append(others, k)
 		}
 	}
@@ -107,13 +110,13 @@ func (h *Host) Sync(ctx context.Context, w Want, o UpOptions) []Result {
 	var plain []string
 	for i, p := range w.Pods {
 		keys[i] = p.Key()
-		if !rolled[keys[i]] {
+		if !aside[keys[i]] {
 			plain = append(plain, keys[i])
 		}
 	}
 	var wg sync.WaitGroup
-	for _, r := range rollouts {
-		wg.Go(func() { h.rollOut(ctx, r, w, o, snapshot, record) })
+	if apart != nil {
+		wg.Go(func() { apart(record) })
 	}
 	h.eachKey(plain, func(key string) { record(key, h.SyncPod(ctx, key, w, o, snapshot)) })
 	wg.Wait()
@@ -319,6 +322,16 @@ func wants(w Want, key string) bool {
 	return slices.ContainsFunc(w.Pods, func(p *manifest.Pod) bool { return p.Key() == key })
 }
 
+// wantedUID is the UID of the pod w wants under key.
+func wantedUID(w Want, key string) string {
+	for _, p := range w.Pods {
+		if p.Key() == key {
+			return p.UID
+		}
+	}
+	return ""
+}
+
 // act carries out one action; r is the pod to adopt, rebuilt by observe.
 func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) Result {
 	res := Result{Pod: a.Key, UID: a.UID, Phase: a.Phase}
@@ -333,7 +346,7 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) R
 	case plan.Remove:
 		res.Action = Removed
 		if res.Err = h.downUID(ctx, a.UID, nil); res.Err == nil {
-			res.Err = h.history.Remove(a.Key) // its source is gone
+			res.Err = h.history.Forget(a.Key) // its source is gone
 		}
 	case plan.Keep, plan.Adopt:
 		res.Action = Unchanged

@@ -1,4 +1,9 @@
-package run
+// Package waves rolls out a workload's changed pods in waves, as a
+// Deployment's or StatefulSet's controller does on one node: it decides
+// the order (plan.Waves, pure) and has the pod lifecycle (run.Host) bring
+// up and take down each wave's pods, each wave once the one before has
+// ended. `podrun up` syncs its pods through it.
+package waves
 
 import (
 	"context"
@@ -8,7 +13,43 @@ import (
 
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/plan"
+	"github.com/podrun/podrun/run"
 )
+
+// Lifecycle is what the waves need of the pod lifecycle (run.Host).
+type Lifecycle interface {
+	// Pods lists the node's pods.
+	Pods(ctx context.Context) ([]*run.PodInfo, error)
+	// SyncPod brings pod key to what w asks, under its lock.
+	SyncPod(ctx context.Context, key string, w run.Want, o run.UpOptions, snapshot []*run.PodInfo) []run.Result
+	// SyncBeside syncs the pods of w that aside does not name, beside
+	// apart, which acts on those it names.
+	SyncBeside(ctx context.Context, w run.Want, o run.UpOptions, snapshot []*run.PodInfo, aside map[string]bool,
+		apart func(record func(key string, rs []run.Result))) []run.Result
+}
+
+// Sync brings the node to what w asks, as run.Host.Sync, each workload's
+// changes that take more than one wave rolled out in its waves (rollouts,
+// by "namespace/Kind/name": manifest.Set.Rollouts), beside the other pods'
+// changes, once the other pods to remove are gone.
+func Sync(ctx context.Context, l Lifecycle, w run.Want, rollouts map[string]manifest.Rollout, o run.UpOptions) []run.Result {
+	snapshot, err := l.Pods(ctx)
+	if err != nil {
+		out := make([]run.Result, len(w.Pods))
+		for i, p := range w.Pods {
+			out[i] = run.Result{Pod: p.Key(), UID: p.UID, Err: err}
+		}
+		return out
+	}
+	changes, rolled := plans(w, rollouts, snapshot)
+	return l.SyncBeside(ctx, w, o, snapshot, rolled, func(record func(string, []run.Result)) {
+		var wg sync.WaitGroup
+		for _, r := range changes {
+			wg.Go(func() { rollOut(ctx, l, r, w, o, snapshot, record) })
+		}
+		wg.Wait()
+	})
+}
 
 // rollout is one workload's change, in the waves plan.Waves orders.
 type rollout struct {
@@ -16,12 +57,12 @@ type rollout struct {
 	waves    [][]string
 }
 
-// rollouts are the changes of w's workloads that take more than one wave,
-// and the pods (namespace/name) they act on: a workload's pods that stay
-// as they are, or that start or go in one wave, are acted on with the
-// other pods.
-func (w Want) rollouts(snapshot []*PodInfo) ([]rollout, map[string]bool) {
-	if len(w.Rollouts) == 0 {
+// plans are the changes of w's workloads (rollouts) that take more than
+// one wave, and the pods (namespace/name) they act on: a workload's pods
+// that stay as they are, or that start or go in one wave, are acted on
+// with the other pods.
+func plans(w run.Want, rollouts map[string]manifest.Rollout, snapshot []*run.PodInfo) ([]rollout, map[string]bool) {
+	if len(rollouts) == 0 {
 		return nil, nil
 	}
 	changes := map[string]*plan.Change{}
@@ -31,13 +72,13 @@ func (w Want) rollouts(snapshot []*PodInfo) ([]rollout, map[string]bool) {
 		}
 		return changes[workload]
 	}
-	onNode := map[string][]*PodInfo{}
+	onNode := map[string][]*run.PodInfo{}
 	for _, p := range snapshot {
 		onNode[p.Key()] = append(onNode[p.Key()], p)
 	}
 	for _, p := range w.Pods {
 		wl := p.Namespace + "/" + manifest.Workload(p.Pod)
-		if _, ok := w.Rollouts[wl]; !ok {
+		if _, ok := rollouts[wl]; !ok {
 			continue
 		}
 		c, there := change(wl), onNode[p.Key()]
@@ -56,7 +97,7 @@ func (w Want) rollouts(snapshot []*PodInfo) ([]rollout, map[string]bool) {
 				continue
 			}
 			wl := p.Namespace + "/" + manifest.Workload(p.Pod)
-			if _, ok := w.Rollouts[wl]; ok {
+			if _, ok := rollouts[wl]; ok {
 				change(wl).Remove = append(change(wl).Remove, k)
 				break
 			}
@@ -65,7 +106,7 @@ func (w Want) rollouts(snapshot []*PodInfo) ([]rollout, map[string]bool) {
 	var out []rollout
 	rolled := map[string]bool{}
 	for wl, c := range changes {
-		waves := plan.Waves(w.Rollouts[wl], *c)
+		waves := plan.Waves(rollouts[wl], *c)
 		if len(waves) < 2 {
 			continue
 		}
@@ -85,30 +126,34 @@ func (w Want) rollouts(snapshot []*PodInfo) ([]rollout, map[string]bool) {
 // --wait says, as a controller waits for availability), except in the
 // last wave. A wave that fails stops the rollout: the old pods still there
 // stay, the new pods not started are reported not started.
-func (h *Host) rollOut(ctx context.Context, r rollout, w Want, o UpOptions, snapshot []*PodInfo, record func(string, []Result)) {
+func rollOut(ctx context.Context, l Lifecycle, r rollout, w run.Want, o run.UpOptions, snapshot []*run.PodInfo, record func(string, []run.Result)) {
+	uids := map[string]string{} // of the wanted pods, by key
+	for _, p := range w.Pods {
+		uids[p.Key()] = p.UID
+	}
 	var stopped string // the pod the rollout stopped at
 	for i, wave := range r.waves {
 		if stopped != "" {
 			for _, k := range wave {
-				if wants(w, k) {
-					record(k, []Result{{Pod: k, UID: wantedUID(w, k), Err: fmt.Errorf(
+				if uid, ok := uids[k]; ok {
+					record(k, []run.Result{{Pod: k, UID: uid, Err: fmt.Errorf(
 						"pod %s not started: the rollout of %s stopped at pod %s; the old pods still there stay", k, r.workload, stopped)}})
 				}
 			}
 			continue
 		}
 		wo := o
-		if i < len(r.waves)-1 && wo.Wait == WaitRunning {
-			wo.Wait = WaitReady
+		if i < len(r.waves)-1 && wo.Wait == run.WaitRunning {
+			wo.Wait = run.WaitReady
 		}
 		if i > 0 { // what the waves before changed, for admission
-			if now, err := h.Pods(ctx); err == nil {
+			if now, err := l.Pods(ctx); err == nil {
 				snapshot = now
 			}
 		}
 		var mu sync.Mutex
-		h.eachKey(wave, func(key string) {
-			rs := h.SyncPod(ctx, key, w, wo, snapshot)
+		eachKey(wave, func(key string) {
+			rs := l.SyncPod(ctx, key, w, wo, snapshot)
 			for _, res := range rs {
 				if res.Err != nil {
 					mu.Lock()
@@ -123,12 +168,15 @@ func (h *Host) rollOut(ctx context.Context, r rollout, w Want, o UpOptions, snap
 	}
 }
 
-// wantedUID is the UID of the pod w wants under key.
-func wantedUID(w Want, key string) string {
-	for _, p := range w.Pods {
-		if p.Key() == key {
-			return p.UID
+// eachKey runs fn for each distinct key, concurrently, and waits.
+func eachKey(keys []string, fn func(key string)) {
+	var wg sync.WaitGroup
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			wg.Go(func() { fn(k) })
 		}
 	}
-	return ""
+	wg.Wait()
 }
