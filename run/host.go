@@ -42,7 +42,7 @@ type Host struct {
 	mu      sync.Mutex
 	workers map[string]*podRun // by pod UID: the pods this process supervises
 	images  *images.Manager
-	history Versions // the versions of the pods that became Ready (versions.go)
+	history Versions // the versions of the pods that became Ready (seams.go)
 
 	said sync.Map // notes about the host already reported (sayOnce, network.go)
 }

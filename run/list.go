@@ -141,7 +141,7 @@ func (h *Host) list(ctx context.Context, match map[string]string, uids []string)
 	var out []*PodInfo
 	for _, p := range byUID {
 		p.Pod = p.withStatus(hostIP)
-		h.markRolledBack(p) // versions.go
+		h.markRolledBack(p) // a rollback's condition
 		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -308,4 +308,14 @@ func (h *Host) Failure(p *PodInfo) error {
 		failures = append(failures, "Failed")
 	}
 	return &PodFailedError{Pod: p.Key(), Reason: strings.Join(failures, "; ")}
+}
+
+// markRolledBack adds to a listed pod the condition Versions shows on it.
+func (h *Host) markRolledBack(p *PodInfo) {
+	if p.Pod == nil {
+		return
+	}
+	if c := h.history.Condition(p.Key(), p.UID); c != nil {
+		p.Pod.Status.Conditions = append(p.Pod.Status.Conditions, *c)
+	}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"net"
 	"os"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
@@ -123,7 +125,37 @@ type Deps struct {
 	// HostIPs looks up the node's addresses; nil is sandbox.HostIPs. The
 	// Host looks them up at most once per hostIPsTTL.
 	HostIPs func() []net.IP
-	// Versions keeps the versions of pods that became Ready (rollout.History,
-	// versions.go); nil keeps none.
+	// Versions keeps the versions of pods that became Ready (rollout.History);
+	// nil keeps none.
 	Versions Versions
 }
+
+// Versions keeps the versions of the node's pods that became Ready
+// (rollout.History, under the state root; nil in Deps keeps none): the
+// hook through which the lifecycle tells it of a version Ready (up_wait.go)
+// and of a pod removed for good, and asks it the condition a rollback
+// shows on a listed pod and the version a changed pod that failed goes
+// back to (UpOptions.Rollback). The history itself, and the rollout verbs
+// on it, are package rollout's.
+type Versions interface {
+	// Ready records p, as applied from source, as pod p's newest version
+	// that became Ready, at at.
+	Ready(p *manifest.Pod, source string, at time.Time) error
+	// Forget drops what is kept of pod key (removed for good: its source
+	// gone, `podrun down`); none kept is success.
+	Forget(key string) error
+	// Condition is the condition shown on the listed pod key of uid (a
+	// rollback's Progressing=False), nil if none.
+	Condition(key, uid string) *corev1.PodCondition
+	// Before is the newest version of pod key that became Ready other than
+	// version hash, with its revision; nil when none is kept.
+	Before(key, hash string) (*manifest.Pod, int, error)
+}
+
+// noVersions keeps nothing.
+type noVersions struct{}
+
+func (noVersions) Ready(*manifest.Pod, string, time.Time) error      { return nil }
+func (noVersions) Forget(string) error                               { return nil }
+func (noVersions) Condition(string, string) *corev1.PodCondition     { return nil }
+func (noVersions) Before(string, string) (*manifest.Pod, int, error) { return nil, 0, nil }

@@ -33,7 +33,7 @@ func (h *Host) supervise(r *podRun) {
 		old.w.Stop()
 	}
 	if old != r && r.state.Ended == nil {
-		r.w.Go(r.watchReady) // its version kept once Ready (versions.go)
+		r.w.Go(r.watchReady) // its version kept once Ready (up_wait.go)
 		vols := sizeLimited(r.pod.Pod)
 		if len(vols) > 0 || r.pod.Spec.ActiveDeadlineSeconds != nil {
 			r.w.Go(func(ctx context.Context) { r.housekeep(ctx, vols) }) // emptyDir sizeLimit, active deadline (evict.go)

@@ -465,3 +465,27 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 	}
 	return r.outcome()
 }
+
+// rollBackNew replaces p, a changed pod that failed to come up (phase,
+// failed), by its last version that became Ready, if one is kept; the
+// failure is still returned, saying so.
+func (h *Host) rollBackNew(ctx context.Context, p *manifest.Pod, o UpOptions, phase corev1.PodPhase, failed error) (corev1.PodPhase, error) {
+	key := p.Key()
+	to, revision, err := h.history.Before(key, p.Hash)
+	if err != nil {
+		return phase, errors.Join(failed, err)
+	}
+	if to == nil {
+		return phase, failed // nothing to go back to
+	}
+	h.report(Event{Pod: key, Msg: fmt.Sprintf("the new version failed; rolling back to revision %d", revision)})
+	if err := h.downUID(ctx, p.UID, nil); err != nil {
+		return phase, errors.Join(failed, fmt.Errorf("pod %s: removing the failed version: %w", key, err))
+	}
+	o.minReady = 0 // it was Ready before
+	back, err := h.create(ctx, to, o)
+	if err != nil {
+		return back, errors.Join(failed, fmt.Errorf("pod %s: rolling back to revision %d: %w", key, revision, err))
+	}
+	return back, fmt.Errorf("%w\npod %s: rolled back to revision %d, its last version that became Ready (%s)", failed, key, revision, back)
+}

@@ -6,6 +6,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -150,4 +151,33 @@ func (r *podRun) complete(ctx context.Context) error {
 	}
 	r.state.Complete = true
 	return r.h.saveState(r.state)
+}
+
+// readySettle is how long a version must stay Ready to be kept in the
+// history, and a changed pod that may be rolled back to be counted up: a
+// container that exits at once is Ready for a moment.
+const readySettle = time.Second
+
+// recordReady records the pod, as applied, as its newest Ready version. A
+// failure to record is reported, not the pod's failure.
+func (r *podRun) recordReady() {
+	r.objMu.Lock()
+	p := *r.pod
+	p.ConfigMaps, p.Secrets = maps.Clone(r.pod.ConfigMaps), maps.Clone(r.pod.Secrets)
+	r.objMu.Unlock()
+	if err := r.h.history.Ready(&p, r.source, r.h.clock.Now()); err != nil {
+		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("not recorded in the pod's history: %v", err)})
+	}
+}
+
+// watchReady records the pod's version once it is Ready (a supervised pod
+// that was not waited for, `--wait running` or the daemon's), then ends.
+func (r *podRun) watchReady(ctx context.Context) {
+	loops := r.readyLoops()
+	if len(loops) == 0 || r.pod.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+		return // a pod that runs to completion has no version to go back to
+	}
+	if r.stayReady(ctx, loops, readySettle) == nil {
+		r.recordReady()
+	}
 }
