@@ -127,9 +127,11 @@ func plans(w run.Want, rollouts map[string]manifest.Rollout, snapshot []*run.Pod
 // last wave. A wave that fails stops the rollout: the old pods still there
 // stay, the new pods not started are reported not started.
 func rollOut(ctx context.Context, l Lifecycle, r rollout, w run.Want, o run.UpOptions, snapshot []*run.PodInfo, record func(string, []run.Result)) {
-	uids := map[string]string{} // of the wanted pods, by key
+	uids := map[string]string{} // of the wanted pods, by key (the first one's)
 	for _, p := range w.Pods {
-		uids[p.Key()] = p.UID
+		if _, ok := uids[p.Key()]; !ok {
+			uids[p.Key()] = p.UID
+		}
 	}
 	var stopped string // the pod the rollout stopped at
 	for i, wave := range r.waves {
