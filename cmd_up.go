@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/plan"
 	"github.com/podrun/podrun/run"
 )
@@ -53,8 +52,8 @@ func upCommand() *cli.Command {
 			defer stop()
 			return withHost(ctx, c, func(h *run.Host) error {
 				want := run.WantSet(set)
-				if st, ok := daemon.ReadStatus(statusFile(c)); ok {
-					want.Yield = st.Owns // its pods are the daemon's (docs/daemon.md)
+				if own := openOwner(c); own.DaemonRuns() {
+					want.Yield = own.Owns // its pods are the daemon's (docs/daemon.md)
 				}
 				var errs []error
 				for _, r := range h.Sync(ctx, want, o) {

@@ -23,7 +23,7 @@ type Status struct {
 	// RolledBack are the pods that run the version a rollback went back
 	// to, until their file changes.
 	RolledBack []Rollback `json:"rolledBack,omitempty"`
-	// process is the daemon's, as its lock names it (ReadStatus).
+	// process is the daemon's, as its lock names it (ReadStatusFile).
 	process lock.Process
 }
 
@@ -32,6 +32,10 @@ type Status struct {
 func (st Status) Owns(source string) bool {
 	return (&Sources{Dir: st.ManifestDir, URL: st.URL}).Owns(source)
 }
+
+// StatusFile is where the daemon running on the state directory root
+// publishes its Status (Options.StatusFile).
+func StatusFile(root string) string { return filepath.Join(root, "daemon.json") }
 
 // LockFile is the lock a running daemon holds for its whole life (Hold),
 // by the state dir whose status file is statusFile.
@@ -44,8 +48,9 @@ func LockFile(statusFile string) string {
 const holdWait = 2 * time.Second
 
 // Hold takes the lock that says a daemon runs on the state dir of
-// statusFile, for the life of this process: commands read the status only
-// while it is held (ReadStatus), and signal only its holder. It fails when
+// statusFile, for the life of this process: commands take the status for a
+// running daemon's only while it is held (ReadStatusFile), and signal only
+// its holder. It fails when
 // another daemon holds it.
 func Hold(ctx context.Context, statusFile string) (*lock.File, error) {
 	holder := 0
@@ -58,20 +63,10 @@ func Hold(ctx context.Context, statusFile string) (*lock.File, error) {
 	return l, err
 }
 
-// ReadStatus reads the status of the daemon running on the state dir; ok
-// is false when none runs: a status file left by a daemon that ended (kill
-// -9) names a pid that may be another process's now, so a daemon runs
-// only while its lock (Hold) is held, by the pid the file names.
-func ReadStatus(path string) (st Status, ok bool) {
-	st, alive, err := ReadStatusFile(path)
-	if err != nil || !alive {
-		return Status{}, false
-	}
-	return st, true
-}
-
 // ReadStatusFile reads the status file at path, and whether the daemon
-// that wrote it runs (its lock is held by the pid the file names).
+// that wrote it runs: a status file left by a daemon that ended (kill -9)
+// names a pid that may be another process's now, so a daemon runs only
+// while its lock (Hold) is held, by the pid the file names.
 func ReadStatusFile(path string) (st Status, alive bool, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -88,7 +83,11 @@ func ReadStatusFile(path string) (st Status, alive bool, err error) {
 	return st, true, nil
 }
 
-// Signal sends sig to the daemon whose status st is (read by ReadStatus),
+// Reload asks the daemon whose status st is to read its sources again now,
+// as at SIGHUP (Run's hup), or returns lock.ErrGone: it has ended since.
+func (st Status) Reload() error { return st.Signal(syscall.SIGHUP) }
+
+// Signal sends sig to the daemon whose status st is (read by ReadStatusFile),
 // or returns lock.ErrGone: it has ended since (its pid is never signalled
 // then, whatever runs under it).
 func (st Status) Signal(sig syscall.Signal) error { return st.process.Signal(sig) }
