@@ -52,9 +52,7 @@ func upCommand() *cli.Command {
 			defer stop()
 			return withHost(ctx, c, func(h *run.Host) error {
 				want := run.WantSet(set)
-				if own := openOwner(c); own.DaemonRuns() {
-					want.Yield = own.Owns // its pods are the daemon's (docs/daemon.md)
-				}
+				want.Yield = openOwner(c).Owns // a running daemon's pods are its own (docs/daemon.md)
 				var errs []error
 				for _, r := range h.Sync(ctx, want, o) {
 					if r.Err != nil {

@@ -85,9 +85,9 @@ func ReadStatusFile(path string) (st Status, alive bool, err error) {
 
 // Reload asks the daemon whose status st is to read its sources again now,
 // as at SIGHUP (Run's hup), or returns lock.ErrGone: it has ended since.
-func (st Status) Reload() error { return st.Signal(syscall.SIGHUP) }
+func (st Status) Reload() error { return st.signal(syscall.SIGHUP) }
 
-// Signal sends sig to the daemon whose status st is (read by ReadStatusFile),
+// signal sends sig to the daemon whose status st is (read by ReadStatusFile),
 // or returns lock.ErrGone: it has ended since (its pid is never signalled
 // then, whatever runs under it).
-func (st Status) Signal(sig syscall.Signal) error { return st.process.Signal(sig) }
+func (st Status) signal(sig syscall.Signal) error { return st.process.Signal(sig) }

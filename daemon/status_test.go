@@ -73,7 +73,7 @@ func TestReadStatusOnlyFromALiveDaemon(t *testing.T) {
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Signal(syscall.Signal(0)); err != nil {
+	if err := st.signal(syscall.Signal(0)); err != nil {
 		t.Errorf("signal 0 to this process: %v", err)
 	}
 	if _, ok := readRunning(path); ok {
