@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -117,27 +116,9 @@ func daemonOptions(c *cli.Context) (daemon.Options, error) {
 	return daemon.Options{
 		ManifestDir: dir, URL: c.String("manifest-url"), URLHeaderFile: c.String("manifest-url-header-file"),
 		Resync: c.Duration("resync"), Settle: c.Duration("settle"),
-		StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: statusFile(c), PodTimeout: c.Duration("pod-timeout"),
+		StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: daemon.StatusFile(root), PodTimeout: c.Duration("pod-timeout"),
 		ProgressDeadline: c.Duration("progress-deadline"),
 		History:          rollout.Open(root),
 		Admission:        admit, LogRetention: retention, ImagesDir: images, ImageGC: imagePolicy,
 	}, nil
-}
-
-// statusFile is where a running daemon publishes its problems.
-func statusFile(c *cli.Context) string { return filepath.Join(c.String("root"), "daemon.json") }
-
-// daemonNotes tells, on stderr, which manifests a running daemon could not
-// apply (their pods keep running as last applied).
-func daemonNotes(c *cli.Context) (daemon.Status, bool) {
-	st, ok := daemon.ReadStatus(statusFile(c))
-	if ok && len(st.Problems) > 0 {
-		fmt.Fprintln(os.Stderr, "podrun daemon: not applied (pods keep running as last applied):")
-		for _, p := range st.Problems {
-			for _, line := range strings.Split(p.Msg, "\n") {
-				fmt.Fprintf(os.Stderr, "  %s: %s\n", p.Source, line)
-			}
-		}
-	}
-	return st, ok
 }

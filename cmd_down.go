@@ -10,7 +10,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
 )
@@ -36,20 +35,23 @@ func downCommand() *cli.Command {
 				o.GracePeriod = &d
 			}
 			return withHost(c.Context, c, func(h *run.Host) error {
+				// The node's pods, listed once: for the workloads' pods, and
+				// for which are the daemon's.
+				own := openOwner(c)
+				var pods []*run.PodInfo
+				if len(set.Workloads) > 0 || own.DaemonRuns() {
+					var err error
+					if pods, err = h.Pods(c.Context); err != nil && len(set.Workloads) > 0 {
+						return err // the notes below do without
+					}
+				}
 				if len(set.Workloads) > 0 {
 					// Every pod of the file's workloads, of an older template or
 					// a larger scale too.
-					pods, err := h.Pods(c.Context)
-					if err != nil {
-						return err
-					}
 					targets = run.DownTargets(pods, targets, set.Workloads)
 				}
-				if st, ok := daemon.ReadStatus(statusFile(c)); ok {
-					pods, _ := h.Pods(c.Context)
-					for _, p := range run.Sourced(pods, targets, st.Owns) {
-						fmt.Fprintf(os.Stderr, "note: pod %s comes from %s: the running podrun daemon will start it again while that file exists\n", p.Key(), p.Source)
-					}
+				for _, p := range run.Sourced(pods, targets, own.Owns) {
+					fmt.Fprintf(os.Stderr, "note: pod %s comes from %s: the running podrun daemon will start it again while that file exists\n", p.Key(), p.Source)
 				}
 				var errs []error
 				for _, j := range set.Jobs {

@@ -3,11 +3,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/owner"
 	"github.com/podrun/podrun/printers"
 	"github.com/podrun/podrun/run"
 )
@@ -38,10 +41,24 @@ func psCommand() *cli.Command {
 						shown = append(shown, p)
 					}
 				}
-				daemonNotes(c)
+				daemonNotes(openOwner(c))
 				return printers.Pods(os.Stdout, shown, c.String("output"))
 			})
 		},
+	}
+}
+
+// daemonNotes tells, on stderr, which manifests a running daemon could not
+// apply (their pods keep running as last applied).
+func daemonNotes(own *owner.Owner) {
+	problems := own.Problems()
+	if len(problems) > 0 {
+		fmt.Fprintln(os.Stderr, "podrun daemon: not applied (pods keep running as last applied):")
+		for _, p := range problems {
+			for _, line := range strings.Split(p.Msg, "\n") {
+				fmt.Fprintf(os.Stderr, "  %s: %s\n", p.Source, line)
+			}
+		}
 	}
 }
 

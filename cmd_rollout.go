@@ -7,15 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/podrun/podrun/daemon"
-	"github.com/podrun/podrun/lock"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/owner"
 	"github.com/podrun/podrun/rollout"
 	"github.com/podrun/podrun/run"
 )
@@ -56,10 +54,10 @@ func rolloutCommand() *cli.Command {
 					&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "give up on the version not Ready after this long (a pod of up)"}},
 				Action: func(c *cli.Context) error {
 					return withRolloutPod(c, func(h *run.Host, p *run.PodInfo) error {
-						st, alive, _ := daemon.ReadStatusFile(statusFile(c))
-						owned := alive && st.Owns(p.Source)
-						if !alive && st.PID != 0 && st.Owns(p.Source) {
-							fmt.Fprintf(os.Stderr, "note: no podrun daemon runs (the status file of pid %d is left from one that ended): pod %s is rolled back here\n", st.PID, p.Key())
+						own := openOwner(c)
+						owned := own.Owns(p.Source)
+						if pid := own.Ended(p.Source); pid != 0 {
+							fmt.Fprintf(os.Stderr, "note: no podrun daemon runs (the status file of pid %d is left from one that ended): pod %s is rolled back here\n", pid, p.Key())
 						}
 						o := rollout.UndoOptions{Revision: c.Int("to-revision"), Daemon: owned,
 							Up: run.UpOptions{Wait: run.WaitReady, Timeout: c.Duration("timeout")}}
@@ -68,11 +66,11 @@ func rolloutCommand() *cli.Command {
 							return err
 						}
 						if owned {
-							// The daemon re-scans at SIGHUP and applies the version.
-							if err := st.Signal(syscall.SIGHUP); errors.Is(err, lock.ErrGone) {
-								return fmt.Errorf("pod %s: revision %d recorded, not applied: no podrun daemon runs (pid %d has ended); a daemon applies it when it starts", p.Key(), to.Revision, st.PID)
+							// The daemon reads its sources again and applies the version.
+							if err := own.Reload(); errors.Is(err, owner.ErrNoDaemon) {
+								return fmt.Errorf("pod %s: revision %d recorded, not applied: %w; a daemon applies it when it starts", p.Key(), to.Revision, err)
 							} else if err != nil {
-								return fmt.Errorf("asking the daemon (pid %d) to apply it: %w", st.PID, err)
+								return fmt.Errorf("asking the daemon to apply it: %w", err)
 							}
 							fmt.Printf("pod/%s rolled back to revision %d (the daemon applies it; kept until %s changes)\n", p.Name, to.Revision, p.Source)
 							return nil

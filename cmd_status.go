@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/printers"
 	"github.com/podrun/podrun/run"
 )
@@ -22,12 +21,8 @@ func statusCommand() *cli.Command {
 		Flags:     []cli.Flag{namespaceFlag(podNamespace), outputFlag("yaml", "json")},
 		Action: func(c *cli.Context) error {
 			return withPod(c, func(_ *run.Host, p *run.PodInfo) error {
-				if st, ok := daemon.ReadStatus(statusFile(c)); ok {
-					for _, pr := range st.Problems {
-						if pr.Source == p.Source {
-							fmt.Fprintf(os.Stderr, "podrun daemon: %s is not applied (the pod runs as last applied):\n  %s\n", pr.Source, strings.ReplaceAll(pr.Msg, "\n", "\n  "))
-						}
-					}
+				for _, pr := range openOwner(c).ProblemsOf(p.Source) {
+					fmt.Fprintf(os.Stderr, "podrun daemon: %s is not applied (the pod runs as last applied):\n  %s\n", pr.Source, strings.ReplaceAll(pr.Msg, "\n", "\n  "))
 				}
 				return printers.Status(os.Stdout, p, c.String("output"))
 			})

@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/plan"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/waves"
@@ -54,9 +53,7 @@ func upCommand() *cli.Command {
 			defer stop()
 			return withHost(ctx, c, func(h *run.Host) error {
 				want := run.WantSet(set)
-				if st, ok := daemon.ReadStatus(statusFile(c)); ok {
-					want.Yield = st.Owns // its pods are the daemon's (docs/daemon.md)
-				}
+				want.Yield = openOwner(c).Owns // a running daemon's pods are its own (docs/daemon.md)
 				var errs []error
 				for _, r := range waves.Sync(ctx, h, want, set.Rollouts, o) {
 					if r.Err != nil {

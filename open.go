@@ -1,6 +1,6 @@
 // The opening every command that acts on the node shares: the config of
-// the flags, the host opened on it, the pod or container the arguments
-// name, and the host closed again.
+// the flags, the host opened on it, who owns the node's pods, the pod or
+// container the arguments name, and the host closed again.
 
 package main
 
@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/owner"
 	"github.com/podrun/podrun/run"
 )
 
@@ -58,6 +59,11 @@ func openHost(ctx context.Context, c *cli.Context) (*run.Host, error) {
 	}
 	return openRuntime(ctx, cfg, progress())
 }
+
+// openOwner opens who owns the pods of the host's state directory (c's
+// --root): the podrun daemon running on it, or this command. Commands ask
+// it, once the host is open, rather than the daemon's files or pid.
+func openOwner(c *cli.Context) *owner.Owner { return owner.Open(c.String("root")) }
 
 // openHostRetrying connects like openHost, but waits for the runtime with
 // back-off (a daemon may start before containerd).

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
@@ -25,7 +24,6 @@ import (
 
 	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/images"
-	"github.com/podrun/podrun/lock"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/resources"
@@ -442,21 +440,6 @@ func (d *Daemon) shutdown() error {
 	return nil
 }
 
-// Status is what the daemon publishes for `podrun ps` and `podrun status`.
-type Status struct {
-	PID         int       `json:"pid"`
-	ManifestDir string    `json:"manifestDir"`
-	URL         string    `json:"url,omitempty"`
-	Updated     time.Time `json:"updated"`
-	Problems    []Problem `json:"problems,omitempty"`
-	Waiting     []Waiting `json:"waiting,omitempty"`
-	// RolledBack are the pods that run the version a rollback went back
-	// to, until their file changes.
-	RolledBack []Rollback `json:"rolledBack,omitempty"`
-	// process is the daemon's, as its lock names it (ReadStatus).
-	process lock.Process
-}
-
 // Waiting is a pod that could not start for its image, as the kubelet
 // shows it: Pending, with its containers' waiting reason (ErrImagePull at a
 // failed pull, ImagePullBackOff until the next one, ErrImageNeverPull,
@@ -501,72 +484,6 @@ func (d *Daemon) writeStatus(st Status) {
 		d.log.Warn("writing the status file", "err", err)
 	}
 }
-
-// Owns reports whether a pod's source is one of the running daemon's
-// (Sources.Owns).
-func (st Status) Owns(source string) bool {
-	return (&Sources{Dir: st.ManifestDir, URL: st.URL}).Owns(source)
-}
-
-// LockFile is the lock a running daemon holds for its whole life (Hold),
-// by the state dir whose status file is statusFile.
-func LockFile(statusFile string) string {
-	return filepath.Join(filepath.Dir(statusFile), "locks", "daemon.lock")
-}
-
-// holdWait is how long a daemon waits for the lock of another: one that is
-// stopping, or a command reading it for an instant.
-const holdWait = 2 * time.Second
-
-// Hold takes the lock that says a daemon runs on the state dir of
-// statusFile, for the life of this process: commands read the status only
-// while it is held (ReadStatus), and signal only its holder. It fails when
-// another daemon holds it.
-func Hold(ctx context.Context, statusFile string) (*lock.File, error) {
-	holder := 0
-	ctx, cancel := context.WithTimeout(ctx, holdWait)
-	defer cancel()
-	l, err := lock.HoldLife(ctx, LockFile(statusFile), func(pid int) { holder = pid })
-	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("another podrun daemon (pid %d) runs on %s", holder, filepath.Dir(statusFile))
-	}
-	return l, err
-}
-
-// ReadStatus reads the status of the daemon running on the state dir; ok
-// is false when none runs: a status file left by a daemon that ended (kill
-// -9) names a pid that may be another process's now, so a daemon runs
-// only while its lock (Hold) is held, by the pid the file names.
-func ReadStatus(path string) (st Status, ok bool) {
-	st, alive, err := ReadStatusFile(path)
-	if err != nil || !alive {
-		return Status{}, false
-	}
-	return st, true
-}
-
-// ReadStatusFile reads the status file at path, and whether the daemon
-// that wrote it runs (its lock is held by the pid the file names).
-func ReadStatusFile(path string) (st Status, alive bool, err error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Status{}, false, err
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		return Status{}, false, fmt.Errorf("reading %s: %w", path, err)
-	}
-	p, held, err := lock.Holder(LockFile(path))
-	if err != nil || !held || p.PID != st.PID {
-		return st, false, err
-	}
-	st.process = p
-	return st, true, nil
-}
-
-// Signal sends sig to the daemon whose status st is (read by ReadStatus),
-// or returns lock.ErrGone: it has ended since (its pid is never signalled
-// then, whatever runs under it).
-func (st Status) Signal(sig syscall.Signal) error { return st.process.Signal(sig) }
 
 func (d *Daemon) notify(state string) {
 	if _, err := sd.SdNotify(false, state); err != nil {

@@ -27,7 +27,7 @@ func TestReadStatusOnlyFromALiveDaemon(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, ok := ReadStatus(path); ok {
+	if _, ok := readRunning(path); ok {
 		t.Error("a missing status file was read")
 	}
 	// A stranger has the pid the file names; no daemon holds the lock.
@@ -39,14 +39,14 @@ func TestReadStatusOnlyFromALiveDaemon(t *testing.T) {
 	go func() { done <- stranger.Wait() }()
 	defer stranger.Process.Kill()
 	write(stranger.Process.Pid)
-	if st, ok := ReadStatus(path); ok {
+	if st, ok := readRunning(path); ok {
 		t.Errorf("the status of pid %d, which holds no daemon lock, was read: %+v", st.PID, st)
 	}
 	if st, alive, err := ReadStatusFile(path); alive || err != nil || st.PID != stranger.Process.Pid {
 		t.Errorf("ReadStatusFile: %+v alive %v %v, want the file's content, not alive", st, alive, err)
 	}
-	if err := (Status{PID: stranger.Process.Pid}).Signal(syscall.SIGHUP); !errors.Is(err, lock.ErrGone) {
-		t.Errorf("signalling a status not read from a live daemon: %v, want ErrGone", err)
+	if err := (Status{PID: stranger.Process.Pid}).Reload(); !errors.Is(err, lock.ErrGone) {
+		t.Errorf("asking a status not read from a live daemon to reload: %v, want ErrGone", err)
 	}
 	select {
 	case err := <-done:
@@ -59,11 +59,11 @@ func TestReadStatusOnlyFromALiveDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := ReadStatus(path); ok {
+	if _, ok := readRunning(path); ok {
 		t.Error("a status naming another pid than the lock's holder was read")
 	}
 	write(os.Getpid())
-	st, ok := ReadStatus(path)
+	st, ok := readRunning(path)
 	if !ok || len(st.Problems) != 1 || st.ManifestDir != "/m" {
 		t.Fatalf("live daemon's status: %+v, %v", st, ok)
 	}
@@ -73,10 +73,16 @@ func TestReadStatusOnlyFromALiveDaemon(t *testing.T) {
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Signal(syscall.Signal(0)); err != nil {
+	if err := st.signal(syscall.Signal(0)); err != nil {
 		t.Errorf("signal 0 to this process: %v", err)
 	}
-	if _, ok := ReadStatus(path); ok {
+	if _, ok := readRunning(path); ok {
 		t.Error("a status whose daemon released its lock was read")
 	}
+}
+
+// readRunning is the status at path when the daemon that wrote it runs.
+func readRunning(path string) (Status, bool) {
+	st, alive, err := ReadStatusFile(path)
+	return st, err == nil && alive
 }
