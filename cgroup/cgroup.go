@@ -1,6 +1,7 @@
-// Package cgroup makes and removes pod cgroups (v1, hybrid or unified,
-// with containerd's cgroups library) and reads the node facts their limits
-// depend on.
+// Package cgroup handles podrun's cgroups on the host (v1, hybrid or
+// unified, with containerd's cgroups library): it makes and removes pod
+// cgroups, moves a long-lived process such as the stream keeper into a
+// cgroup of its own, and reads the node facts that limits depend on.
 package cgroup
 
 import (
