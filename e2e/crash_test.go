@@ -112,7 +112,7 @@ func podLeftovers(t *testing.T, name, uid, sandboxID, podNet string) []string {
 	return left
 }
 
-// crFirewallNet is a network whose last plugin is the firewall (iptables
+// firewallConf is a network whose last plugin is the firewall (iptables
 // backend): its per-pod rules name the pod's IP, and its DEL finds them only
 // through prevResult. Its own bridge and subnet keep its rules apart.
 const (
