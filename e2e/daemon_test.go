@@ -169,8 +169,11 @@ type daemonStatus struct {
 		Source  string `json:"source"`
 		Message string `json:"message"`
 	} `json:"problems"`
+	RolledBack []map[string]any `json:"rolledBack"`
 }
 
+// readDaemonStatus reads the daemon's status file; false while there is
+// none or it does not parse.
 func readDaemonStatus() (daemonStatus, bool) {
 	var st daemonStatus
 	b, err := os.ReadFile(filepath.Join(H.Root, "daemon.json"))

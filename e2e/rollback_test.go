@@ -58,19 +58,6 @@ func (p rolloutPod) yaml() string {
 	return b.String()
 }
 
-// daemonRolledBack is the daemon's status file's rolledBack entries.
-func daemonRolledBack(t *testing.T) []map[string]any {
-	t.Helper()
-	var st struct {
-		RolledBack []map[string]any `json:"rolledBack"`
-	}
-	b, err := os.ReadFile(filepath.Join(H.Root, "daemon.json"))
-	if err != nil || json.Unmarshal(b, &st) != nil {
-		return nil
-	}
-	return st.RolledBack
-}
-
 // waitValue waits until pod name runs VALUE value, Running and Ready.
 func waitValue(t *testing.T, name, value string, timeout time.Duration) corev1.Pod {
 	t.Helper()
@@ -117,8 +104,8 @@ func TestRollbackDaemonCrash(t *testing.T) {
 		n, _ := metricValue(body, `podrun_rollbacks_total{reason="CrashLoopBackOff"}`)
 		return n == 1, fmt.Sprint(n)
 	})
-	if rb := daemonRolledBack(t); len(rb) != 1 || rb[0]["reason"] != "CrashLoopBackOff" {
-		t.Errorf("status file rolledBack = %v, want rb-crash with reason CrashLoopBackOff", rb)
+	if st, _ := readDaemonStatus(); len(st.RolledBack) != 1 || st.RolledBack[0]["reason"] != "CrashLoopBackOff" {
+		t.Errorf("status file rolledBack = %v, want rb-crash with reason CrashLoopBackOff", st.RolledBack)
 	}
 
 	// The bad version is not tried again at the re-scans.
