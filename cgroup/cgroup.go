@@ -109,6 +109,7 @@ func (m Manager) mount() string {
 // unified reports whether the host has cgroup v2 only.
 func (m Manager) unified() bool { return m.cgMode() == cgroups.Unified }
 
+// cgMode is the host's cgroup mode: v1, hybrid or unified.
 func (m Manager) cgMode() cgroups.CGMode {
 	if m.mode == cgroups.Unavailable {
 		return cgroups.Mode()
