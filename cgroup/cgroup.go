@@ -1,6 +1,7 @@
-// Package cgroup makes and removes pod cgroups (v1, hybrid or unified,
-// with containerd's cgroups library) and reads the node facts their limits
-// depend on.
+// Package cgroup handles podrun's cgroups on the host (v1, hybrid or
+// unified, with containerd's cgroups library): it makes and removes pod
+// cgroups, moves a long-lived process such as the stream keeper into a
+// cgroup of its own, and reads the node facts that limits depend on.
 package cgroup
 
 import (
@@ -27,29 +28,31 @@ import (
 const cgroupMount = "/sys/fs/cgroup"
 
 // Node is what this machine offers, found out once per process.
-var Node = sync.OnceValue(detectNode)
+var Node = sync.OnceValue(func() resources.Node {
+	return Manager{}.node("/proc/self", downward.MemTotal)
+})
 
-// detectNode reads the facts resources.Container needs: the cgroup version,
-// the memory size, whether swap is accounted, and how low podrun may set an
-// oom_score_adj.
-func detectNode() resources.Node {
-	n := resources.Node{CgroupV2: cgroups.Mode() == cgroups.Unified, MinOOMScoreAdj: -1000}
-	if mem, err := downward.MemTotal(); err == nil {
+// node reads the facts resources.Container needs: the cgroup version, the
+// memory size (memTotal), whether swap is accounted, and how low podrun may
+// set an oom_score_adj. proc is this process's /proc/self.
+func (m Manager) node(proc string, memTotal func() (int64, error)) resources.Node {
+	n := resources.Node{CgroupV2: m.unified(), MinOOMScoreAdj: -1000}
+	if mem, err := memTotal(); err == nil {
 		n.MemoryCapacity = mem
 	}
-	swap := filepath.Join(cgroupMount, "memory", "memory.memsw.limit_in_bytes")
+	swap := filepath.Join(m.mount(), "memory", "memory.memsw.limit_in_bytes")
 	if n.CgroupV2 {
 		// The root has no memory.swap.max; podrun's own cgroup has, like the
 		// kubelet's swapControllerAvailable.
-		swap = filepath.Join(cgroupMount, ownCgroupV2(), "memory.swap.max")
+		swap = filepath.Join(m.mount(), ownCgroupV2(proc), "memory.swap.max")
 	}
 	_, err := os.Stat(swap)
 	n.SwapController = err == nil
-	if !hasCapability(unix.CAP_SYS_RESOURCE) {
+	if !hasCapability(proc, unix.CAP_SYS_RESOURCE) {
 		// Without CAP_SYS_RESOURCE no process may go below the adj it
 		// inherited (podrun inside a container): runc would fail to start the
 		// container, so the CRI plugin's restrict_oom_score_adj clamps it.
-		if b, err := os.ReadFile("/proc/self/oom_score_adj"); err == nil {
+		if b, err := os.ReadFile(filepath.Join(proc, "oom_score_adj")); err == nil {
 			if adj, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 				n.MinOOMScoreAdj = adj
 			}
@@ -58,9 +61,10 @@ func detectNode() resources.Node {
 	return n
 }
 
-// ownCgroupV2 is podrun's own cgroup on a unified host ("0::<path>").
-func ownCgroupV2() string {
-	b, _ := os.ReadFile("/proc/self/cgroup")
+// ownCgroupV2 is podrun's own cgroup on a unified host ("0::<path>" in
+// proc's cgroup file).
+func ownCgroupV2(proc string) string {
+	b, _ := os.ReadFile(filepath.Join(proc, "cgroup"))
 	for _, line := range strings.Split(string(b), "\n") {
 		if p, ok := strings.CutPrefix(line, "0::"); ok {
 			return p
@@ -69,9 +73,10 @@ func ownCgroupV2() string {
 	return "/"
 }
 
-// hasCapability reports whether podrun has capability c in its effective set.
-func hasCapability(c int) bool {
-	b, err := os.ReadFile("/proc/self/status")
+// hasCapability reports whether podrun has capability c in its effective
+// set (CapEff in proc's status file).
+func hasCapability(proc string, c int) bool {
+	b, err := os.ReadFile(filepath.Join(proc, "status"))
 	if err != nil {
 		return false
 	}
@@ -84,17 +89,42 @@ func hasCapability(c int) bool {
 	return false
 }
 
-// Manager makes and removes cgroups on this host.
-type Manager struct{}
+// Manager makes and removes cgroups on this host. Its zero value works on
+// this machine's hierarchies; its fields are the seam a test points at a
+// directory tree instead.
+type Manager struct {
+	root string            // where the hierarchies are mounted; "" is /sys/fs/cgroup
+	mode cgroups.CGMode    // the host's mode; Unavailable (the zero value) asks cgroups.Mode
+	v1   cgroup1.Hierarchy // the v1 hierarchies; nil is the mounted ones (cgroup1.Default)
+}
+
+// mount is where the hierarchies are mounted.
+func (m Manager) mount() string {
+	if m.root == "" {
+		return cgroupMount
+	}
+	return m.root
+}
+
+// unified reports whether the host has cgroup v2 only.
+func (m Manager) unified() bool { return m.cgMode() == cgroups.Unified }
+
+// cgMode is the host's cgroup mode: v1, hybrid or unified.
+func (m Manager) cgMode() cgroups.CGMode {
+	if m.mode == cgroups.Unavailable {
+		return cgroups.Mode()
+	}
+	return m.mode
+}
 
 // Create creates (or updates) the cgroup at path with the limits of r,
 // in every v1 hierarchy or in the unified one.
-func (Manager) Create(path string, r *specs.LinuxResources) error {
+func (m Manager) Create(path string, r *specs.LinuxResources) error {
 	var err error
-	if cgroups.Mode() == cgroups.Unified {
-		_, err = cgroup2.NewManager(cgroupMount, path, v2Resources(r))
+	if m.unified() {
+		_, err = cgroup2.NewManager(m.mount(), path, v2Resources(r))
 	} else {
-		_, err = cgroup1.New(cgroup1.StaticPath(path), r, cgroup1.WithHiearchy(v1Hierarchy))
+		_, err = cgroup1.New(cgroup1.StaticPath(path), r, cgroup1.WithHiearchy(m.v1Hierarchy))
 	}
 	if err != nil {
 		return fmt.Errorf("creating cgroup %s: %w", path, err)
@@ -104,19 +134,19 @@ func (Manager) Create(path string, r *specs.LinuxResources) error {
 
 // Remove removes the cgroup at path; one that is not there is gone
 // already. It fails while a process is left in it.
-func (Manager) Remove(path string) error {
+func (m Manager) Remove(path string) error {
 	var err error
-	if cgroups.Mode() == cgroups.Unified {
-		if _, serr := os.Stat(filepath.Join(cgroupMount, path)); errors.Is(serr, os.ErrNotExist) {
+	if m.unified() {
+		if _, serr := os.Stat(filepath.Join(m.mount(), path)); errors.Is(serr, os.ErrNotExist) {
 			return nil
 		}
-		var m *cgroup2.Manager
-		if m, err = cgroup2.Load(path); err == nil {
-			err = m.Delete()
+		var cg *cgroup2.Manager
+		if cg, err = cgroup2.Load(path, cgroup2.WithMountpoint(m.mount())); err == nil {
+			err = cg.Delete()
 		}
 	} else {
 		var cg cgroup1.Cgroup
-		cg, err = cgroup1.Load(cgroup1.StaticPath(path), cgroup1.WithHiearchy(v1Hierarchy))
+		cg, err = cgroup1.Load(cgroup1.StaticPath(path), cgroup1.WithHiearchy(m.v1Hierarchy))
 		if errors.Is(err, cgroup1.ErrCgroupDeleted) {
 			return nil
 		}
@@ -133,10 +163,10 @@ func (Manager) Remove(path string) error {
 // OOMKills returns how many processes of the cgroup at path the kernel's
 // OOM killer has killed (v1 memory.oom_control's oom_kill, v2
 // memory.events' oom_kill); 0 when the cgroup or the counter is not there.
-func (Manager) OOMKills(path string) (uint64, error) {
-	file := filepath.Join(cgroupMount, "memory", path, "memory.oom_control")
-	if cgroups.Mode() == cgroups.Unified {
-		file = filepath.Join(cgroupMount, path, "memory.events")
+func (m Manager) OOMKills(path string) (uint64, error) {
+	file := filepath.Join(m.mount(), "memory", path, "memory.oom_control")
+	if m.unified() {
+		file = filepath.Join(m.mount(), path, "memory.events")
 	}
 	b, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
@@ -156,13 +186,17 @@ func (Manager) OOMKills(path string) (uint64, error) {
 // v1Hierarchy is every mounted v1 hierarchy, plus on a hybrid host the
 // unified one, where runc also creates the container's cgroups (and so the
 // pod's as their parent).
-func v1Hierarchy() ([]cgroup1.Subsystem, error) {
-	subsystems, err := cgroup1.Default()
+func (m Manager) v1Hierarchy() ([]cgroup1.Subsystem, error) {
+	mounted := m.v1
+	if mounted == nil {
+		mounted = cgroup1.Default
+	}
+	subsystems, err := mounted()
 	if err != nil {
 		return nil, err
 	}
-	if cgroups.Mode() == cgroups.Hybrid {
-		subsystems = append(subsystems, cgroup1.NewNamed(cgroupMount, "unified"))
+	if m.cgMode() == cgroups.Hybrid {
+		subsystems = append(subsystems, cgroup1.NewNamed(m.mount(), "unified"))
 	}
 	return subsystems, nil
 }

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -33,9 +32,9 @@ const joinAttempts = 3
 // an SSH session's scope is killed with the session). The CPU weight is
 // always set; the I/O weight where the kernel offers one (the BFQ
 // scheduler, or cgroup v2's iocost), and it is reported whether it was.
-func (Manager) Join(path string, pid int, w Weights) (ioWeight bool, err error) {
+func (m Manager) Join(path string, pid int, w Weights) (ioWeight bool, err error) {
 	for i := 0; ; i++ {
-		ioWeight, err = join(path, pid, w)
+		ioWeight, err = m.join(path, pid, w)
 		if err == nil || !errors.Is(err, os.ErrNotExist) || i == joinAttempts-1 {
 			break
 		}
@@ -46,24 +45,24 @@ func (Manager) Join(path string, pid int, w Weights) (ioWeight bool, err error) 
 	return ioWeight, nil
 }
 
-func join(path string, pid int, w Weights) (bool, error) {
+func (m Manager) join(path string, pid int, w Weights) (bool, error) {
 	r := &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: &w.CPUShares}}
-	if cgroups.Mode() == cgroups.Unified {
-		m, err := cgroup2.NewManager(cgroupMount, path, v2Resources(r))
+	if m.unified() {
+		cg, err := cgroup2.NewManager(m.mount(), path, v2Resources(r))
 		if err != nil {
 			return false, err
 		}
 		// The io controller, where the parent can give it; no error if not.
-		_ = m.ToggleControllers([]string{"io"}, cgroup2.Enable)
-		io := setIOWeight(filepath.Join(cgroupMount, path), map[string]string{
+		_ = cg.ToggleControllers([]string{"io"}, cgroup2.Enable)
+		io := setIOWeight(filepath.Join(m.mount(), path), map[string]string{
 			"io.weight": "default " + strconv.Itoa(int(w.IOWeight)), "io.bfq.weight": strconv.Itoa(int(w.IOWeight))})
-		return io, m.AddProc(uint64(pid))
+		return io, cg.AddProc(uint64(pid))
 	}
-	cg, err := cgroup1.New(cgroup1.StaticPath(path), r, cgroup1.WithHiearchy(v1Hierarchy))
+	cg, err := cgroup1.New(cgroup1.StaticPath(path), r, cgroup1.WithHiearchy(m.v1Hierarchy))
 	if err != nil {
 		return false, err
 	}
-	io := setIOWeight(filepath.Join(cgroupMount, "blkio", path), map[string]string{
+	io := setIOWeight(filepath.Join(m.mount(), "blkio", path), map[string]string{
 		"blkio.weight": strconv.Itoa(int(w.IOWeight)), "blkio.bfq.weight": strconv.Itoa(int(w.IOWeight))})
 	return io, cg.AddProc(uint64(pid))
 }
@@ -76,11 +75,25 @@ func setIOWeight(dir string, files map[string]string) bool {
 		if !ok {
 			continue
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0); err == nil {
+		if writeExisting(filepath.Join(dir, name), v) == nil {
 			return true
 		}
 	}
 	return false
+}
+
+// writeExisting writes v to the file, which must exist: a cgroup file the
+// kernel does not offer is not made as a plain one.
+func writeExisting(file, v string) error {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(v)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Leave moves the calling process out of the cgroup at path, to the root
@@ -88,9 +101,9 @@ func setIOWeight(dir string, files map[string]string) bool {
 // keeper's): podrun leaves no cgroup of its own behind.
 func (m Manager) Leave(path string) error {
 	pid := uint64(os.Getpid())
-	procs := filepath.Join(cgroupMount, path, "cgroup.procs")
-	if cgroups.Mode() == cgroups.Unified {
-		root, err := cgroup2.Load("/")
+	procs := filepath.Join(m.mount(), path, "cgroup.procs")
+	if m.unified() {
+		root, err := cgroup2.Load("/", cgroup2.WithMountpoint(m.mount()))
 		if err != nil {
 			return fmt.Errorf("leaving cgroup %s: %w", path, err)
 		}
@@ -98,8 +111,8 @@ func (m Manager) Leave(path string) error {
 			return fmt.Errorf("leaving cgroup %s: %w", path, err)
 		}
 	} else {
-		procs = filepath.Join(cgroupMount, "cpu", path, "cgroup.procs")
-		root, err := cgroup1.Load(cgroup1.RootPath, cgroup1.WithHiearchy(v1Hierarchy))
+		procs = filepath.Join(m.mount(), "cpu", path, "cgroup.procs")
+		root, err := cgroup1.Load(cgroup1.RootPath, cgroup1.WithHiearchy(m.v1Hierarchy))
 		if err != nil {
 			return fmt.Errorf("leaving cgroup %s: %w", path, err)
 		}

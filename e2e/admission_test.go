@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-func adPod(name, extra string) string {
+func admissionPod(name, extra string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -28,9 +28,9 @@ spec:
 `, name, extra, H.Image)
 }
 
-// adRefused checks that `up` of file was refused with exit 4 and the
+// checkAdmissionRefused checks that `up` of file was refused with exit 4 and the
 // kubelet's reason and message, and that nothing of pod name was made.
-func adRefused(t *testing.T, name, file, reason, message string, args ...string) {
+func checkAdmissionRefused(t *testing.T, name, file, reason, message string, args ...string) {
 	t.Helper()
 	before, _ := os.ReadDir(filepath.Join(H.Root, "pods"))
 	stdout, stderr, code := H.Podrun(t, "", append(args, "up", "--wait=running", file)...)
@@ -38,7 +38,7 @@ func adRefused(t *testing.T, name, file, reason, message string, args ...string)
 	if code != 4 || !strings.Contains(stderr, want) {
 		t.Errorf("up %s: exit %d, stderr:\n%s\nwant exit 4 and %q", name, code, stderr, want)
 	}
-	if strings.Contains(stdout, name) || plPsRow(t, name, "-a") != nil || len(plContainers(t, name)) != 0 {
+	if strings.Contains(stdout, name) || psRow(t, name, "-a") != nil || len(podContainers(t, name)) != 0 {
 		t.Errorf("%s was made: stdout %q", name, stdout)
 	}
 	if after, _ := os.ReadDir(filepath.Join(H.Root, "pods")); len(after) != len(before) {
@@ -52,23 +52,23 @@ func adRefused(t *testing.T, name, file, reason, message string, args ...string)
 // request larger than the machine is refused (OutOfmemory).
 func TestAdmissionNodeSelectorAndResources(t *testing.T) {
 	H.require(t)
-	ssd := H.WriteManifest(t, "ad-ssd.yaml", adPod("ad-ssd", "  nodeSelector: {disktype: ssd}\n"))
-	plDownOnCleanup(t, ssd)
-	adRefused(t, "ad-ssd", ssd, "NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector")
+	ssd := H.WriteManifest(t, "ad-ssd.yaml", admissionPod("ad-ssd", "  nodeSelector: {disktype: ssd}\n"))
+	downOnCleanup(t, ssd)
+	checkAdmissionRefused(t, "ad-ssd", ssd, "NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector")
 	if _, stderr, code := H.Podrun(t, "", "--node-labels", "disktype=ssd,room=lab", "up", "--wait=running", ssd); code != 0 {
 		t.Errorf("up with --node-labels disktype=ssd: exit %d\n%s", code, stderr)
 	}
 
-	linux := H.WriteManifest(t, "ad-linux.yaml", adPod("ad-linux", "  nodeSelector: {kubernetes.io/os: linux}\n"))
-	plDownOnCleanup(t, linux)
+	linux := H.WriteManifest(t, "ad-linux.yaml", admissionPod("ad-linux", "  nodeSelector: {kubernetes.io/os: linux}\n"))
+	downOnCleanup(t, linux)
 	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", linux); code != 0 {
 		t.Errorf("up of a pod selecting kubernetes.io/os=linux: exit %d\n%s", code, stderr)
 	}
 
-	big := H.WriteManifest(t, "ad-big.yaml", strings.Replace(adPod("ad-big", ""), `    command: ["sleep", "3600"]`,
+	big := H.WriteManifest(t, "ad-big.yaml", strings.Replace(admissionPod("ad-big", ""), `    command: ["sleep", "3600"]`,
 		"    command: [\"sleep\", \"3600\"]\n    resources: {requests: {memory: 1000Gi}}", 1))
-	plDownOnCleanup(t, big)
-	adRefused(t, "ad-big", big, "OutOfmemory", "Node didn't have enough resource: memory, requested: 1073741824000, used: 0, capacity: ")
+	downOnCleanup(t, big)
+	checkAdmissionRefused(t, "ad-big", big, "OutOfmemory", "Node didn't have enough resource: memory, requested: 1073741824000, used: 0, capacity: ")
 }
 
 // TestDaemonRecordsRefusedPod: the daemon records a pod the node refuses as
@@ -77,27 +77,27 @@ func TestAdmissionNodeSelectorAndResources(t *testing.T) {
 func TestDaemonRecordsRefusedPod(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
-	plDownOnCleanup(t, "ad-daemon")
-	dmWrite(t, dir, "ad-daemon.yaml", adPod("ad-daemon", "  nodeSelector: {disktype: ssd}\n"))
-	dmStart(t, dir, nil, "--resync", "2s")
+	downOnCleanup(t, "ad-daemon")
+	writeInPlace(t, dir, "ad-daemon.yaml", admissionPod("ad-daemon", "  nodeSelector: {disktype: ssd}\n"))
+	startDaemon(t, dir, nil, "--resync", "2s")
 	var p corev1.Pod
-	svEventually(t, 30*time.Second, "ad-daemon Failed with reason NodeAffinity", func() (bool, string) {
-		p = dmPods(t)["ad-daemon"]
+	eventually(t, 30*time.Second, "ad-daemon Failed with reason NodeAffinity", func() (bool, string) {
+		p = podsByName(t)["ad-daemon"]
 		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "NodeAffinity", fmt.Sprintf("%+v", p.Status)
 	})
 	if p.Status.Message != "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" {
 		t.Errorf("message %q", p.Status.Message)
 	}
-	if row := plPsRow(t, "ad-daemon", "-a"); len(row) < 4 || row[3] != "NodeAffinity" {
+	if row := psRow(t, "ad-daemon", "-a"); len(row) < 4 || row[3] != "NodeAffinity" {
 		t.Errorf("ps -a row %q, want STATUS NodeAffinity", row)
 	}
 	time.Sleep(3 * time.Second) // a re-scan leaves it as it is
-	if n := len(plContainers(t, "ad-daemon")); n != 0 {
+	if n := len(podContainers(t, "ad-daemon")); n != 0 {
 		t.Errorf("%d containers of a refused pod", n)
 	}
-	if q := dmPods(t)["ad-daemon"]; q.UID != p.UID || q.Status.Phase != corev1.PodFailed {
+	if q := podsByName(t)["ad-daemon"]; q.UID != p.UID || q.Status.Phase != corev1.PodFailed {
 		t.Errorf("after a re-scan: uid %s phase %s, want %s Failed as it was", q.UID, q.Status.Phase, p.UID)
 	}
-	dmRename(t, dir, "ad-daemon.yaml", adPod("ad-daemon", ""))
-	dmWaitRunning(t, 60*time.Second, nil, "ad-daemon")
+	writeByRename(t, dir, "ad-daemon.yaml", admissionPod("ad-daemon", ""))
+	waitPodsRunning(t, 60*time.Second, nil, "ad-daemon")
 }

@@ -17,7 +17,7 @@ import (
 // is in its log; down ends its stream keeper.
 func TestAttachStdinTTY(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "at-shell", `apiVersion: v1
+	mustRunUp(t, "at-shell", `apiVersion: v1
 kind: Pod
 metadata:
   name: at-shell
@@ -33,7 +33,7 @@ spec:
 	time.Sleep(time.Second) // a shell without stdin would have exited by now
 	running := func(what string) {
 		t.Helper()
-		st := svStatus(t, "at-shell")
+		st := podStatus(t, "at-shell")
 		cs := st.Status.ContainerStatuses
 		if len(cs) != 1 || cs[0].State.Running == nil || cs[0].RestartCount != 0 {
 			t.Fatalf("%s: the shell is not running: %+v", what, cs)
@@ -100,7 +100,7 @@ spec:
 		t.Fatal("attach did not detach on ctrl-p ctrl-q")
 	}
 	running("after detach")
-	if log := scLog(t, "at-shell", "sh"); !strings.Contains(log, "attached-42") {
+	if log := finishedLog(t, "at-shell", "sh"); !strings.Contains(log, "attached-42") {
 		t.Errorf("the log lacks the shell's output:\n%s", log)
 	}
 }
@@ -110,7 +110,7 @@ spec:
 // stdin: cat ends, the container finishes, attach returns its output.
 func TestAttachStdinOnce(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "at-once", `apiVersion: v1
+	mustRunUp(t, "at-once", `apiVersion: v1
 kind: Pod
 metadata:
   name: at-once
@@ -127,7 +127,7 @@ spec:
 	if code != 0 || stdout != "hello\nstdin-closed\n" {
 		t.Errorf("attach -i: exit %d, stdout %q, want \"hello\\nstdin-closed\\n\"; stderr:\n%s", code, stdout, stderr)
 	}
-	svWaitStatus(t, "at-once", 30*time.Second, "Succeeded", func(p corev1.Pod) (bool, string) {
+	waitStatus(t, "at-once", 30*time.Second, "Succeeded", func(p corev1.Pod) (bool, string) {
 		return p.Status.Phase == corev1.PodSucceeded, string(p.Status.Phase)
 	})
 }

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// bnStepLine matches a progress line: "default/bench [6/9] sandbox: namespaces + network (31ms)".
-var bnStepLine = regexp.MustCompile(`^\S+ \[(\d+)/\d+\] (.+) \(([^)]+)\)$`)
+// stepLineRE matches a progress line: "default/bench [6/9] sandbox: namespaces + network (31ms)".
+var stepLineRE = regexp.MustCompile(`^\S+ \[(\d+)/\d+\] (.+) \(([^)]+)\)$`)
 
 // BenchmarkUpToRunning measures `podrun up` of a one-container pod whose
 // image is present, from the command's start to its exit with the pod
@@ -36,37 +36,37 @@ spec:
 	var totals []time.Duration
 	steps := map[string][]time.Duration{}
 	var order []string
-	b.Cleanup(func() { bnPodrun(b, "down", "--grace-period", "0", path) })
+	b.Cleanup(func() { benchPodrun(b, "down", "--grace-period", "0", path) })
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		_, stderr, code := bnPodrun(b, "up", path)
+		_, stderr, code := benchPodrun(b, "up", path)
 		total := time.Since(start)
 		if code != 0 {
 			b.Fatalf("podrun up: exit %d:\n%s", code, stderr)
 		}
 		totals = append(totals, total)
-		order = bnSteps(stderr, steps, order)
+		order = addStepTimes(stderr, steps, order)
 		b.StopTimer()
-		if _, stderr, code := bnPodrun(b, "down", "--grace-period", "0", path); code != 0 {
+		if _, stderr, code := benchPodrun(b, "down", "--grace-period", "0", path); code != 0 {
 			b.Fatalf("podrun down: exit %d:\n%s", code, stderr)
 		}
 		b.StartTimer()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(bnMedian(totals).Milliseconds()), "ms-median")
+	b.ReportMetric(float64(median(totals).Milliseconds()), "ms-median")
 	fmt.Printf("\npodrun up -> Running, one-container pod, image present: median %s over %d runs (min %s, max %s)\n",
-		bnMedian(totals), len(totals), bnMin(totals), bnMax(totals))
+		median(totals), len(totals), minDuration(totals), maxDuration(totals))
 	for _, s := range order {
-		fmt.Printf("  %-28s median %s\n", s, bnMedian(steps[s]))
+		fmt.Printf("  %-28s median %s\n", s, median(steps[s]))
 	}
 }
 
-// bnSteps adds the step times of up's stderr to steps, and new step names
+// addStepTimes adds the step times of up's stderr to steps, and new step names
 // to order, which it returns.
-func bnSteps(stderr string, steps map[string][]time.Duration, order []string) []string {
+func addStepTimes(stderr string, steps map[string][]time.Duration, order []string) []string {
 	for _, line := range strings.Split(stderr, "\n") {
-		m := bnStepLine.FindStringSubmatch(strings.TrimSpace(line))
+		m := stepLineRE.FindStringSubmatch(strings.TrimSpace(line))
 		if m == nil {
 			continue
 		}
@@ -106,24 +106,24 @@ spec:
 		if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { bnPodrun(b, "down", "--grace-period", "0", path) })
+		b.Cleanup(func() { benchPodrun(b, "down", "--grace-period", "0", path) })
 	}
 	steps := map[string]map[string][]time.Duration{"Merge": {}, "Strict": {}}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, policy := range []string{"Merge", "Strict"} {
-			_, stderr, code := bnPodrun(b, "up", "--wait=running", paths[policy])
+			_, stderr, code := benchPodrun(b, "up", "--wait=running", paths[policy])
 			if code != 0 {
 				b.Fatalf("podrun up: exit %d:\n%s", code, stderr)
 			}
-			bnSteps(stderr, steps[policy], nil)
-			if _, stderr, code := bnPodrun(b, "down", "--grace-period", "0", paths[policy]); code != 0 {
+			addStepTimes(stderr, steps[policy], nil)
+			if _, stderr, code := benchPodrun(b, "down", "--grace-period", "0", paths[policy]); code != 0 {
 				b.Fatalf("podrun down: exit %d:\n%s", code, stderr)
 			}
 		}
 	}
 	b.StopTimer()
-	merge, strict := bnMedian(steps["Merge"]["container/app"]), bnMedian(steps["Strict"]["container/app"])
+	merge, strict := median(steps["Merge"]["container/app"]), median(steps["Strict"]["container/app"])
 	b.ReportMetric(float64((merge-strict).Microseconds())/1000, "ms-merge-cost")
 	fmt.Printf("\ncontainer step (create + start), %d runs each, alternating: Merge median %s, Strict median %s\n", b.N, merge, strict)
 }
@@ -150,7 +150,7 @@ func BenchmarkUpFourContainers(b *testing.B) {
 		bins["before"] = before
 	}
 	current := H.Bin
-	b.Cleanup(func() { H.Bin = current; bnPodrun(b, "down", "--grace-period", "0", path) })
+	b.Cleanup(func() { H.Bin = current; benchPodrun(b, "down", "--grace-period", "0", path) })
 	ups, downs := map[string][]time.Duration{}, map[string][]time.Duration{}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -161,13 +161,13 @@ func BenchmarkUpFourContainers(b *testing.B) {
 			}
 			H.Bin = bin
 			start := time.Now()
-			if _, stderr, code := bnPodrun(b, "up", "--wait=running", path); code != 0 {
+			if _, stderr, code := benchPodrun(b, "up", "--wait=running", path); code != 0 {
 				H.Bin = current
 				b.Fatalf("%s: podrun up: exit %d:\n%s", which, code, stderr)
 			}
 			ups[which] = append(ups[which], time.Since(start))
 			start = time.Now()
-			if _, stderr, code := bnPodrun(b, "down", path); code != 0 {
+			if _, stderr, code := benchPodrun(b, "down", path); code != 0 {
 				H.Bin = current
 				b.Fatalf("%s: podrun down: exit %d:\n%s", which, code, stderr)
 			}
@@ -176,22 +176,22 @@ func BenchmarkUpFourContainers(b *testing.B) {
 	}
 	H.Bin = current
 	b.StopTimer()
-	b.ReportMetric(float64(bnMedian(ups["after"]).Milliseconds()), "ms-up-median")
+	b.ReportMetric(float64(median(ups["after"]).Milliseconds()), "ms-up-median")
 	for _, which := range []string{"before", "after"} {
 		if len(ups[which]) > 0 {
 			fmt.Printf("\n%s: 4-container pod, up --wait=running median %s (min %s), down (TERM honoured) median %s, %d runs\n",
-				which, bnMedian(ups[which]), bnMin(ups[which]), bnMedian(downs[which]), len(ups[which]))
+				which, median(ups[which]), minDuration(ups[which]), median(downs[which]), len(ups[which]))
 		}
 	}
 }
 
-// bnPodrun runs podrun quietly (b.Logf would print every call).
-func bnPodrun(b *testing.B, args ...string) (stdout, stderr string, code int) {
+// benchPodrun runs podrun quietly (b.Logf would print every call).
+func benchPodrun(b *testing.B, args ...string) (stdout, stderr string, code int) {
 	stdout, stderr, code, _ = H.run(b, "", H.Timeout, args...)
 	return stdout, stderr, code
 }
 
-func bnMedian(ds []time.Duration) time.Duration {
+func median(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
@@ -200,7 +200,7 @@ func bnMedian(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-func bnMin(ds []time.Duration) time.Duration {
+func minDuration(ds []time.Duration) time.Duration {
 	m := ds[0]
 	for _, d := range ds {
 		m = min(m, d)
@@ -208,7 +208,7 @@ func bnMin(ds []time.Duration) time.Duration {
 	return m
 }
 
-func bnMax(ds []time.Duration) time.Duration {
+func maxDuration(ds []time.Duration) time.Duration {
 	m := ds[0]
 	for _, d := range ds {
 		m = max(m, d)

@@ -27,8 +27,8 @@ spec:
     command: ["sh", "-c", "cat /data/f 2>/dev/null || echo first; echo kept > /data/f"]
     volumeMounts: [{name: data, mountPath: /data}]
 `
-	file, _ := plMustUp(t, "vc-pod", pod)
-	if log := scLog(t, "vc-pod", "app"); log != "first" {
+	file, _ := mustRunUp(t, "vc-pod", pod)
+	if log := finishedLog(t, "vc-pod", "app"); log != "first" {
 		t.Errorf("first run: log %q, want first", log)
 	}
 	out, _, code := H.Podrun(t, "", "volume", "ls")
@@ -41,8 +41,8 @@ spec:
 	if _, _, code := H.Podrun(t, "", "down", file); code != 0 {
 		t.Fatalf("down: exit %d", code)
 	}
-	plMustUp(t, "vc-pod", pod)
-	if log := scLog(t, "vc-pod", "app"); log != "kept" {
+	mustRunUp(t, "vc-pod", pod)
+	if log := finishedLog(t, "vc-pod", "app"); log != "kept" {
 		t.Errorf("after down and up: log %q, want what the first run wrote (kept)", log)
 	}
 	if _, _, code := H.Podrun(t, "", "down", file); code != 0 {

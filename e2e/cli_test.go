@@ -19,22 +19,22 @@ import (
 // -f pod.yaml` removes it.
 func TestUpDownFilename(t *testing.T) {
 	H.require(t)
-	file := H.WriteManifest(t, "cl-up.yaml", adPod("cl-up", ""))
-	plDownOnCleanup(t, file)
+	file := H.WriteManifest(t, "cl-up.yaml", admissionPod("cl-up", ""))
+	downOnCleanup(t, file)
 	start := time.Now()
 	stdout, stderr, code := H.Podrun(t, "", "up", "-f", file)
 	if code != 0 || !strings.Contains(stdout, "pod/default/cl-up created (Running)") {
 		t.Fatalf("up -f %s: exit %d after %v, stdout %q; want 0 and created (Running)\n%s", file, code, time.Since(start), stdout, stderr)
 	}
-	if row := plPsRow(t, "cl-up"); row == nil || row[3] != "Running" {
+	if row := psRow(t, "cl-up"); row == nil || row[3] != "Running" {
 		t.Errorf("after up -f returned: ps row %q, want Running", row)
 	}
 	stdout, stderr, code = H.Podrun(t, "", "down", "-f", file)
 	if code != 0 || !strings.Contains(stdout, "pod/default/cl-up deleted") {
 		t.Fatalf("down -f %s: exit %d, stdout %q; want 0 and deleted\n%s", file, code, stdout, stderr)
 	}
-	if row := plPsRow(t, "cl-up", "-a"); row != nil || len(plContainers(t, "cl-up")) != 0 {
-		t.Errorf("after down -f: ps row %q, %d containers; want none", row, len(plContainers(t, "cl-up")))
+	if row := psRow(t, "cl-up", "-a"); row != nil || len(podContainers(t, "cl-up")) != 0 {
+		t.Errorf("after down -f: ps row %q, %d containers; want none", row, len(podContainers(t, "cl-up")))
 	}
 }
 
@@ -58,9 +58,9 @@ func TestExitCodeTableRuntime(t *testing.T) {
 		}
 		meaning[code] = r[1]
 	}
-	failed := H.WriteManifest(t, "cl-failed.yaml", strings.Replace(adPod("cl-failed", "  restartPolicy: Never\n"), `["sleep", "3600"]`, `["sh", "-c", "exit 3"]`, 1))
-	refused := H.WriteManifest(t, "cl-refused.yaml", adPod("cl-refused", "  nodeSelector: {disktype: ssd}\n"))
-	plDownOnCleanup(t, failed, refused)
+	failed := H.WriteManifest(t, "cl-failed.yaml", strings.Replace(admissionPod("cl-failed", "  restartPolicy: Never\n"), `["sleep", "3600"]`, `["sh", "-c", "exit 3"]`, 1))
+	refused := H.WriteManifest(t, "cl-refused.yaml", admissionPod("cl-refused", "  nodeSelector: {disktype: ssd}\n"))
+	downOnCleanup(t, failed, refused)
 	for _, tt := range []struct {
 		name, file string // name as the README's row says it
 		args       []string

@@ -22,9 +22,9 @@ import (
 	"github.com/podrun/podrun/internal/testimage"
 )
 
-// ccPod is pod cc-<name> whose one container carries env V=v: another v is
+// podWithV is pod cc-<name> whose one container carries env V=v: another v is
 // another manifest.
-func ccPod(name, v string) string {
+func podWithV(name, v string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -39,10 +39,10 @@ spec:
 `, name, H.Image, v)
 }
 
-// ccEnv is the value of V in the applied manifest of pod name, and its phase.
-func ccEnv(t *testing.T, name string) (string, corev1.PodPhase) {
+// appliedV is the value of V in the applied manifest of pod name, and its phase.
+func appliedV(t *testing.T, name string) (string, corev1.PodPhase) {
 	t.Helper()
-	pod := svStatus(t, name)
+	pod := podStatus(t, name)
 	for _, e := range pod.Spec.Containers[0].Env {
 		if e.Name == "V" {
 			return e.Value, pod.Status.Phase
@@ -56,14 +56,14 @@ func ccEnv(t *testing.T, name string) (string, corev1.PodPhase) {
 // it unchanged, and the pod runs the new manifest.
 func TestConcurrentUpOfAChangedFile(t *testing.T) {
 	H.require(t)
-	before := plCapture(t)
-	file := H.WriteManifest(t, "cc-up.yaml", ccPod("cc-up", "0"))
-	plDownOnCleanup(t, file)
+	before := captureHostState(t)
+	file := H.WriteManifest(t, "cc-up.yaml", podWithV("cc-up", "0"))
+	downOnCleanup(t, file)
 	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", file); code != 0 {
 		t.Fatalf("first up: exit %d\n%s", code, stderr)
 	}
 	for trial := 1; trial <= 20; trial++ {
-		if err := os.WriteFile(file, []byte(ccPod("cc-up", strconv.Itoa(trial))), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte(podWithV("cc-up", strconv.Itoa(trial))), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -87,24 +87,24 @@ func TestConcurrentUpOfAChangedFile(t *testing.T) {
 		if want := []string{"pod/default/cc-up replaced (Running)", "pod/default/cc-up unchanged (Running)"}; !slices.Equal(said, want) {
 			t.Fatalf("trial %d: the two ups said %q, want %q", trial, said, want)
 		}
-		if v, phase := ccEnv(t, "cc-up"); v != strconv.Itoa(trial) || phase != corev1.PodRunning {
+		if v, phase := appliedV(t, "cc-up"); v != strconv.Itoa(trial) || phase != corev1.PodRunning {
 			t.Fatalf("trial %d: the pod runs V=%q (%s), want V=%d Running", trial, v, phase, trial)
 		}
 	}
 	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
 		t.Fatalf("down: exit %d\n%s", code, stderr)
 	}
-	svGone(t, "cc-up", "")
-	plNothingLeft(t, before, "the concurrent ups")
+	checkPodGone(t, "cc-up", "")
+	checkNothingLeft(t, before, "the concurrent ups")
 }
 
 // TestUpAndDownAtOnce: `up` and `down` of one file started together, at
 // several offsets: both exit 0 and the pod is whole or gone, never half.
 func TestUpAndDownAtOnce(t *testing.T) {
 	H.require(t)
-	before := plCapture(t)
-	file := H.WriteManifest(t, "cc-updown.yaml", ccPod("cc-updown", "x"))
-	plDownOnCleanup(t, file)
+	before := captureHostState(t)
+	file := H.WriteManifest(t, "cc-updown.yaml", podWithV("cc-updown", "x"))
+	downOnCleanup(t, file)
 	for _, offset := range []time.Duration{0, 30 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 600 * time.Millisecond} {
 		up := H.Start(t, "up", "--wait=running", file)
 		time.Sleep(offset)
@@ -115,13 +115,13 @@ func TestUpAndDownAtOnce(t *testing.T) {
 		if downCode != 0 {
 			t.Errorf("offset %v: down exited %d\n%s", offset, downCode, downErr)
 		}
-		row := plPsRow(t, "cc-updown", "-a")
+		row := psRow(t, "cc-updown", "-a")
 		if row != nil {
 			// Whole: Running with its container running.
 			if row[2] != "1/1" || row[3] != "Running" {
 				t.Errorf("offset %v: a half pod is left: %q", offset, row)
 			}
-		} else if ctrs := plContainers(t, "cc-updown"); len(ctrs) != 0 {
+		} else if ctrs := podContainers(t, "cc-updown"); len(ctrs) != 0 {
 			t.Errorf("offset %v: no pod listed, but %d containers are left", offset, len(ctrs))
 		}
 		t.Logf("offset %v: the pod is %s", offset, map[bool]string{true: "whole", false: "gone"}[row != nil])
@@ -129,16 +129,16 @@ func TestUpAndDownAtOnce(t *testing.T) {
 			t.Fatalf("offset %v: cleaning down: exit %d\n%s", offset, code, stderr)
 		}
 	}
-	svGone(t, "cc-updown", "")
-	plNothingLeft(t, before, "up and down at once")
+	checkPodGone(t, "cc-updown", "")
+	checkNothingLeft(t, before, "up and down at once")
 }
 
 // TestDownWhileUpForegroundSupervises: `down` from another shell while
 // `up -f` supervises the pod ends the pod, and `up -f` then exits 0.
 func TestDownWhileUpForegroundSupervises(t *testing.T) {
 	H.require(t)
-	file, up := svForeground(t, "cc-fg", ccPod("cc-fg", "x"), "--wait=running")
-	uid := string(svStatus(t, "cc-fg").UID)
+	file, up := upForeground(t, "cc-fg", podWithV("cc-fg", "x"), "--wait=running")
+	uid := string(podStatus(t, "cc-fg").UID)
 	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
 		t.Fatalf("down: exit %d\n%s", code, stderr)
 	}
@@ -151,7 +151,7 @@ func TestDownWhileUpForegroundSupervises(t *testing.T) {
 	if !strings.Contains(up.stderr(), "taken down by another podrun") {
 		t.Errorf("up -f did not say why it stopped supervising; stderr:\n%s", up.stderr())
 	}
-	svGone(t, "cc-fg", uid)
+	checkPodGone(t, "cc-fg", uid)
 }
 
 // TestKilledLockHolder: an `up` killed with SIGKILL while it holds its
@@ -159,23 +159,23 @@ func TestDownWhileUpForegroundSupervises(t *testing.T) {
 // on at once, replacing the half-made pod.
 func TestKilledLockHolder(t *testing.T) {
 	H.require(t)
-	before := plCapture(t)
-	slow := strings.Replace(ccPod("cc-kill", "slow"), "  containers:", `  initContainers:
+	before := captureHostState(t)
+	slow := strings.Replace(podWithV("cc-kill", "slow"), "  containers:", `  initContainers:
   - name: wait
     image: `+H.Image+`
     command: ["sleep", "60"]
   containers:`, 1)
 	file := H.WriteManifest(t, "cc-kill.yaml", slow)
-	plDownOnCleanup(t, file)
-	up := svStart(t, "up", file)
-	svEventually(t, 60*time.Second, "the first up in its init container", func() (bool, string) {
+	downOnCleanup(t, file)
+	up := startPodrun(t, "up", file)
+	eventually(t, 60*time.Second, "the first up in its init container", func() (bool, string) {
 		return strings.Contains(up.stderr(), "sandbox: files"), up.stderr()
 	})
 	if err := up.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	up.wait(10 * time.Second)
-	if err := os.WriteFile(file, []byte(ccPod("cc-kill", "fast")), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(podWithV("cc-kill", "fast")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -187,14 +187,14 @@ func TestKilledLockHolder(t *testing.T) {
 		t.Errorf("the second up waited for a lock the killed one held:\n%s", stderr)
 	}
 	t.Logf("second up took %v", time.Since(start))
-	if v, phase := ccEnv(t, "cc-kill"); v != "fast" || phase != corev1.PodRunning {
+	if v, phase := appliedV(t, "cc-kill"); v != "fast" || phase != corev1.PodRunning {
 		t.Errorf("pod runs V=%q (%s)", v, phase)
 	}
 	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
 		t.Fatalf("down: exit %d\n%s", code, stderr)
 	}
-	svGone(t, "cc-kill", "")
-	plNothingLeft(t, before, "the killed up and the next")
+	checkPodGone(t, "cc-kill", "")
+	checkNothingLeft(t, before, "the killed up and the next")
 }
 
 // TestPrivateContainerdStartedOnce: with no containerd answering, three
@@ -285,10 +285,10 @@ func TestPrivateContainerdStartedOnce(t *testing.T) {
 // over 255 bytes: such a pod could neither come up nor go down).
 func TestLongPodName(t *testing.T) {
 	H.require(t)
-	before := plCapture(t)
+	before := captureHostState(t)
 	name := "cc-long-" + strings.Repeat("x", 253-len("cc-long-"))
-	file := H.WriteManifest(t, "cc-long.yaml", ccPod(name, "x"))
-	plDownOnCleanup(t, file)
+	file := H.WriteManifest(t, "cc-long.yaml", podWithV(name, "x"))
+	downOnCleanup(t, file)
 	locks := func() []string {
 		entries, _ := os.ReadDir(filepath.Join(H.Root, "locks", "pods"))
 		var out []string
@@ -313,7 +313,7 @@ func TestLongPodName(t *testing.T) {
 		}
 		t.Fatalf("up: exit %d\n%s", code, stderr)
 	}
-	if row := plPsRow(t, name, "-a"); row == nil || row[3] != "Running" {
+	if row := psRow(t, name, "-a"); row == nil || row[3] != "Running" {
 		t.Errorf("ps: %q, want the pod Running", row)
 	}
 	if l := locks(); len(l) != 1 {
@@ -322,9 +322,9 @@ func TestLongPodName(t *testing.T) {
 	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
 		t.Fatalf("down: exit %d\n%s", code, stderr)
 	}
-	svGone(t, name, "")
+	checkPodGone(t, name, "")
 	if l := locks(); len(l) != 0 {
 		t.Errorf("lock files left by down: %v", l)
 	}
-	plNothingLeft(t, before, "the long-named pod")
+	checkNothingLeft(t, before, "the long-named pod")
 }

@@ -15,7 +15,7 @@ import (
 // and Ready are False with ContainersNotReady naming the app containers.
 func TestStatusInitContainersAndConditions(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "cd-ok", `apiVersion: v1
+	mustRunUp(t, "cd-ok", `apiVersion: v1
 kind: Pod
 metadata:
   name: cd-ok
@@ -26,11 +26,11 @@ spec:
   containers:
   - {name: app, image: `+H.Image+`, command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]}
 `, "--wait=ready")
-	p := svStatus(t, "cd-ok")
+	p := podStatus(t, "cd-ok")
 	if ics := p.Status.InitContainerStatuses; len(ics) != 1 || !ics[0].Ready || ics[0].State.Terminated == nil || ics[0].State.Terminated.Reason != "Completed" {
 		t.Errorf("init container status %+v, want ready: true, terminated Completed", ics)
 	}
-	if c := svCond(p, corev1.PodInitialized); c == nil || c.Status != corev1.ConditionTrue {
+	if c := podCondition(p, corev1.PodInitialized); c == nil || c.Status != corev1.ConditionTrue {
 		t.Errorf("Initialized %+v, want True", c)
 	}
 
@@ -47,19 +47,19 @@ spec:
   containers:
   - {name: app, image: `+H.Image+`, command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]}
 `)
-	plDownOnCleanup(t, file)
+	downOnCleanup(t, file)
 	up := H.Start(t, "up", "--wait=ready", file)
-	p = svWaitStatus(t, "cd-slow", 30*time.Second, "init2 running", func(p corev1.Pod) (bool, string) {
+	p = waitStatus(t, "cd-slow", 30*time.Second, "init2 running", func(p corev1.Pod) (bool, string) {
 		ics := p.Status.InitContainerStatuses
 		return len(ics) == 2 && ics[1].State.Running != nil, fmt.Sprintf("%+v", ics)
 	})
-	init := svCond(p, corev1.PodInitialized)
+	init := podCondition(p, corev1.PodInitialized)
 	if init == nil || init.Status != corev1.ConditionFalse || init.Reason != "ContainersNotInitialized" ||
 		init.Message != "containers with incomplete status: [init2]" {
 		t.Errorf("Initialized %+v, want False, ContainersNotInitialized, \"containers with incomplete status: [init2]\"", init)
 	}
 	for _, typ := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady} {
-		if c := svCond(p, typ); c == nil || c.Status != corev1.ConditionFalse || c.Reason != "ContainersNotReady" ||
+		if c := podCondition(p, typ); c == nil || c.Status != corev1.ConditionFalse || c.Reason != "ContainersNotReady" ||
 			c.Message != "containers with unready status: [app]" {
 			t.Errorf("%s %+v, want False, ContainersNotReady, \"containers with unready status: [app]\"", typ, c)
 		}

@@ -17,15 +17,15 @@ import (
 	"time"
 )
 
-// cvExec runs a shell script in the first app container of pod default/pod
+// execScript runs a shell script in the first app container of pod default/pod
 // and returns its stdout; it fails the test unless it exits 0.
-func cvExec(t *testing.T, pod, script string) string {
+func execScript(t *testing.T, pod, script string) string {
 	t.Helper()
-	return svExec(t, pod, "", "sh", "-c", script)
+	return execIn(t, pod, "", "sh", "-c", script)
 }
 
-// cvLines returns the non-empty lines of s as a set.
-func cvLines(s string) map[string]bool {
+// lineSet returns the non-empty lines of s as a set.
+func lineSet(s string) map[string]bool {
 	out := map[string]bool{}
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
@@ -35,10 +35,10 @@ func cvLines(s string) map[string]bool {
 	return out
 }
 
-// cvWantLines fails the test unless got has every line of want.
-func cvWantLines(t *testing.T, what, got string, want ...string) {
+// wantLines fails the test unless got has every line of want.
+func wantLines(t *testing.T, what, got string, want ...string) {
 	t.Helper()
-	lines := cvLines(got)
+	lines := lineSet(got)
 	for _, w := range want {
 		if !lines[w] {
 			t.Errorf("%s: no line %q in:\n%s", what, w, got)
@@ -46,8 +46,8 @@ func cvWantLines(t *testing.T, what, got string, want ...string) {
 	}
 }
 
-// cvObjects are a ConfigMap and a Secret; level is the ConfigMap's level key.
-func cvObjects(level string) string {
+// configObjects are a ConfigMap and a Secret; level is the ConfigMap's level key.
+func configObjects(level string) string {
 	return `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -70,7 +70,7 @@ stringData:
 `
 }
 
-const cvPod = `apiVersion: v1
+const configVolumesPod = `apiVersion: v1
 kind: Pod
 metadata:
   name: cv-vols
@@ -140,10 +140,10 @@ spec:
     - {name: cm, mountPath: /etc/level-subpath, subPath: level}
 `
 
-func cvPodYAML() string { return strings.ReplaceAll(cvPod, "IMAGE", H.Image) }
+func configVolumesPodYAML() string { return strings.ReplaceAll(configVolumesPod, "IMAGE", H.Image) }
 
-// cvListing prints, for every file of the volumes, "path mode content".
-const cvListing = `for f in /etc/cm/conf/app.conf /etc/cm/level /etc/sec/user /etc/sec/password /etc/proj/cm-level /etc/proj/sec/user /etc/proj/name /etc/dapi/tier; do
+// configVolumesListing prints, for every file of the volumes, "path mode content".
+const configVolumesListing = `for f in /etc/cm/conf/app.conf /etc/cm/level /etc/sec/user /etc/sec/password /etc/proj/cm-level /etc/proj/sec/user /etc/proj/name /etc/dapi/tier; do
   echo "$f $(stat -L -c %a $f) $(cat $f)"
 done`
 
@@ -155,13 +155,13 @@ done`
 // files in the running container (not the subPath mount, as on Kubernetes).
 func TestConfigVolumes(t *testing.T) {
 	H.require(t)
-	file, stdout := plMustUp(t, "cv-vols", cvPodYAML()+"---\n"+cvObjects("debug"), "--wait", "running")
+	file, stdout := mustRunUp(t, "cv-vols", configVolumesPodYAML()+"---\n"+configObjects("debug"), "--wait", "running")
 	if !strings.Contains(stdout, "pod/default/cv-vols created") {
 		t.Errorf("up stdout = %q, want created", stdout)
 	}
-	pod := plPod(t, "cv-vols")
+	pod := podNamed(t, "cv-vols")
 
-	cvWantLines(t, "files", cvExec(t, "cv-vols", cvListing),
+	wantLines(t, "files", execScript(t, "cv-vols", configVolumesListing),
 		"/etc/cm/conf/app.conf 400 listen 80",
 		"/etc/cm/level 640 debug",
 		"/etc/sec/user 644 admin",
@@ -171,30 +171,30 @@ func TestConfigVolumes(t *testing.T) {
 		"/etc/proj/name 444 cv-vols",
 		"/etc/dapi/tier 600 front",
 	)
-	if got := cvExec(t, "cv-vols", "cat /etc/dapi/labels; echo; cat /etc/dapi/annotations"); got != "app=\"cv\"\ntier=\"front\"\nexample.com/owner=\"team-a\"" {
+	if got := execScript(t, "cv-vols", "cat /etc/dapi/labels; echo; cat /etc/dapi/annotations"); got != "app=\"cv\"\ntier=\"front\"\nexample.com/owner=\"team-a\"" {
 		t.Errorf("downwardAPI labels and annotations files:\n%q\nwant the kubelet's key=\"value\" lines", got)
 	}
 
 	// The layout: only the listed keys, as symlinks into ..data, which
 	// points at one timestamped directory.
-	layout := cvExec(t, "cv-vols", `cd /etc/cm && ls -A && echo "data -> $(readlink ..data)" && echo "conf -> $(readlink conf)" && echo "level -> $(readlink level)"`)
+	layout := execScript(t, "cv-vols", `cd /etc/cm && ls -A && echo "data -> $(readlink ..data)" && echo "conf -> $(readlink conf)" && echo "level -> $(readlink level)"`)
 	ts := regexp.MustCompile(`(?m)^data -> (\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d+)$`).FindStringSubmatch(layout)
 	if ts == nil {
 		t.Fatalf("/etc/cm: ..data is not a link to a timestamped directory:\n%s", layout)
 	}
-	cvWantLines(t, "/etc/cm layout", layout, ts[1], "..data", "conf", "level", "conf -> ..data/conf", "level -> ..data/level")
-	if n := len(cvLines(layout)); n != 4+3 {
+	wantLines(t, "/etc/cm layout", layout, ts[1], "..data", "conf", "level", "conf -> ..data/conf", "level -> ..data/level")
+	if n := len(lineSet(layout)); n != 4+3 {
 		t.Errorf("/etc/cm holds other entries than %s, ..data, conf and level:\n%s", ts[1], layout)
 	}
-	if got := cvExec(t, "cv-vols", "ls -A /etc/sec | sort | tr '\\n' ' '"); !regexp.MustCompile(`^\.\.\d{4}_\S+ \.\.data password user $`).MatchString(got) {
+	if got := execScript(t, "cv-vols", "ls -A /etc/sec | sort | tr '\\n' ' '"); !regexp.MustCompile(`^\.\.\d{4}_\S+ \.\.data password user $`).MatchString(got) {
 		t.Errorf("/etc/sec holds %q, want a timestamped dir, ..data, password and user", got)
 	}
 
 	// tmpfs for secret and projected, the disk for configMap and
 	// downwardAPI; every one read-only whatever volumeMounts says.
-	mounts := cvExec(t, "cv-vols", "grep -E ' /etc/(cm|sec|proj|dapi) ' /proc/mounts")
+	mounts := execScript(t, "cv-vols", "grep -E ' /etc/(cm|sec|proj|dapi) ' /proc/mounts")
 	for mp, tmpfs := range map[string]bool{"/etc/cm": false, "/etc/sec": true, "/etc/proj": true, "/etc/dapi": false} {
-		line := svLineWith(mounts, " "+mp+" ")
+		line := lineWith(mounts, " "+mp+" ")
 		fields := strings.Fields(line)
 		if len(fields) < 4 {
 			t.Errorf("%s is not in /proc/mounts:\n%s", mp, mounts)
@@ -207,34 +207,34 @@ func TestConfigVolumes(t *testing.T) {
 			t.Errorf("%s is mounted %s, want read-only", mp, fields[3])
 		}
 	}
-	if got := cvExec(t, "cv-vols", "touch /etc/sec/x 2>&1 || echo refused"); !strings.Contains(got, "Read-only file system") {
+	if got := execScript(t, "cv-vols", "touch /etc/sec/x 2>&1 || echo refused"); !strings.Contains(got, "Read-only file system") {
 		t.Errorf("a write into the secret volume: %q, want Read-only file system", got)
 	}
 	// On the host too, the secret never reaches the disk.
 	secDir := filepath.Join(H.Root, "pods", string(pod.UID), "volumes", "kubernetes.io~secret", "sec")
-	if m := plMountsMatching(t, func(m plMount) bool { return m.point == secDir && m.fstype == "tmpfs" }); len(m) != 1 {
+	if m := mountPointsMatching(t, func(m mountEntry) bool { return m.point == secDir && m.fstype == "tmpfs" }); len(m) != 1 {
 		t.Errorf("host mounts at %s: %v, want one tmpfs", secDir, m)
 	}
 
 	// The ConfigMap changes: the pod is unchanged and its files follow.
-	if err := os.WriteFile(file, []byte(cvPodYAML()+"---\n"+cvObjects("info")), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(configVolumesPodYAML()+"---\n"+configObjects("info")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := H.Podrun(t, "", "up", "--wait", "running", file)
 	if code != 0 || !strings.Contains(stdout, "pod/default/cv-vols unchanged") {
 		t.Fatalf("up with a changed ConfigMap: exit %d, stdout %q, want unchanged; stderr:\n%s", code, stdout, stderr)
 	}
-	cvWantLines(t, "files after the update", cvExec(t, "cv-vols", cvListing+"; echo subpath $(cat /etc/level-subpath)"),
+	wantLines(t, "files after the update", execScript(t, "cv-vols", configVolumesListing+"; echo subpath $(cat /etc/level-subpath)"),
 		"/etc/cm/level 640 info", "/etc/proj/cm-level 444 info", "/etc/cm/conf/app.conf 400 listen 80",
 		"subpath debug") // a subPath mount keeps the file it was given, as on Kubernetes
-	if layout := cvExec(t, "cv-vols", "ls -A /etc/cm"); strings.Contains(layout, ts[1]) || len(cvLines(layout)) != 4 {
+	if layout := execScript(t, "cv-vols", "ls -A /etc/cm"); strings.Contains(layout, ts[1]) || len(lineSet(layout)) != 4 {
 		t.Errorf("/etc/cm after the update: %q; want a new timestamped dir and the old one removed", layout)
 	}
-	after := plPod(t, "cv-vols")
+	after := podNamed(t, "cv-vols")
 	if after.UID != pod.UID {
 		t.Errorf("the pod's UID changed %s -> %s", pod.UID, after.UID)
 	}
-	if cs := svMustCS(t, after, "app"); cs.RestartCount != 0 || cs.State.Running == nil {
+	if cs := mustContainerStatus(t, after, "app"); cs.RestartCount != 0 || cs.State.Running == nil {
 		t.Errorf("container app: restartCount %d, running %v; want 0 and running", cs.RestartCount, cs.State.Running != nil)
 	}
 }
@@ -243,7 +243,7 @@ func TestConfigVolumes(t *testing.T) {
 // up and validate; a Pod in such a file is bad input.
 func TestConfigVolumesConfigMapFlag(t *testing.T) {
 	H.require(t)
-	objects := H.WriteManifest(t, "objects.yaml", cvObjects("flag"))
+	objects := H.WriteManifest(t, "objects.yaml", configObjects("flag"))
 	podYAML := `apiVersion: v1
 kind: Pod
 metadata:
@@ -277,12 +277,12 @@ spec:
 		t.Errorf("validate --configmap with a pod in it: exit %d, want 2; stderr:\n%s", code, stderr)
 	}
 
-	plDownOnCleanup(t, podFile)
+	downOnCleanup(t, podFile)
 	stdout, stderr, code := H.Podrun(t, "", "up", "--wait", "running", "--configmap", objects, podFile)
 	if code != 0 || !strings.Contains(stdout, "pod/default/cv-flag created") {
 		t.Fatalf("up --configmap: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 	}
-	cvWantLines(t, "files", cvExec(t, "cv-flag", `echo "level $(cat /etc/cm/level)"; ls /etc/cm | tr '\n' ' '; echo`),
+	wantLines(t, "files", execScript(t, "cv-flag", `echo "level $(cat /etc/cm/level)"; ls /etc/cm | tr '\n' ' '; echo`),
 		"level flag", "app.conf blob level")
 }
 
@@ -291,8 +291,8 @@ spec:
 // created.
 func TestConfigVolumesMissingReference(t *testing.T) {
 	H.require(t)
-	before := plCapture(t)
-	_, _, stderr, code := plUp(t, "cv-missing", `apiVersion: v1
+	before := captureHostState(t)
+	_, _, stderr, code := runUp(t, "cv-missing", `apiVersion: v1
 kind: Pod
 metadata:
   name: cv-missing
@@ -337,12 +337,12 @@ data:
 	if strings.Contains(stderr, "spec.volumes[1]") {
 		t.Errorf("an optional missing Secret was reported:\n%s", stderr)
 	}
-	for _, p := range plPods(t) {
+	for _, p := range listPods(t) {
 		if p.Name == "cv-missing" {
 			t.Errorf("pod cv-missing exists after a refused up: %+v", p.Status)
 		}
 	}
-	plNothingLeft(t, before, "a refused up")
+	checkNothingLeft(t, before, "a refused up")
 }
 
 // TestConfigVolumesDaemon: the daemon resolves a pod's ConfigMap from
@@ -351,8 +351,8 @@ data:
 func TestConfigVolumesDaemon(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
-	plDownOnCleanup(t, "cv-daemon")
-	dmRename(t, dir, "cv-daemon.yaml", `apiVersion: v1
+	downOnCleanup(t, "cv-daemon")
+	writeByRename(t, dir, "cv-daemon.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: cv-daemon
@@ -373,23 +373,23 @@ spec:
     volumeMounts:
     - {name: cm, mountPath: /etc/cm}
 `)
-	dmRename(t, dir, "objects.yaml", cvObjects("one"))
-	d := dmStart(t, dir, nil, "--resync", "1m")
-	pod := dmWaitRunning(t, 60*time.Second, nil, "cv-daemon")["cv-daemon"]
-	if got := cvExec(t, "cv-daemon", "cat /etc/cm/level"); got != "one" {
+	writeByRename(t, dir, "objects.yaml", configObjects("one"))
+	d := startDaemon(t, dir, nil, "--resync", "1m")
+	pod := waitPodsRunning(t, 60*time.Second, nil, "cv-daemon")["cv-daemon"]
+	if got := execScript(t, "cv-daemon", "cat /etc/cm/level"); got != "one" {
 		t.Fatalf("level = %q, want one", got)
 	}
 
 	start := time.Now()
-	dmRename(t, dir, "objects.yaml", cvObjects("two"))
-	svEventually(t, 30*time.Second, "the ConfigMap's new value in the container", func() (bool, string) {
-		got, _ := svQuiet(t, "exec", "cv-daemon", "--", "cat", "/etc/cm/level")
+	writeByRename(t, dir, "objects.yaml", configObjects("two"))
+	eventually(t, 30*time.Second, "the ConfigMap's new value in the container", func() (bool, string) {
+		got, _ := podrunQuiet(t, "exec", "cv-daemon", "--", "cat", "/etc/cm/level")
 		return got == "two", "level = " + got
 	})
 	t.Logf("objects.yaml changed -> file updated in the container after %v", time.Since(start).Round(time.Millisecond))
-	after := dmPods(t)["cv-daemon"]
-	if after.UID != pod.UID || dmRestarts(after) != 0 {
-		t.Errorf("after the ConfigMap change: UID %s -> %s, restarts %d; want the same pod, no restart", pod.UID, after.UID, dmRestarts(after))
+	after := podsByName(t)["cv-daemon"]
+	if after.UID != pod.UID || totalRestarts(after) != 0 {
+		t.Errorf("after the ConfigMap change: UID %s -> %s, restarts %d; want the same pod, no restart", pod.UID, after.UID, totalRestarts(after))
 	}
 	if !strings.Contains(d.stderr(), "config volumes updated: cm") {
 		t.Errorf("the daemon did not log the update")
@@ -397,15 +397,15 @@ spec:
 
 	// The running container's env keeps the value it started with; the
 	// container's next start reads the new one, as the kubelet's would.
-	if got := cvExec(t, "cv-daemon", "echo $LEVEL"); got != "one\n" {
+	if got := execScript(t, "cv-daemon", "echo $LEVEL"); got != "one\n" {
 		t.Errorf("LEVEL in the running container = %q, want one (env does not change under a running container)", got)
 	}
-	cvExec(t, "cv-daemon", "kill 1") // the trap exits 0; restartPolicy Always restarts it (at once: its first restart)
-	svEventually(t, 30*time.Second, "the restarted container", func() (bool, string) {
-		p := dmPods(t)["cv-daemon"]
-		return dmRestarts(p) == 1 && dmRunning(p), fmt.Sprintf("restarts %d running %v", dmRestarts(p), dmRunning(p))
+	execScript(t, "cv-daemon", "kill 1") // the trap exits 0; restartPolicy Always restarts it (at once: its first restart)
+	eventually(t, 30*time.Second, "the restarted container", func() (bool, string) {
+		p := podsByName(t)["cv-daemon"]
+		return totalRestarts(p) == 1 && allRunning(p), fmt.Sprintf("restarts %d running %v", totalRestarts(p), allRunning(p))
 	})
-	if got := cvExec(t, "cv-daemon", "echo $LEVEL"); got != "two\n" {
+	if got := execScript(t, "cv-daemon", "echo $LEVEL"); got != "two\n" {
 		t.Errorf("LEVEL after the restart = %q, want two (the ConfigMap of the time of the start)", got)
 	}
 
@@ -413,8 +413,8 @@ spec:
 	if err := os.Remove(filepath.Join(dir, "objects.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	dmWaitSyncs(t, d, 1, 30*time.Second)
-	st, _ := dmReadStatus()
+	waitDaemonSyncs(t, d, 1, 30*time.Second)
+	st, _ := readDaemonStatus()
 	found := false
 	for _, p := range st.Problems {
 		found = found || strings.Contains(p.Message, `ConfigMap "cv-config" not found`)
@@ -422,8 +422,8 @@ spec:
 	if !found {
 		t.Errorf("daemon status problems %+v, want the missing ConfigMap", st.Problems)
 	}
-	if p := dmPods(t)["cv-daemon"]; p.UID != pod.UID || !dmRunning(p) {
-		t.Errorf("cv-daemon after its ConfigMap's file was removed: UID %s running %v; want it kept as last applied", p.UID, dmRunning(p))
+	if p := podsByName(t)["cv-daemon"]; p.UID != pod.UID || !allRunning(p) {
+		t.Errorf("cv-daemon after its ConfigMap's file was removed: UID %s running %v; want it kept as last applied", p.UID, allRunning(p))
 	}
 }
 
@@ -432,7 +432,7 @@ spec:
 // kinds), so that a non-root user of the group reads a 0400 secret.
 func TestConfigVolumesFSGroup(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "cv-fsgroup", `apiVersion: v1
+	mustRunUp(t, "cv-fsgroup", `apiVersion: v1
 kind: Pod
 metadata:
   name: cv-fsgroup
@@ -459,8 +459,8 @@ spec:
     - {name: sec, mountPath: /etc/sec}
     - {name: cm, mountPath: /etc/cm}
 ---
-`+cvObjects("fs"), "--wait", "running")
-	cvWantLines(t, "files", cvExec(t, "cv-fsgroup", `id -u
+`+configObjects("fs"), "--wait", "running")
+	wantLines(t, "files", execScript(t, "cv-fsgroup", `id -u
 stat -L -c '%n %a %u %g' /etc/sec/user /etc/cm/level /etc/sec/..data
 cat /etc/sec/user; echo; cat /etc/cm/level; echo`),
 		"1000",
@@ -475,8 +475,8 @@ cat /etc/sec/user; echo; cat /etc/cm/level; echo`),
 // leaving its secret and projected tmpfs mounts or its directory.
 func TestConfigVolumesRollback(t *testing.T) {
 	H.require(t)
-	before := plCapture(t)
-	_, _, stderr, code := plUp(t, "cv-rollback", `apiVersion: v1
+	before := captureHostState(t)
+	_, _, stderr, code := runUp(t, "cv-rollback", `apiVersion: v1
 kind: Pod
 metadata:
   name: cv-rollback
@@ -497,13 +497,13 @@ spec:
     - {name: sec, mountPath: /etc/sec}
     - {name: proj, mountPath: /etc/proj}
 ---
-`+cvObjects("x"))
+`+configObjects("x"))
 	if code != 1 || !strings.Contains(stderr, "ErrImageNeverPull") {
 		t.Errorf("up: exit %d, want 1 with ErrImageNeverPull; stderr:\n%s", code, stderr)
 	}
 	pods := filepath.Join(H.Root, "pods") + "/"
-	if m := plMountsMatching(t, func(m plMount) bool { return strings.HasPrefix(m.point, pods) }); len(m) > 0 {
+	if m := mountPointsMatching(t, func(m mountEntry) bool { return strings.HasPrefix(m.point, pods) }); len(m) > 0 {
 		t.Errorf("mounts left under %s after the rollback: %v", pods, m)
 	}
-	plNothingLeft(t, before, "the rollback")
+	checkNothingLeft(t, before, "the rollback")
 }

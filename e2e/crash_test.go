@@ -21,10 +21,10 @@ import (
 	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// crPod has what a teardown must undo: an init container, a disk and a
+// crashPod has what a teardown must undo: an init container, a disk and a
 // memory emptyDir (a tmpfs), a configMap volume (a tmpfs with the atomic
 // writer's files), and a host port (portmap rules).
-func crPod(port int) string {
+func crashPod(port int) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata: {name: cr-config}
@@ -57,21 +57,21 @@ spec:
 `, H.Image, port)
 }
 
-// crLeft lists what of pod uid (sandbox id sandboxID) is on the host:
+// podLeftovers lists what of pod uid (sandbox id sandboxID) is on the host:
 // containers, tasks, snapshots, network namespace, IP reservation, iptables
 // rules, CNI cache entries, mounts, the pod cgroup, the pod's record. Rules that name
 // no container id (the firewall plugin's name the pod's IP) are found by
 // podNet, the pod network's address prefix ("" for none).
-func crLeft(t *testing.T, name, uid, sandboxID, podNet string) []string {
+func podLeftovers(t *testing.T, name, uid, sandboxID, podNet string) []string {
 	t.Helper()
 	var left []string
-	for _, c := range plContainers(t, name) {
+	for _, c := range podContainers(t, name) {
 		left = append(left, "container "+c.ID())
 	}
-	if plNetns(t)["podrun-"+uid] {
+	if listNetns(t)["podrun-"+uid] {
 		left = append(left, "netns podrun-"+uid)
 	}
-	left = append(left, plNetworkTraces(t, sandboxID)...)
+	left = append(left, networkTraces(t, sandboxID)...)
 	if podNet != "" {
 		rules, err := e2eIptablesCNI()
 		if err != nil {
@@ -112,12 +112,12 @@ func crLeft(t *testing.T, name, uid, sandboxID, podNet string) []string {
 	return left
 }
 
-// crFirewallNet is a network whose last plugin is the firewall (iptables
+// firewallConf is a network whose last plugin is the firewall (iptables
 // backend): its per-pod rules name the pod's IP, and its DEL finds them only
 // through prevResult. Its own bridge and subnet keep its rules apart.
 const (
-	crFirewallPrefix = "10.87.0."
-	crFirewallConf   = `{
+	firewallPrefix = "10.87.0."
+	firewallConf   = `{
   "cniVersion": "1.0.0",
   "name": "podrun-e2e-fw",
   "plugins": [
@@ -130,11 +130,11 @@ const (
 `
 )
 
-// crUseFirewallNet points podrun at crFirewallConf for the rest of the test.
-func crUseFirewallNet(t *testing.T) {
+// useFirewallNetwork points podrun at firewallConf for the rest of the test.
+func useFirewallNetwork(t *testing.T) {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "10-fw.conflist"), []byte(crFirewallConf), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "10-fw.conflist"), []byte(firewallConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	old := H.CNIConfDir
@@ -170,15 +170,15 @@ func crUseFirewallNet(t *testing.T) {
 	})
 }
 
-// crIDs runs the pod once, up then down, and returns its UID (its content's
+// runOnceForIDs runs the pod once, up then down, and returns its UID (its content's
 // hash) and its sandbox id, which every run of the same file has.
-func crIDs(t *testing.T, file, name string) (uid, sandboxID string) {
+func runOnceForIDs(t *testing.T, file, name string) (uid, sandboxID string) {
 	t.Helper()
 	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", file); code != 0 {
 		t.Fatalf("up: exit %d\n%s", code, stderr)
 	}
-	uid = string(svStatus(t, name).UID)
-	sandboxID = plSandboxID(t, plContainers(t, name))
+	uid = string(podStatus(t, name).UID)
+	sandboxID = findSandboxID(t, podContainers(t, name))
 	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
 		t.Fatalf("down: exit %d\n%s", code, stderr)
 	}
@@ -191,22 +191,22 @@ func crIDs(t *testing.T, file, name string) (uid, sandboxID string) {
 // of the pod is left on the host.
 func TestKill9UpAndDownThenDown(t *testing.T) {
 	H.require(t)
-	crKill9Trials(t, 20261126, "")
+	kill9Trials(t, 20261126, "")
 }
 
 // TestKill9UpAndDownThenDownFirewall: the same 50 trials on a network with
 // the firewall plugin.
 func TestKill9UpAndDownThenDownFirewall(t *testing.T) {
 	H.require(t)
-	crUseFirewallNet(t)
-	crKill9Trials(t, 20261127, crFirewallPrefix)
+	useFirewallNetwork(t)
+	kill9Trials(t, 20261127, firewallPrefix)
 }
 
-func crKill9Trials(t *testing.T, seed int64, podNet string) {
+func kill9Trials(t *testing.T, seed int64, podNet string) {
 	t.Helper()
-	file := H.WriteManifest(t, "cr-kill.yaml", crPod(18093))
-	plDownOnCleanup(t, file)
-	uid, sandboxID := crIDs(t, file, "cr-kill")
+	file := H.WriteManifest(t, "cr-kill.yaml", crashPod(18093))
+	downOnCleanup(t, file)
+	uid, sandboxID := runOnceForIDs(t, file, "cr-kill")
 	rng := rand.New(rand.NewSource(seed))
 	killedDuring := map[string]int{}
 	for trial := range 50 {
@@ -231,7 +231,7 @@ func crKill9Trials(t *testing.T, seed int64, podNet string) {
 		if _, derr, code := H.Podrun(t, "", "down", file); code != 0 {
 			t.Fatalf("trial %d (%s killed after %v, last said %q): down exited %d\n%s", trial, what, after, step, code, derr)
 		}
-		if left := crLeft(t, "cr-kill", uid, sandboxID, podNet); len(left) != 0 {
+		if left := podLeftovers(t, "cr-kill", uid, sandboxID, podNet); len(left) != 0 {
 			t.Fatalf("trial %d (%s killed after %v, last said %q): left after down: %v", trial, what, after, step, left)
 		}
 		t.Logf("trial %d: %s killed after %v, last said %q: clean", trial, what, after.Round(time.Millisecond), step)
@@ -246,21 +246,21 @@ func crKill9Trials(t *testing.T, seed int64, podNet string) {
 // plugins of that ADD still running have ended.
 func TestDownAfterAddCutOffFirewall(t *testing.T) {
 	H.require(t)
-	crUseFirewallNet(t)
-	file := H.WriteManifest(t, "cr-kill.yaml", crPod(18094))
-	plDownOnCleanup(t, file)
+	useFirewallNetwork(t)
+	file := H.WriteManifest(t, "cr-kill.yaml", crashPod(18094))
+	downOnCleanup(t, file)
 	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", file); code != 0 {
 		t.Fatalf("up: exit %d\n%s", code, stderr)
 	}
-	uid := string(svStatus(t, "cr-kill").UID)
-	sandboxID := plSandboxID(t, plContainers(t, "cr-kill"))
+	uid := string(podStatus(t, "cr-kill").UID)
+	sandboxID := findSandboxID(t, podContainers(t, "cr-kill"))
 	rules, err := e2eIptablesCNI()
 	if err != nil {
 		t.Fatal(err)
 	}
 	fw := 0
 	for r := range rules {
-		if strings.HasPrefix(r, "filter\t-A CNI-FORWARD") && strings.Contains(r, crFirewallPrefix) {
+		if strings.HasPrefix(r, "filter\t-A CNI-FORWARD") && strings.Contains(r, firewallPrefix) {
 			fw++
 		}
 	}
@@ -317,7 +317,7 @@ func TestDownAfterAddCutOffFirewall(t *testing.T) {
 	if took := time.Since(start); took > 25*time.Second {
 		t.Errorf("down took %v: it waited for a process outside the CNI bin dirs", took)
 	}
-	if left := crLeft(t, "cr-kill", uid, sandboxID, crFirewallPrefix); len(left) != 0 {
+	if left := podLeftovers(t, "cr-kill", uid, sandboxID, firewallPrefix); len(left) != 0 {
 		t.Fatalf("left after down: %v", left)
 	}
 }
@@ -328,9 +328,9 @@ func TestDownAfterAddCutOffFirewall(t *testing.T) {
 // of it, also of creates of attempts that were never made again.
 func TestUpAfterCreatesCutOff(t *testing.T) {
 	H.require(t)
-	file := H.WriteManifest(t, "cr-kill.yaml", crPod(18095))
-	plDownOnCleanup(t, file)
-	uid, sandboxID := crIDs(t, file, "cr-kill")
+	file := H.WriteManifest(t, "cr-kill.yaml", crashPod(18095))
+	downOnCleanup(t, file)
+	uid, sandboxID := runOnceForIDs(t, file, "cr-kill")
 	prefix := strings.TrimSuffix(sandboxID, "pause")
 	c, ctx := H.Client(t)
 	// init-0 and app-0 are created again by the up; app-7 and app-8 (a
@@ -351,7 +351,7 @@ func TestUpAfterCreatesCutOff(t *testing.T) {
 	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
 		t.Fatalf("down: exit %d\n%s", code, stderr)
 	}
-	if left := crLeft(t, "cr-kill", uid, sandboxID, ""); len(left) != 0 {
+	if left := podLeftovers(t, "cr-kill", uid, sandboxID, ""); len(left) != 0 {
 		t.Fatalf("left after down: %v", left)
 	}
 	ls, err := c.LeasesService().List(ctx)
@@ -371,7 +371,7 @@ func TestUpAfterCreatesCutOff(t *testing.T) {
 // waits until the create is over before it removes the container.
 func TestDownWaitsOutCreateInFlight(t *testing.T) {
 	H.require(t)
-	file, _ := plMustUp(t, "cr-flight", `apiVersion: v1
+	file, _ := mustRunUp(t, "cr-flight", `apiVersion: v1
 kind: Pod
 metadata:
   name: cr-flight
@@ -383,11 +383,11 @@ spec:
     command: ["sleep", "3600"]
 `, "--wait", "running")
 	c, ctx := H.Client(t)
-	pod := plPod(t, "cr-flight")
+	pod := podNamed(t, "cr-flight")
 	// A second container of the pod whose task create is "in flight".
 	id := strings.ReplaceAll(string(pod.UID), "-", "")[:12] + "-late-0"
-	ls := map[string]string{plLabelPodUID: string(pod.UID), plLabelPodNS: "default", plLabelPodName: "cr-flight",
-		plLabelContainer: "late", plLabelKind: "app"}
+	ls := map[string]string{labelPodUID: string(pod.UID), labelPodNS: "default", labelPodName: "cr-flight",
+		labelContainer: "late", labelKind: "app"}
 	if _, err := c.NewContainer(ctx, id, containerd.WithContainerLabels(ls), containerd.WithRuntime("io.containerd.runc.v2", nil),
 		containerd.WithSpec(&specs.Spec{Version: specs.Version})); err != nil {
 		t.Fatal(err)
@@ -420,7 +420,7 @@ spec:
 	case <-time.After(30 * time.Second):
 		t.Fatal("down still waits 30 s after the create ended")
 	}
-	if left := plContainers(t, "cr-flight"); len(left) != 0 {
+	if left := podContainers(t, "cr-flight"); len(left) != 0 {
 		t.Errorf("%d containers left after down", len(left))
 	}
 }

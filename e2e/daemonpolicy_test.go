@@ -22,8 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// dpRestricted is a long-running pod that meets the restricted level.
-func dpRestricted(name string) string {
+// restrictedPod is a long-running pod that meets the restricted level.
+func restrictedPod(name string) string {
 	return `apiVersion: v1
 kind: Pod
 metadata:
@@ -44,8 +44,8 @@ spec:
 `
 }
 
-// dpLoose is the same pod with no securityContext: it meets baseline only.
-func dpLoose(name string) string {
+// baselineOnlyPod is the same pod with no securityContext: it meets baseline only.
+func baselineOnlyPod(name string) string {
 	return `apiVersion: v1
 kind: Pod
 metadata:
@@ -59,13 +59,13 @@ spec:
 `
 }
 
-// dpWaitProblem waits until the daemon's status file holds a problem of
+// waitDaemonProblem waits until the daemon's status file holds a problem of
 // file whose message contains every string of want, and returns it.
-func dpWaitProblem(t *testing.T, file string, want ...string) string {
+func waitDaemonProblem(t *testing.T, file string, want ...string) string {
 	t.Helper()
 	var msg string
-	svEventually(t, 30*time.Second, fmt.Sprintf("the daemon reports %s: %q", file, want), func() (bool, string) {
-		st, _ := dmReadStatus()
+	eventually(t, 30*time.Second, fmt.Sprintf("the daemon reports %s: %q", file, want), func() (bool, string) {
+		st, _ := readDaemonStatus()
 		for _, p := range st.Problems {
 			if p.Source != file {
 				continue
@@ -83,21 +83,21 @@ func dpWaitProblem(t *testing.T, file string, want ...string) string {
 	return msg
 }
 
-// dpNoProblems waits until the daemon's status file lists no problem.
-func dpNoProblems(t *testing.T) {
+// waitNoDaemonProblems waits until the daemon's status file lists no problem.
+func waitNoDaemonProblems(t *testing.T) {
 	t.Helper()
-	svEventually(t, 20*time.Second, "the problems cleared from the status file", func() (bool, string) {
-		st, ok := dmReadStatus()
+	eventually(t, 20*time.Second, "the problems cleared from the status file", func() (bool, string) {
+		st, ok := readDaemonStatus()
 		return ok && len(st.Problems) == 0, fmt.Sprintf("%+v", st.Problems)
 	})
 }
 
-// dpRefusedShown checks that a refused pod is not on the node, that
+// checkRefusedShown checks that a refused pod is not on the node, that
 // `podrun ps` shows its file's problem on stderr, and that the daemon
 // logged it as an error naming the file.
-func dpRefusedShown(t *testing.T, d *svProc, name, file, want string) {
+func checkRefusedShown(t *testing.T, d *podrunProc, name, file, want string) {
 	t.Helper()
-	if p, ok := dmPods(t)[name]; ok {
+	if p, ok := podsByName(t)[name]; ok {
 		t.Errorf("%s was started (%s, %s) although the policy refuses it", name, p.UID, p.Status.Phase)
 	}
 	stdout, stderr, code := H.Podrun(t, "", "ps")
@@ -126,22 +126,22 @@ func TestDaemonPolicyRestricted(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
 	okFile, looseFile := filepath.Join(dir, "dp-ok.yaml"), filepath.Join(dir, "dp-loose.yaml")
-	plDownOnCleanup(t, "dp-ok", "dp-loose")
-	dmRename(t, dir, "dp-ok.yaml", dpRestricted("dp-ok"))
-	dmRename(t, dir, "dp-loose.yaml", dpLoose("dp-loose"))
-	d := dmStart(t, dir, nil, "--policy", "restricted", "--resync", "2s")
+	downOnCleanup(t, "dp-ok", "dp-loose")
+	writeByRename(t, dir, "dp-ok.yaml", restrictedPod("dp-ok"))
+	writeByRename(t, dir, "dp-loose.yaml", baselineOnlyPod("dp-loose"))
+	d := startDaemon(t, dir, nil, "--policy", "restricted", "--resync", "2s")
 
-	pods := dmWaitRunning(t, 60*time.Second, nil, "dp-ok")
+	pods := waitPodsRunning(t, 60*time.Second, nil, "dp-ok")
 	if src := pods["dp-ok"].Spec.Containers[0].SecurityContext; src == nil || src.AllowPrivilegeEscalation == nil || *src.AllowPrivilegeEscalation {
 		t.Errorf("dp-ok runs with securityContext %+v, want the manifest's", src)
 	}
 	const violates = `violates PodSecurity "restricted:latest": `
-	msg := dpWaitProblem(t, looseFile, looseFile+" (document 1): "+violates+"runAsNonRoot != true",
+	msg := waitDaemonProblem(t, looseFile, looseFile+" (document 1): "+violates+"runAsNonRoot != true",
 		violates+"allowPrivilegeEscalation != false", violates+"unrestricted capabilities", violates+"seccompProfile")
 	t.Logf("the daemon's problem for %s:\n%s", looseFile, msg)
 	// Two more re-scans: the refused pod is still not started.
-	dmWaitSyncs(t, d, 2, 20*time.Second)
-	dpRefusedShown(t, d, "dp-loose", looseFile, violates+"runAsNonRoot != true")
+	waitDaemonSyncs(t, d, 2, 20*time.Second)
+	checkRefusedShown(t, d, "dp-loose", looseFile, violates+"runAsNonRoot != true")
 
 	// SOURCE of the running pod, in ps and in status.
 	stdout, _, code := H.Podrun(t, "", "ps")
@@ -154,9 +154,9 @@ func TestDaemonPolicyRestricted(t *testing.T) {
 	}
 
 	// Fixed: the pod starts, as the non-root user, and the problem clears.
-	dmRename(t, dir, "dp-loose.yaml", dpRestricted("dp-loose"))
-	dmWaitRunning(t, 60*time.Second, nil, "dp-ok", "dp-loose")
-	dpNoProblems(t)
+	writeByRename(t, dir, "dp-loose.yaml", restrictedPod("dp-loose"))
+	waitPodsRunning(t, 60*time.Second, nil, "dp-ok", "dp-loose")
+	waitNoDaemonProblems(t)
 	if out, stderr, code := H.Podrun(t, "", "exec", "dp-loose", "--", "id", "-u"); code != 0 || strings.TrimSpace(out) != "1000" {
 		t.Errorf("id -u in the fixed pod: %q, exit %d, want 1000; stderr:\n%s", out, code, stderr)
 	}
@@ -192,27 +192,27 @@ spec:
     - {name: host, mountPath: /host}
 `
 	}
-	plDownOnCleanup(t, "dp-host")
-	dmRename(t, dir, "dp-host.yaml", pod("/etc"))
+	downOnCleanup(t, "dp-host")
+	writeByRename(t, dir, "dp-host.yaml", pod("/etc"))
 	flag := "/srv/podrun-none," + allowed
-	d := dmStart(t, dir, nil, "--allowed-host-paths", flag, "--resync", "2s")
+	d := startDaemon(t, dir, nil, "--allowed-host-paths", flag, "--resync", "2s")
 
 	want := `spec.volumes[0].hostPath.path: Invalid value: "/etc": is not under an allowed host path (--allowed-host-paths ` + flag + `)`
-	dpWaitProblem(t, file, file+" (document 1): ", want)
-	dmWaitSyncs(t, d, 2, 20*time.Second)
-	dpRefusedShown(t, d, "dp-host", file, want)
+	waitDaemonProblem(t, file, file+" (document 1): ", want)
+	waitDaemonSyncs(t, d, 2, 20*time.Second)
+	checkRefusedShown(t, d, "dp-host", file, want)
 
-	dmRename(t, dir, "dp-host.yaml", pod(data))
-	pods := dmWaitRunning(t, 60*time.Second, nil, "dp-host")
+	writeByRename(t, dir, "dp-host.yaml", pod(data))
+	pods := waitPodsRunning(t, 60*time.Second, nil, "dp-host")
 	if v := pods["dp-host"].Spec.Volumes; len(v) != 1 || v[0].HostPath == nil || v[0].HostPath.Path != data {
 		t.Errorf("dp-host runs with volumes %+v, want hostPath %s", v, data)
 	}
-	dpNoProblems(t)
-	svEventually(t, 10*time.Second, "the container's write under the allowed path", func() (bool, string) {
+	waitNoDaemonProblems(t)
+	eventually(t, 10*time.Second, "the container's write under the allowed path", func() (bool, string) {
 		b, err := os.ReadFile(filepath.Join(data, "f"))
 		return err == nil && string(b) == "dp-written\n", fmt.Sprintf("%q, %v", b, err)
 	})
-	if phase := dmPods(t)["dp-host"].Status.Phase; phase != corev1.PodRunning {
+	if phase := podsByName(t)["dp-host"].Status.Phase; phase != corev1.PodRunning {
 		t.Errorf("dp-host is %s, want Running", phase)
 	}
 }
@@ -246,18 +246,18 @@ spec:
     - name: V
       valueFrom: {configMapKeyRef: {name: dp-cfg, key: k}}
 `
-	plDownOnCleanup(t, "dp-cfg")
-	dmRename(t, dir, "dp-cfg.yaml", good)
-	first := dmStart(t, dir, nil, "--resync", "2s")
-	uid := dmWaitRunning(t, 60*time.Second, nil, "dp-cfg")["dp-cfg"].UID
+	downOnCleanup(t, "dp-cfg")
+	writeByRename(t, dir, "dp-cfg.yaml", good)
+	first := startDaemon(t, dir, nil, "--resync", "2s")
+	uid := waitPodsRunning(t, 60*time.Second, nil, "dp-cfg")["dp-cfg"].UID
 	first.stop(t, 30*time.Second) // the pod keeps running, unsupervised
 
-	dmRename(t, dir, "dp-cfg.yaml", "apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n")
-	dmStart(t, dir, nil, "--resync", "2s") // adopts the pod without its ConfigMap
+	writeByRename(t, dir, "dp-cfg.yaml", "apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n")
+	startDaemon(t, dir, nil, "--resync", "2s") // adopts the pod without its ConfigMap
 	const msg = `env "V": configmap "dp-cfg" not found`
 	var cs corev1.ContainerStatus
-	svEventually(t, 60*time.Second, "dp-cfg's container Waiting in CreateContainerConfigError", func() (bool, string) {
-		p := dmPods(t)["dp-cfg"]
+	eventually(t, 60*time.Second, "dp-cfg's container Waiting in CreateContainerConfigError", func() (bool, string) {
+		p := podsByName(t)["dp-cfg"]
 		if len(p.Status.ContainerStatuses) != 1 {
 			return false, fmt.Sprintf("%+v", p.Status)
 		}
@@ -271,7 +271,7 @@ spec:
 	if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 1 || cs.RestartCount != 0 {
 		t.Errorf("last termination %+v, restartCount %d; want the exit 1 of the first run, 0 restarts", cs.LastTerminationState, cs.RestartCount)
 	}
-	dpPsStatus(t, "dp-cfg", "CreateContainerConfigError")
+	checkPsStatus(t, "dp-cfg", "CreateContainerConfigError")
 	stdout, _, code := H.Podrun(t, "", "status", "dp-cfg", "-o", "json")
 	var pod corev1.Pod
 	if err := json.Unmarshal([]byte(stdout), &pod); code != 0 || err != nil || len(pod.Status.ContainerStatuses) != 1 {
@@ -282,8 +282,8 @@ spec:
 	}
 
 	// Fixed: the next try reads the ConfigMap and starts the first restart.
-	dmRename(t, dir, "dp-cfg.yaml", good)
-	dmWaitRunning(t, 90*time.Second, func(p corev1.Pod) bool {
+	writeByRename(t, dir, "dp-cfg.yaml", good)
+	waitPodsRunning(t, 90*time.Second, func(p corev1.Pod) bool {
 		return p.UID == uid && p.Status.ContainerStatuses[0].RestartCount == 1
 	}, "dp-cfg")
 }
@@ -310,12 +310,12 @@ spec:
     securityContext: {runAsNonRoot: ` + nonRoot + `}
 `
 	}
-	plDownOnCleanup(t, "dp-nonroot")
-	dmRename(t, dir, "dp-nonroot.yaml", pod("true"))
-	dmStart(t, dir, nil, "--resync", "2s")
+	downOnCleanup(t, "dp-nonroot")
+	writeByRename(t, dir, "dp-nonroot.yaml", pod("true"))
+	startDaemon(t, dir, nil, "--resync", "2s")
 	var p corev1.Pod
-	svEventually(t, 60*time.Second, "dp-nonroot Pending, its container Waiting in CreateContainerConfigError", func() (bool, string) {
-		p = dmPods(t)["dp-nonroot"]
+	eventually(t, 60*time.Second, "dp-nonroot Pending, its container Waiting in CreateContainerConfigError", func() (bool, string) {
+		p = podsByName(t)["dp-nonroot"]
 		if len(p.Status.ContainerStatuses) != 1 {
 			return false, fmt.Sprintf("%+v", p.Status)
 		}
@@ -326,10 +326,10 @@ spec:
 	if w := p.Status.ContainerStatuses[0].State.Waiting; w.Message != want {
 		t.Errorf("waiting message %q, want %q", w.Message, want)
 	}
-	dpPsStatus(t, "dp-nonroot", "CreateContainerConfigError")
+	checkPsStatus(t, "dp-nonroot", "CreateContainerConfigError")
 
-	dmRename(t, dir, "dp-nonroot.yaml", pod("false"))
-	dmWaitRunning(t, 60*time.Second, nil, "dp-nonroot")
+	writeByRename(t, dir, "dp-nonroot.yaml", pod("false"))
+	waitPodsRunning(t, 60*time.Second, nil, "dp-nonroot")
 }
 
 // TestDaemonFailedInitStaysFailed: a static pod whose init container fails
@@ -359,12 +359,12 @@ spec:
     command: ["sleep", "3600"]
 `
 	}
-	plDownOnCleanup(t, "dp-initfail")
-	dmRename(t, dir, "dp-initfail.yaml", pod("3"))
-	d := dmStart(t, dir, nil, "--resync", "2s")
+	downOnCleanup(t, "dp-initfail")
+	writeByRename(t, dir, "dp-initfail.yaml", pod("3"))
+	d := startDaemon(t, dir, nil, "--resync", "2s")
 	var p corev1.Pod
-	svEventually(t, 60*time.Second, "dp-initfail Failed", func() (bool, string) {
-		p = dmPods(t)["dp-initfail"]
+	eventually(t, 60*time.Second, "dp-initfail Failed", func() (bool, string) {
+		p = podsByName(t)["dp-initfail"]
 		return p.Status.Phase == corev1.PodFailed, fmt.Sprintf("%+v", p.Status)
 	})
 	check := func(when string, p corev1.Pod) {
@@ -382,17 +382,17 @@ spec:
 	}
 	check("failed", p)
 	time.Sleep(7 * time.Second) // three re-scans
-	if again := dmPods(t)["dp-initfail"]; again.UID != p.UID || again.Status.Phase != corev1.PodFailed {
+	if again := podsByName(t)["dp-initfail"]; again.UID != p.UID || again.Status.Phase != corev1.PodFailed {
 		t.Errorf("after re-scans: %s %s, want the same pod %s Failed", again.UID, again.Status.Phase, p.UID)
 	} else {
 		check("after re-scans", again)
 	}
-	if n := len(dmLogged(d.stderr(), "pod failed while starting; Failed until its manifest changes", "dp-initfail")); n != 1 {
+	if n := len(daemonLogLines(d.stderr(), "pod failed while starting; Failed until its manifest changes", "dp-initfail")); n != 1 {
 		t.Errorf("logged the failure %d times, want once:\n%s", n, d.stderr())
 	}
 
-	dmRename(t, dir, "dp-initfail.yaml", pod("0"))
-	dmWaitRunning(t, 60*time.Second, nil, "dp-initfail")
+	writeByRename(t, dir, "dp-initfail.yaml", pod("0"))
+	waitPodsRunning(t, 60*time.Second, nil, "dp-initfail")
 }
 
 // TestDaemonStartErrorKeepsRestarting: a static pod whose container's
@@ -418,17 +418,17 @@ spec:
     command: ["` + command + `", "3600"]
 `
 	}
-	plDownOnCleanup(t, "dp-nocmd")
-	dmRename(t, dir, "dp-nocmd.yaml", pod("dp-no-such-command"))
-	d := dmStart(t, dir, nil, "--resync", "2s")
+	downOnCleanup(t, "dp-nocmd")
+	writeByRename(t, dir, "dp-nocmd.yaml", pod("dp-no-such-command"))
+	d := startDaemon(t, dir, nil, "--resync", "2s")
 	var first corev1.Pod
-	svEventually(t, 60*time.Second, "dp-nocmd listed with its container", func() (bool, string) {
-		first = dmPods(t)["dp-nocmd"]
+	eventually(t, 60*time.Second, "dp-nocmd listed with its container", func() (bool, string) {
+		first = podsByName(t)["dp-nocmd"]
 		return len(first.Status.ContainerStatuses) == 1, fmt.Sprintf("%+v", first.Status)
 	})
 	var p corev1.Pod
-	svEventually(t, 60*time.Second, "dp-nocmd restarted twice after failed starts, waiting", func() (bool, string) {
-		p = dmPods(t)["dp-nocmd"]
+	eventually(t, 60*time.Second, "dp-nocmd restarted twice after failed starts, waiting", func() (bool, string) {
+		p = podsByName(t)["dp-nocmd"]
 		if len(p.Status.ContainerStatuses) != 1 {
 			return false, fmt.Sprintf("%+v", p.Status)
 		}
@@ -453,29 +453,29 @@ spec:
 	if cs.Started == nil || *cs.Started || cs.Ready {
 		t.Errorf("started %v ready %v, want neither", cs.Started, cs.Ready)
 	}
-	dpPsStatus(t, "dp-nocmd", "RunContainerError", "CrashLoopBackOff")
+	checkPsStatus(t, "dp-nocmd", "RunContainerError", "CrashLoopBackOff")
 	for _, l := range strings.Split(d.stderr(), "\n") {
 		if strings.Contains(l, "dp-nocmd") && (strings.Contains(l, "FAILED") || strings.Contains(l, "rolling back")) {
 			t.Errorf("the daemon failed dp-nocmd's start: %s", l)
 		}
 	}
 
-	dmRename(t, dir, "dp-nocmd.yaml", pod("sleep"))
-	dmWaitRunning(t, 60*time.Second, nil, "dp-nocmd")
+	writeByRename(t, dir, "dp-nocmd.yaml", pod("sleep"))
+	waitPodsRunning(t, 60*time.Second, nil, "dp-nocmd")
 }
 
-// dpPsStatus checks that `podrun ps` shows the daemon's pod name with one
+// checkPsStatus checks that `podrun ps` shows the daemon's pod name with one
 // of the STATUS values want.
-func dpPsStatus(t *testing.T, name string, want ...string) {
+func checkPsStatus(t *testing.T, name string, want ...string) {
 	t.Helper()
 	stdout, _, code := H.Podrun(t, "", "ps")
-	if row := strings.Fields(dpRow(stdout, dmFull(name))); code != 0 || len(row) < 4 || !slices.Contains(want, row[3]) {
+	if row := strings.Fields(rowNamed(stdout, staticPodName(name))); code != 0 || len(row) < 4 || !slices.Contains(want, row[3]) {
 		t.Errorf("podrun ps (exit %d): %s row %q, want STATUS %s:\n%s", code, name, row, strings.Join(want, " or "), stdout)
 	}
 }
 
-// dpRow returns the first line of s whose first fields include name.
-func dpRow(s, name string) string {
+// rowNamed returns the first line of s whose first fields include name.
+func rowNamed(s, name string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if f := strings.Fields(l); len(f) > 1 && f[1] == name {
 			return l

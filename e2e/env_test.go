@@ -53,7 +53,7 @@ func envNode(t *testing.T) (name string, cpu int, memory, storage int64) {
 // envLines returns the sorted output lines of a container that ran `env`.
 func envLines(t *testing.T, pod, container string) []string {
 	t.Helper()
-	lines := slices.Clone(plLog(t, plPod(t, pod), container, 0))
+	lines := slices.Clone(containerLog(t, podNamed(t, pod), container, 0))
 	slices.Sort(lines)
 	return lines
 }
@@ -90,7 +90,7 @@ func envCompare(t *testing.T, container string, got, want []string) {
 // Services).
 func TestEnvAllSources(t *testing.T) {
 	H.require(t)
-	_, stdout := plMustUp(t, "env-all", `apiVersion: v1
+	_, stdout := mustRunUp(t, "env-all", `apiVersion: v1
 kind: ConfigMap
 metadata:
   name: env-cfg
@@ -170,7 +170,7 @@ spec:
 	if !strings.Contains(stdout, "pod/default/env-all created (Succeeded)") {
 		t.Errorf("up stdout = %q, want created (Succeeded)", stdout)
 	}
-	pod := plPod(t, "env-all")
+	pod := podNamed(t, "env-all")
 	podIP, hostIP := pod.Status.PodIP, pod.Status.HostIP
 	var podIPs []string
 	for _, ip := range pod.Status.PodIPs {
@@ -204,7 +204,7 @@ spec:
 func TestEnvSubPathExpr(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
-	_, stdout := plMustUp(t, "env-subpath", `apiVersion: v1
+	_, stdout := mustRunUp(t, "env-subpath", `apiVersion: v1
 kind: Pod
 metadata:
   name: env-subpath
@@ -243,8 +243,8 @@ func TestEnvSubPathExprSymlinkEscape(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "escape")); err != nil {
 		t.Fatal(err)
 	}
-	before := plCapture(t)
-	_, stdout, stderr, code := plUp(t, "env-escape", `apiVersion: v1
+	before := captureHostState(t)
+	_, stdout, stderr, code := runUp(t, "env-escape", `apiVersion: v1
 kind: Pod
 metadata:
   name: env-escape
@@ -262,7 +262,7 @@ spec:
     volumeMounts:
     - {name: vol, mountPath: /v, subPathExpr: "escape/$(POD_NAME)"}
 `)
-	plCheckRolledBack(t, "env-escape", "the refused pod", before, stdout, stderr, code,
+	checkRolledBack(t, "env-escape", "the refused pod", before, stdout, stderr, code,
 		"env-escape", `volumeMounts[0] (/v): subPathExpr "escape/$(POD_NAME)": subPath "escape/env-escape" resolves to`, "outside its volume")
 	if ents, err := os.ReadDir(outside); err != nil || len(ents) != 0 {
 		t.Errorf("the symlink's target outside the volume holds %v (err %v), want nothing", ents, err)

@@ -15,10 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// evPod is a pod whose container fills its 1Mi disk emptyDir with 4 MiB,
+// diskHogPod is a pod whose container fills its 1Mi disk emptyDir with 4 MiB,
 // then idles ignoring SIGTERM (so that only the eviction's short grace
 // period, not its own 30 s, ends it).
-func evPod(name string) string {
+func diskHogPod(name string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -39,19 +39,19 @@ spec:
 `, name, H.Image)
 }
 
-const evMessage = `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `
+const evictionMessage = `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `
 
-// evWaitEvicted polls `podrun status NAME -o json` until the pod is Failed,
+// waitEvicted polls `podrun status NAME -o json` until the pod is Failed,
 // and checks it says Evicted with the kubelet's message, that its container
 // was killed and not restarted, and that `ps -a` shows Evicted. It returns
 // how long the eviction took to show.
-func evWaitEvicted(t *testing.T, name string, timeout time.Duration) corev1.Pod {
+func waitEvicted(t *testing.T, name string, timeout time.Duration) corev1.Pod {
 	t.Helper()
-	pod := svWaitStatus(t, name, timeout, "pod "+name+" Failed", func(pod corev1.Pod) (bool, string) {
+	pod := waitStatus(t, name, timeout, "pod "+name+" Failed", func(pod corev1.Pod) (bool, string) {
 		return pod.Status.Phase == corev1.PodFailed, fmt.Sprintf("phase %s reason %q", pod.Status.Phase, pod.Status.Reason)
 	})
-	if pod.Status.Reason != "Evicted" || pod.Status.Message != evMessage {
-		t.Errorf("status reason %q message %q, want Evicted and %q", pod.Status.Reason, pod.Status.Message, evMessage)
+	if pod.Status.Reason != "Evicted" || pod.Status.Message != evictionMessage {
+		t.Errorf("status reason %q message %q, want Evicted and %q", pod.Status.Reason, pod.Status.Message, evictionMessage)
 	}
 	if len(pod.Status.ContainerStatuses) != 1 {
 		t.Fatalf("container statuses: %+v", pod.Status.ContainerStatuses)
@@ -60,7 +60,7 @@ func evWaitEvicted(t *testing.T, name string, timeout time.Duration) corev1.Pod 
 	if term := cs.State.Terminated; term == nil || term.ExitCode != 137 || cs.RestartCount != 0 {
 		t.Errorf("container status %+v, want terminated by SIGKILL (137), no restart", cs)
 	}
-	if row := plPsRow(t, name, "-a"); len(row) < 4 || row[3] != "Evicted" {
+	if row := psRow(t, name, "-a"); len(row) < 4 || row[3] != "Evicted" {
 		t.Errorf("podrun ps -a row %q, want STATUS Evicted", row)
 	}
 	return pod
@@ -73,32 +73,32 @@ func evWaitEvicted(t *testing.T, name string, timeout time.Duration) corev1.Pod 
 // `up -f` removes everything.
 func TestEvictionEmptyDirSizeLimit(t *testing.T) {
 	H.require(t)
-	_, up := svForeground(t, "ev-fill", evPod("ev-fill"))
+	_, up := upForeground(t, "ev-fill", diskHogPod("ev-fill"))
 	start := time.Now()
-	pod := evWaitEvicted(t, "ev-fill", 30*time.Second)
+	pod := waitEvicted(t, "ev-fill", 30*time.Second)
 	took := time.Since(start)
 	t.Logf("evicted %v after up -f supervised", took.Round(time.Millisecond))
 	if took > 25*time.Second {
 		t.Errorf("eviction took %v, want within ~20 s (10 s housekeeping + 2 s grace)", took)
 	}
-	if !strings.Contains(up.stderr(), "evicted: "+strings.TrimSpace(evMessage)) {
+	if !strings.Contains(up.stderr(), "evicted: "+strings.TrimSpace(evictionMessage)) {
 		t.Errorf("up -f did not report the eviction; stderr:\n%s", up.stderr())
 	}
 	// The data stays for inspection until down; the sandbox does not run.
 	if _, err := os.Stat(filepath.Join(H.Root, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "scratch", "fill")); err != nil {
 		t.Errorf("the emptyDir's file after eviction: %v", err)
 	}
-	if plNetns(t)["podrun-"+string(pod.UID)] {
+	if listNetns(t)["podrun-"+string(pod.UID)] {
 		t.Errorf("the evicted pod's network namespace is still there")
 	}
 	time.Sleep(3 * time.Second)
-	if p := svStatus(t, "ev-fill"); p.Status.ContainerStatuses[0].RestartCount != 0 || p.Status.Phase != corev1.PodFailed {
+	if p := podStatus(t, "ev-fill"); p.Status.ContainerStatuses[0].RestartCount != 0 || p.Status.Phase != corev1.PodFailed {
 		t.Errorf("after 3 s more: phase %s restarts %d, want Failed and none", p.Status.Phase, p.Status.ContainerStatuses[0].RestartCount)
 	}
 	if code, _ := up.terminate(t, 60*time.Second); code != 0 {
 		t.Errorf("up -f exit %d after SIGTERM; stderr:\n%s", code, up.stderr())
 	}
-	svGone(t, "ev-fill", string(pod.UID))
+	checkPodGone(t, "ev-fill", string(pod.UID))
 }
 
 // TestEvictionDaemon: the daemon evicts the same pod, leaves it Failed
@@ -107,12 +107,12 @@ func TestEvictionEmptyDirSizeLimit(t *testing.T) {
 func TestEvictionDaemon(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
-	dmRename(t, dir, "ev-daemon.yaml", evPod("ev-daemon"))
-	plDownOnCleanup(t, "ev-daemon")
-	d := dmStart(t, dir, nil, "--resync", "2s")
-	pod := evWaitEvicted(t, "ev-daemon", 45*time.Second)
-	dmWaitSyncs(t, d, 2, 30*time.Second)
-	if p := svStatus(t, "ev-daemon"); p.UID != pod.UID || p.Status.Phase != corev1.PodFailed || p.Status.ContainerStatuses[0].RestartCount != 0 {
+	writeByRename(t, dir, "ev-daemon.yaml", diskHogPod("ev-daemon"))
+	downOnCleanup(t, "ev-daemon")
+	d := startDaemon(t, dir, nil, "--resync", "2s")
+	pod := waitEvicted(t, "ev-daemon", 45*time.Second)
+	waitDaemonSyncs(t, d, 2, 30*time.Second)
+	if p := podStatus(t, "ev-daemon"); p.UID != pod.UID || p.Status.Phase != corev1.PodFailed || p.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("after two more syncs: uid %s phase %s restarts %d, want the same pod, Failed, no restart",
 			p.UID, p.Status.Phase, p.Status.ContainerStatuses[0].RestartCount)
 	}
@@ -123,5 +123,5 @@ func TestEvictionDaemon(t *testing.T) {
 	if _, stderr, code := H.Podrun(t, "", "down", "ev-daemon"); code != 0 {
 		t.Fatalf("podrun down ev-daemon: exit %d; stderr:\n%s", code, stderr)
 	}
-	svGone(t, "ev-daemon", string(pod.UID))
+	checkPodGone(t, "ev-daemon", string(pod.UID))
 }

@@ -17,10 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// eoExecFIFOs counts the FIFO sets of podrun's exec processes (cio's
+// countExecFIFOs counts the FIFO sets of podrun's exec processes (cio's
 // <fifo dir>/<random>/exec-<id>-stdout, in containerd's default FIFO
 // directory, the client's): a set goes when its exec is deleted.
-func eoExecFIFOs(t *testing.T) int {
+func countExecFIFOs(t *testing.T) int {
 	t.Helper()
 	found, err := filepath.Glob(filepath.Join(defaults.DefaultFIFODir, "*", "exec-*-stdout"))
 	if err != nil {
@@ -37,7 +37,7 @@ func eoExecFIFOs(t *testing.T) int {
 // up the pod for ever.
 func TestExecOutputHeld(t *testing.T) {
 	H.require(t)
-	_, up := svForeground(t, "eo-held", `apiVersion: v1
+	_, up := upForeground(t, "eo-held", `apiVersion: v1
 kind: Pod
 metadata:
   name: eo-held
@@ -46,7 +46,7 @@ spec:
   containers:
   - name: app
     image: `+H.Image+`
-    command: ["sh", "-c", "`+svLoop+`"]
+    command: ["sh", "-c", "`+sleepLoop+`"]
     readinessProbe:
       exec: {command: ["sh", "-c", "sleep 600 & exit 0"]}
       periodSeconds: 1
@@ -55,7 +55,7 @@ spec:
 
 	t.Run("podrun exec returns", func(t *testing.T) {
 		start := time.Now()
-		stdout, stderr, code, timedOut := svRun(t, "", 40*time.Second, "exec", "eo-held", "--", "sh", "-c", "sleep 600 & echo started")
+		stdout, stderr, code, timedOut := podrunWithTimeout(t, "", 40*time.Second, "exec", "eo-held", "--", "sh", "-c", "sleep 600 & echo started")
 		took := time.Since(start)
 		if timedOut || took > 20*time.Second {
 			t.Fatalf("podrun exec of a command that left a process holding its output took %v (timed out: %v)", took, timedOut)
@@ -69,15 +69,15 @@ spec:
 	})
 
 	t.Run("probes leave no exec behind", func(t *testing.T) {
-		start := eoExecFIFOs(t)
+		start := countExecFIFOs(t)
 		time.Sleep(16 * time.Second) // several probe periods, each drained within its timeout
 		// A probe in flight has its set, and one being deleted (the shim
 		// waits up to 2 s for its output copy) may still have its own.
-		if n := eoExecFIFOs(t) - start; n > 2 {
+		if n := countExecFIFOs(t) - start; n > 2 {
 			t.Errorf("%d exec FIFO sets more after the probes (each probe's goes with it; at most two in flight)", n)
 		}
-		pod := svStatus(t, "eo-held")
-		if cs := svMustCS(t, pod, "app"); cs.Ready {
+		pod := podStatus(t, "eo-held")
+		if cs := mustContainerStatus(t, pod, "app"); cs.Ready {
 			t.Errorf("container app Ready with a probe whose output never ends (the kubelet's times out)")
 		}
 		if up.exited() {
@@ -86,7 +86,7 @@ spec:
 	})
 
 	t.Run("postStart hook fails in bounded time", func(t *testing.T) {
-		_, _, stderr, code, took := svUp(t, "eo-held-hook", `apiVersion: v1
+		_, _, stderr, code, took := runUpTimed(t, "eo-held-hook", `apiVersion: v1
 kind: Pod
 metadata:
   name: eo-held-hook
@@ -107,7 +107,7 @@ spec:
 		if code != 1 || !strings.Contains(stderr, "output held open") {
 			t.Errorf("up: exit %d, want 1 with the hook's failure (output held open); stderr:\n%s", code, stderr)
 		}
-		pod := svStatus(t, "eo-held-hook")
+		pod := podStatus(t, "eo-held-hook")
 		if pod.Status.Phase != corev1.PodFailed {
 			t.Errorf("phase %s, want Failed (the hook failed, the container killed exited 3, restartPolicy Never)", pod.Status.Phase)
 		}
@@ -123,7 +123,7 @@ spec:
 func TestAppsStartInSpecOrder(t *testing.T) {
 	H.require(t)
 	t.Run("streaming sidecar", func(t *testing.T) {
-		svMustUp(t, "eo-counter", `apiVersion: v1
+		mustRunUpTimed(t, "eo-counter", `apiVersion: v1
 kind: Pod
 metadata:
   name: eo-counter
@@ -154,8 +154,8 @@ spec:
   - {name: varlog, emptyDir: {}}
 `, "--wait=running")
 		var out string
-		svEventually(t, 15*time.Second, "the sidecar's first line", func() (bool, string) {
-			out, _ = svQuiet(t, "logs", "eo-counter", "-c", "count-log-1")
+		eventually(t, 15*time.Second, "the sidecar's first line", func() (bool, string) {
+			out, _ = podrunQuiet(t, "logs", "eo-counter", "-c", "count-log-1")
 			return strings.Contains(out, "\n"), out
 		})
 		if first, _, _ := strings.Cut(out, "\n"); !strings.HasPrefix(first, "0: ") {
@@ -164,7 +164,7 @@ spec:
 	})
 
 	t.Run("postStart before the next container", func(t *testing.T) {
-		svMustUp(t, "eo-order", `apiVersion: v1
+		mustRunUpTimed(t, "eo-order", `apiVersion: v1
 kind: Pod
 metadata:
   name: eo-order
@@ -174,7 +174,7 @@ spec:
   containers:
   - name: first
     image: `+H.Image+`
-    command: ["sh", "-c", "`+svLoop+`"]
+    command: ["sh", "-c", "`+sleepLoop+`"]
     volumeMounts:
     - {name: shared, mountPath: /shared}
     lifecycle:
@@ -182,17 +182,17 @@ spec:
         exec: {command: ["sh", "-c", "sleep 1; echo made-by-first > /shared/ready"]}
   - name: second
     image: `+H.Image+`
-    command: ["sh", "-c", "cat /shared/ready || exit 1; `+svLoop+`"]
+    command: ["sh", "-c", "cat /shared/ready || exit 1; `+sleepLoop+`"]
     volumeMounts:
     - {name: shared, mountPath: /shared}
   volumes:
   - {name: shared, emptyDir: {}}
 `, "--wait=running")
-		pod := svStatus(t, "eo-order")
-		if cs := svMustCS(t, pod, "second"); cs.State.Running == nil {
+		pod := podStatus(t, "eo-order")
+		if cs := mustContainerStatus(t, pod, "second"); cs.State.Running == nil {
 			t.Errorf("container second: %+v, want running (it found the file first's postStart made)", cs.State)
 		}
-		if out, _ := svQuiet(t, "logs", "eo-order", "-c", "second"); out != "made-by-first\n" {
+		if out, _ := podrunQuiet(t, "logs", "eo-order", "-c", "second"); out != "made-by-first\n" {
 			t.Errorf("second's log %q, want made-by-first", out)
 		}
 	})
@@ -213,49 +213,49 @@ spec:
   containers:
   - name: app
     image: `+H.Image+`
-    command: ["sh", "-c", "`+svLoop+`"]
+    command: ["sh", "-c", "`+sleepLoop+`"]
     lifecycle:
       postStart:
         exec: {command: ["sh", "-c", "while [ ! -f /tmp/go ]; do sleep 0.1; done"]}
   - name: next
     image: `+H.Image+`
-    command: ["sh", "-c", "`+svLoop+`"]
+    command: ["sh", "-c", "`+sleepLoop+`"]
 `)
-	plDownOnCleanup(t, file)
-	up := svStart(t, "up", "--wait=running", file)
-	svEventually(t, 60*time.Second, "app's task running (its hook waiting)", func() (bool, string) {
-		return eoAppTaskRuns(t), "podrun exec eo-hang -c app -- true fails; up stderr:\n" + up.stderr()
+	downOnCleanup(t, file)
+	up := startPodrun(t, "up", "--wait=running", file)
+	eventually(t, 60*time.Second, "app's task running (its hook waiting)", func() (bool, string) {
+		return appTaskRuns(t), "podrun exec eo-hang -c app -- true fails; up stderr:\n" + up.stderr()
 	})
 	time.Sleep(2 * time.Second) // the hook keeps waiting
-	pod := svStatus(t, "eo-hang")
-	cs := svMustCS(t, pod, "app")
+	pod := podStatus(t, "eo-hang")
+	cs := mustContainerStatus(t, pod, "app")
 	if cs.State.Running != nil || cs.Ready || (cs.Started != nil && *cs.Started) || cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" {
 		t.Errorf("container app while its postStart hook runs: %+v, want waiting ContainerCreating, not started or ready", cs)
 	}
-	if next := svMustCS(t, pod, "next"); next.State.Running != nil || next.Ready {
+	if next := mustContainerStatus(t, pod, "next"); next.State.Running != nil || next.Ready {
 		t.Errorf("container next started while app's postStart hook runs: %+v", next)
 	}
-	if _, code := svQuiet(t, "exec", "eo-hang", "-c", "next", "--", "true"); code == 0 {
+	if _, code := podrunQuiet(t, "exec", "eo-hang", "-c", "next", "--", "true"); code == 0 {
 		t.Errorf("podrun exec reaches container next: its task runs while app's postStart hook runs")
 	}
 	if pod.Status.Phase != corev1.PodPending {
 		t.Errorf("phase %s while a postStart hook runs, want Pending", pod.Status.Phase)
 	}
-	if c := svCond(pod, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
+	if c := podCondition(pod, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
 		t.Errorf("Ready condition %+v while a postStart hook runs, want False", c)
 	}
 	if up.exited() {
 		t.Errorf("up --wait=running returned while a postStart hook ran: %s", up.stderr())
 	}
-	svExec(t, "eo-hang", "app", "touch", "/tmp/go")
+	execIn(t, "eo-hang", "app", "touch", "/tmp/go")
 	if !up.wait(60 * time.Second) {
 		t.Fatalf("up did not return after the hook did; stderr:\n%s", up.stderr())
 	}
 	if code := up.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("up: exit %d; stderr:\n%s", code, up.stderr())
 	}
-	pod = svWaitStatus(t, "eo-hang", 10*time.Second, "both running and Ready", func(p corev1.Pod) (bool, string) {
-		a, n := svCS(p, "app"), svCS(p, "next")
+	pod = waitStatus(t, "eo-hang", 10*time.Second, "both running and Ready", func(p corev1.Pod) (bool, string) {
+		a, n := containerStatus(p, "app"), containerStatus(p, "next")
 		return a != nil && n != nil && a.Ready && n.State.Running != nil, fmt.Sprintf("%+v", p.Status.ContainerStatuses)
 	})
 	if pod.Status.Phase != corev1.PodRunning {
@@ -263,10 +263,10 @@ spec:
 	}
 }
 
-// eoAppTaskRuns reports whether `podrun exec` reaches container app of
+// appTaskRuns reports whether `podrun exec` reaches container app of
 // eo-hang (its task runs).
-func eoAppTaskRuns(t *testing.T) bool {
-	_, code := svQuiet(t, "exec", "eo-hang", "-c", "app", "--", "true")
+func appTaskRuns(t *testing.T) bool {
+	_, code := podrunQuiet(t, "exec", "eo-hang", "-c", "app", "--", "true")
 	return code == 0
 }
 
@@ -287,33 +287,33 @@ spec:
   containers:
   - name: app
     image: `+H.Image+`
-    command: ["sh", "-c", "`+svLoop+`"]
+    command: ["sh", "-c", "`+sleepLoop+`"]
     lifecycle:
       postStart:
         exec: {command: ["sh", "-c", "sleep 3; echo no handler; exit 1"]}
 `)
-	plDownOnCleanup(t, file)
+	downOnCleanup(t, file)
 	// up supervises its restarts while it waits for the container to start
 	// (it never does: up times out past the test).
-	up := svStart(t, "up", "--foreground", "--wait=running", "--timeout", "5m", file)
-	svEventually(t, 60*time.Second, "the pod listed", func() (bool, string) {
-		_, code := svQuiet(t, "status", "eo-hookfail")
+	up := startPodrun(t, "up", "--foreground", "--wait=running", "--timeout", "5m", file)
+	eventually(t, 60*time.Second, "the pod listed", func() (bool, string) {
+		_, code := podrunQuiet(t, "status", "eo-hookfail")
 		return code == 0, "up stderr:\n" + up.stderr()
 	})
 	seen := map[string]bool{}
 	var maxRestarts int32
 	deadline := time.Now().Add(22 * time.Second)
 	for time.Now().Before(deadline) {
-		out, code := svQuiet(t, "status", "eo-hookfail", "-o", "json")
+		out, code := podrunQuiet(t, "status", "eo-hookfail", "-o", "json")
 		if code != 0 {
 			t.Fatalf("podrun status: exit %d", code)
 		}
-		pod := svDecodePod(t, out)
-		cs := svMustCS(t, pod, "app")
+		pod := decodePod(t, out)
+		cs := mustContainerStatus(t, pod, "app")
 		if cs.Ready || cs.State.Running != nil || (cs.Started != nil && *cs.Started) {
 			t.Fatalf("container running, started or Ready though every postStart hook fails: %+v", cs)
 		}
-		if c := svCond(pod, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
+		if c := podCondition(pod, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
 			t.Fatalf("pod Ready %+v though every postStart hook fails", c)
 		}
 		if w := cs.State.Waiting; w != nil {

@@ -14,7 +14,7 @@ import (
 // container as drwxrwxrwt.
 func TestEmptyDirMode(t *testing.T) {
 	H.require(t)
-	_, _, stderr, code := plUp(t, "fd-mode", `apiVersion: v1
+	_, _, stderr, code := runUp(t, "fd-mode", `apiVersion: v1
 kind: Pod
 metadata:
   name: fd-mode
@@ -51,7 +51,7 @@ spec:
 // what `down` sends it (its trap says so in its log, which down keeps).
 func TestLifecycleStopSignal(t *testing.T) {
 	H.require(t)
-	file, _, stderr, code := plUp(t, "fd-stop", `apiVersion: v1
+	file, _, stderr, code := runUp(t, "fd-stop", `apiVersion: v1
 kind: Pod
 metadata:
   name: fd-stop
@@ -67,8 +67,8 @@ spec:
 	if code != 0 {
 		t.Fatalf("up: exit %d\n%s", code, stderr)
 	}
-	svEventually(t, 10*time.Second, "the app's trap set", func() (bool, string) {
-		out, _ := svQuiet(t, "logs", "fd-stop")
+	eventually(t, 10*time.Second, "the app's trap set", func() (bool, string) {
+		out, _ := podrunQuiet(t, "logs", "fd-stop")
 		return strings.Contains(out, "ready"), out
 	})
 	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
@@ -90,7 +90,7 @@ spec:
 // not (its own restartPolicy Never).
 func TestRestartPolicyRules(t *testing.T) {
 	H.require(t)
-	_, _, stderr, code := plUp(t, "fd-rules", `apiVersion: v1
+	_, _, stderr, code := runUp(t, "fd-rules", `apiVersion: v1
 kind: Pod
 metadata:
   name: fd-rules
@@ -120,11 +120,11 @@ spec:
 	if code != 1 || !strings.Contains(stderr, `container "app" exited with code 3`) {
 		t.Fatalf("up: exit %d, want 1 (exit code 3 is not restarted)\n%s", code, stderr)
 	}
-	st := svStatus(t, "fd-rules")
+	st := podStatus(t, "fd-rules")
 	if ics := st.Status.InitContainerStatuses; len(ics) != 1 || ics[0].RestartCount != 1 || ics[0].State.Terminated == nil || ics[0].State.Terminated.ExitCode != 0 {
 		t.Errorf("init container setup: %+v; want restarted once (42), then 0", ics)
 	}
-	cs := svMustCS(t, st, "app")
+	cs := mustContainerStatus(t, st, "app")
 	// The finished container has no lastState: the kubelet keeps one
 	// exited container per name, so the exit 42 is gone from its status.
 	if cs.RestartCount != 1 || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 3 ||
@@ -136,7 +136,7 @@ spec:
 // TestHostnameOverride: the pod's hostname is its hostnameOverride.
 func TestHostnameOverride(t *testing.T) {
 	H.require(t)
-	_, _, stderr, code := plUp(t, "fd-host", `apiVersion: v1
+	_, _, stderr, code := runUp(t, "fd-host", `apiVersion: v1
 kind: Pod
 metadata:
   name: fd-host
@@ -160,7 +160,7 @@ spec:
 // the app's env reads a key of it (fileKeyRef).
 func TestFileKeyRef(t *testing.T) {
 	H.require(t)
-	_, _, stderr, code := plUp(t, "fd-envfile", `apiVersion: v1
+	_, _, stderr, code := runUp(t, "fd-envfile", `apiVersion: v1
 kind: Pod
 metadata:
   name: fd-envfile

@@ -19,10 +19,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// hfFIFOPod: the init container writes the app's config file into the
+// fifoSwapPod: the init container writes the app's config file into the
 // emptyDir; the app, which has that file as a subPath, swaps it for a FIFO
 // and exits; restartPolicy Always restarts it.
-func hfFIFOPod() string {
+func fifoSwapPod() string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -54,8 +54,8 @@ spec:
 // from another process ends within the pod's grace period.
 func TestSubPathFIFODoesNotWedgeThePod(t *testing.T) {
 	H.require(t)
-	file, up := svForeground(t, "hf-fifo", hfFIFOPod(), "--wait=running")
-	pod := svWaitStatus(t, "hf-fifo", 60*time.Second, "the app's first exit", func(p corev1.Pod) (bool, string) {
+	file, up := upForeground(t, "hf-fifo", fifoSwapPod(), "--wait=running")
+	pod := waitStatus(t, "hf-fifo", 60*time.Second, "the app's first exit", func(p corev1.Pod) (bool, string) {
 		if len(p.Status.ContainerStatuses) != 1 {
 			return false, "no container status"
 		}
@@ -64,7 +64,7 @@ func TestSubPathFIFODoesNotWedgeThePod(t *testing.T) {
 	})
 	// Past the second restart (10 s + 20 s of back-off).
 	time.Sleep(35 * time.Second)
-	cs := svStatus(t, "hf-fifo").Status.ContainerStatuses[0]
+	cs := podStatus(t, "hf-fifo").Status.ContainerStatuses[0]
 	if w := cs.State.Waiting; w == nil || w.Reason != "CreateContainerConfigError" || !strings.Contains(w.Message, `subPath "conf" is a FIFO`) {
 		t.Errorf("the app's state %+v, want Waiting in CreateContainerConfigError naming the FIFO", cs.State)
 	}
@@ -85,7 +85,7 @@ func TestSubPathFIFODoesNotWedgeThePod(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		// Unwedge what podrun blocks on (a reader lets an open for
 		// writing through), so that the test can clean up, then fail.
-		readers := hfOpenFIFOs(t, filepath.Join(H.Root, "pods", string(pod.UID), "volume-subpaths"))
+		readers := openFIFOs(t, filepath.Join(H.Root, "pods", string(pod.UID), "volume-subpaths"))
 		defer func() {
 			for _, r := range readers {
 				r.Close()
@@ -95,11 +95,11 @@ func TestSubPathFIFODoesNotWedgeThePod(t *testing.T) {
 		t.Fatalf("down from another process still waits after 30 s (%d FIFOs at subPath targets opened to unwedge it)", len(readers))
 	}
 	up.stop(t, 30*time.Second)
-	svGone(t, "hf-fifo", string(pod.UID))
+	checkPodGone(t, "hf-fifo", string(pod.UID))
 }
 
-// hfOpenFIFOs opens for reading (without blocking) every FIFO below dir.
-func hfOpenFIFOs(t *testing.T, dir string) []*os.File {
+// openFIFOs opens for reading (without blocking) every FIFO below dir.
+func openFIFOs(t *testing.T, dir string) []*os.File {
 	var out []*os.File
 	_ = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
 		if err == nil && info.Mode()&os.ModeNamedPipe != 0 {
@@ -119,14 +119,14 @@ func hfOpenFIFOs(t *testing.T, dir string) []*os.File {
 // message.
 func TestEvictionDeepTree(t *testing.T) {
 	H.require(t)
-	yaml := strings.Replace(evPod("hf-deep"), "dd if=/dev/zero of=/scratch/fill",
+	yaml := strings.Replace(diskHogPod("hf-deep"), "dd if=/dev/zero of=/scratch/fill",
 		"d=/scratch; for i in $(seq 300); do d=$d/d; done; mkdir -p $d && dd if=/dev/zero of=$d/fill", 1)
-	_, up := svForeground(t, "hf-deep", yaml)
-	pod := evWaitEvicted(t, "hf-deep", 45*time.Second)
+	_, up := upForeground(t, "hf-deep", yaml)
+	pod := waitEvicted(t, "hf-deep", 45*time.Second)
 	if code, _ := up.terminate(t, 60*time.Second); code != 0 {
 		t.Errorf("up -f exit %d after SIGTERM; stderr:\n%s", code, up.stderr())
 	}
-	svGone(t, "hf-deep", string(pod.UID))
+	checkPodGone(t, "hf-deep", string(pod.UID))
 }
 
 // TestContainerFilesBounded: a container that writes 2 MiB to its
@@ -136,7 +136,7 @@ func TestEvictionDeepTree(t *testing.T) {
 // open (the volume is mounted nodev).
 func TestContainerFilesBounded(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "hf-files", fmt.Sprintf(`apiVersion: v1
+	mustRunUp(t, "hf-files", fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: hf-files
@@ -150,7 +150,7 @@ spec:
   volumes:
   - {name: data, emptyDir: {}}
 `, H.Image))
-	pod := svStatus(t, "hf-files")
+	pod := podStatus(t, "hf-files")
 	out, stderr, code := H.Podrun(t, "", "logs", "hf-files")
 	if code != 0 {
 		t.Fatalf("logs: exit %d\n%s", code, stderr)
@@ -194,7 +194,7 @@ spec:
   volumes:
   - {name: data, emptyDir: {}}
 `, H.Image))
-	plDownOnCleanup(t, file)
+	downOnCleanup(t, file)
 	client, ctx := H.Client(t)
 	rng := rand.New(rand.NewSource(20270127))
 	renamed := 0
@@ -203,13 +203,13 @@ spec:
 		if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", file); code != 0 {
 			t.Fatalf("trial %d: up: exit %d\n%s", trial, code, stderr)
 		}
-		uid := string(svStatus(t, "hf-rm").UID)
+		uid := string(podStatus(t, "hf-rm").UID)
 		podDir := filepath.Join(H.Root, "pods", uid)
-		hfFill(t, filepath.Join(podDir, "volumes", "kubernetes.io~empty-dir", "data"), 40, 1000)
+		fillDir(t, filepath.Join(podDir, "volumes", "kubernetes.io~empty-dir", "data"), 40, 1000)
 		p := H.Start(t, "down", file)
 		// The directory goes once the containers are gone.
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-			ctrs, err := client.Containers(ctx, fmt.Sprintf("labels.%q==%q", plLabelPodUID, uid))
+			ctrs, err := client.Containers(ctx, fmt.Sprintf("labels.%q==%q", labelPodUID, uid))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,8 +250,8 @@ spec:
 	t.Logf("%d of %d kills landed after the rename", renamed, trials)
 }
 
-// hfFill writes dirs×files empty files under dir.
-func hfFill(t *testing.T, dir string, dirs, files int) {
+// fillDir writes dirs×files empty files under dir.
+func fillDir(t *testing.T, dir string, dirs, files int) {
 	t.Helper()
 	for d := range dirs {
 		sub := filepath.Join(dir, fmt.Sprint(d))

@@ -24,8 +24,8 @@ import (
 func TestHostSafetyAdoptionNeverWalksVolumes(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
-	plDownOnCleanup(t, "hs-fsgroup")
-	dmWrite(t, dir, "hs-fsgroup.yaml", fmt.Sprintf(`apiVersion: v1
+	downOnCleanup(t, "hs-fsgroup")
+	writeInPlace(t, dir, "hs-fsgroup.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: hs-fsgroup}
 spec:
@@ -38,27 +38,27 @@ spec:
     volumeMounts: [{name: data, mountPath: /data}]
   volumes: [{name: data, emptyDir: {}}]
 `, H.Image))
-	d1 := dmStart(t, dir, nil, "--resync", "2s")
-	dmWaitRunning(t, 60*time.Second, nil, "hs-fsgroup")
-	stat := func() string { return strings.TrimSpace(svExec(t, "hs-fsgroup", "", "stat", "-c", "%g %a", "/data/f")) }
+	d1 := startDaemon(t, dir, nil, "--resync", "2s")
+	waitPodsRunning(t, 60*time.Second, nil, "hs-fsgroup")
+	stat := func() string { return strings.TrimSpace(execIn(t, "hs-fsgroup", "", "stat", "-c", "%g %a", "/data/f")) }
 	if got := stat(); got != "2000 644" {
 		t.Errorf("a file the container made in the fsGroup volume: %q, want group 2000 (the setgid directory's) and mode 644 (umask 022)", got)
 	}
-	svExec(t, "hs-fsgroup", "", "sh", "-c", "chgrp 0 /data/f && chmod 600 /data/f")
-	tasks := dmTasks(t, "hs-fsgroup")
+	execIn(t, "hs-fsgroup", "", "sh", "-c", "chgrp 0 /data/f && chmod 600 /data/f")
+	tasks := podTasks(t, "hs-fsgroup")
 	if err := d1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	if !d1.wait(10 * time.Second) {
 		t.Fatal("the daemon did not die of kill -9")
 	}
-	d2 := dmStart(t, dir, nil, "--resync", "2s")
-	dmWaitLog(t, d2, "default/"+dmFull("hs-fsgroup")+" unchanged; supervising it", 60*time.Second)
-	dmWaitSyncs(t, d2, 2, 20*time.Second)
+	d2 := startDaemon(t, dir, nil, "--resync", "2s")
+	waitDaemonLog(t, d2, "default/"+staticPodName("hs-fsgroup")+" unchanged; supervising it", 60*time.Second)
+	waitDaemonSyncs(t, d2, 2, 20*time.Second)
 	if got := stat(); got != "0 600" {
 		t.Errorf("after the daemon's restart the file is %q, want \"0 600\" as the container left it (adoption walked the volume)", got)
 	}
-	dmSameTasks(t, "hs-fsgroup", tasks)
+	checkSameTasks(t, "hs-fsgroup", tasks)
 }
 
 // TestHostSafetyBoundedInput: a 20 MiB manifest and a nested-List bomb are
@@ -115,13 +115,13 @@ func TestHostSafetyBoundedInput(t *testing.T) {
 func TestHostSafetyUntrustedDirectory(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
-	plDownOnCleanup(t, "hs-trust")
-	dmWrite(t, dir, "hs-trust.yaml", dmPod{name: "hs-trust"}.yaml())
+	downOnCleanup(t, "hs-trust")
+	writeInPlace(t, dir, "hs-trust.yaml", daemonPod{name: "hs-trust"}.yaml())
 	if err := os.Chmod(dir, 0o775); err != nil {
 		t.Fatal(err)
 	}
-	d := dmStart(t, dir, nil, "--resync", "1s")
-	st := dmWaitSynced(t, d, 60*time.Second)
+	d := startDaemon(t, dir, nil, "--resync", "1s")
+	st := waitDaemonSynced(t, d, 60*time.Second)
 	found := false
 	for _, p := range st.Problems {
 		found = found || (p.Source == dir && strings.Contains(p.Message, "not trusted") && strings.Contains(p.Message, "writable by its group"))
@@ -129,8 +129,8 @@ func TestHostSafetyUntrustedDirectory(t *testing.T) {
 	if !found {
 		t.Errorf("status problems %+v: want the directory refused as group-writable", st.Problems)
 	}
-	dmWaitSyncs(t, d, 2, 20*time.Second)
-	if _, ok := dmPods(t)["hs-trust"]; ok {
+	waitDaemonSyncs(t, d, 2, 20*time.Second)
+	if _, ok := podsByName(t)["hs-trust"]; ok {
 		t.Error("a pod of an untrusted directory was started")
 	}
 	if _, stderr, _ := H.Podrun(t, "", "ps"); !strings.Contains(stderr, "not trusted") {
@@ -146,7 +146,7 @@ func TestHostSafetyUntrustedDirectory(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dmWaitRunning(t, 60*time.Second, nil, "hs-trust")
+	waitPodsRunning(t, 60*time.Second, nil, "hs-trust")
 }
 
 // TestHostSafetyListenStaleSocket: kill -9 of a daemon serving on a unix
@@ -155,8 +155,8 @@ func TestHostSafetyListenStaleSocket(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
 	sock := filepath.Join(t.TempDir(), "podrun.sock")
-	d1 := dmStart(t, dir, nil, "--listen", "unix:"+sock)
-	dmWaitSynced(t, d1, 60*time.Second)
+	d1 := startDaemon(t, dir, nil, "--listen", "unix:"+sock)
+	waitDaemonSynced(t, d1, 60*time.Second)
 	if err := d1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +166,9 @@ func TestHostSafetyListenStaleSocket(t *testing.T) {
 	if _, err := os.Lstat(sock); err != nil {
 		t.Fatalf("kill -9 left no socket to test with: %v", err)
 	}
-	d2 := dmStart(t, dir, nil, "--listen", "unix:"+sock)
-	dmWaitSynced(t, d2, 60*time.Second)
-	svEventually(t, 10*time.Second, "the restarted daemon answers on the socket", func() (bool, string) {
+	d2 := startDaemon(t, dir, nil, "--listen", "unix:"+sock)
+	waitDaemonSynced(t, d2, 60*time.Second)
+	eventually(t, 10*time.Second, "the restarted daemon answers on the socket", func() (bool, string) {
 		c, err := net.DialTimeout("unix", sock, time.Second)
 		if err != nil {
 			return false, err.Error()

@@ -14,7 +14,7 @@ import (
 
 func TestImagePrune(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "ig-user", `apiVersion: v1
+	mustRunUp(t, "ig-user", `apiVersion: v1
 kind: Pod
 metadata: {name: ig-user}
 spec:
@@ -34,17 +34,17 @@ spec:
 		t.Run(tc.name, func(t *testing.T) {
 			a := H.ImportImage(t, testimage.Config{Ref: "podrun.test/ig-a:1"})
 			b := H.ImportImage(t, testimage.Config{Ref: "podrun.test/ig-b:1"})
-			t.Cleanup(func() { rgDeleteImage(t, a); rgDeleteImage(t, b) })
+			t.Cleanup(func() { deleteImage(t, a); deleteImage(t, b) })
 			out, stderr, code := H.Podrun(t, "", tc.args...)
 			if code != 0 || !strings.Contains(out, "deleted "+a+"\n") || !strings.Contains(out, "deleted "+b+"\n") || strings.Contains(out, H.Image) {
 				t.Errorf("%v: exit %d, %q; want %s and %s deleted, not %s\n%s", tc.args, code, out, a, b, H.Image, stderr)
 			}
 			for _, ref := range []string{a, b} {
-				if rgHasImage(t, ref) {
+				if hasImage(t, ref) {
 					t.Errorf("%s is still there", ref)
 				}
 			}
-			if !rgHasImage(t, H.Image) {
+			if !hasImage(t, H.Image) {
 				t.Fatalf("%s, used by a running pod, was removed", H.Image)
 			}
 		})
@@ -58,10 +58,10 @@ func TestDaemonImageGC(t *testing.T) {
 	H.require(t)
 	unused := H.ImportImage(t, testimage.Config{Ref: "podrun.test/ig-unused:1"})
 	wanted := H.ImportImage(t, testimage.Config{Ref: "podrun.test/ig-wanted:1"})
-	t.Cleanup(func() { rgDeleteImage(t, unused); rgDeleteImage(t, wanted) })
+	t.Cleanup(func() { deleteImage(t, unused); deleteImage(t, wanted) })
 	dir := t.TempDir()
-	plDownOnCleanup(t, "ig-daemon", "ig-waiting")
-	dmWrite(t, dir, "ig.yaml", `apiVersion: v1
+	downOnCleanup(t, "ig-daemon", "ig-waiting")
+	writeInPlace(t, dir, "ig.yaml", `apiVersion: v1
 kind: Pod
 metadata: {name: ig-daemon}
 spec:
@@ -84,13 +84,13 @@ spec:
   - name: app
     image: `+wanted+`
 `)
-	d := dmStart(t, dir, nil, "--image-gc-high-threshold", "0", "--image-gc-low-threshold", "0", "--image-minimum-gc-age", "0s")
-	dmWaitLog(t, d, "removed an unused image", 60*time.Second)
-	if rgHasImage(t, unused) {
+	d := startDaemon(t, dir, nil, "--image-gc-high-threshold", "0", "--image-gc-low-threshold", "0", "--image-minimum-gc-age", "0s")
+	waitDaemonLog(t, d, "removed an unused image", 60*time.Second)
+	if hasImage(t, unused) {
 		t.Errorf("%s, used by nothing, is still there", unused)
 	}
 	for _, ref := range []string{wanted, H.Image} {
-		if !rgHasImage(t, ref) {
+		if !hasImage(t, ref) {
 			t.Errorf("%s was removed: a pod of the directory wants it", ref)
 		}
 	}

@@ -25,12 +25,12 @@ import (
 	"github.com/podrun/podrun/internal/testimage"
 )
 
-// inLongRunning is a command that runs until SIGTERM and exits 0 on it
+// longRunningCommand is a command that runs until SIGTERM and exits 0 on it
 // (sleep as PID 1 would ignore SIGTERM and make every down wait the grace period).
-const inLongRunning = `["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]`
+const longRunningCommand = `["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]`
 
-// inPodYAML is a one-container pod that runs until stopped.
-func inPodYAML(namespace, name, image string) string {
+// longRunningPod is a one-container pod that runs until stopped.
+func longRunningPod(namespace, name, image string) string {
 	ns := ""
 	if namespace != "" {
 		ns = "\n  namespace: " + namespace
@@ -46,12 +46,12 @@ spec:
     image: %s
     imagePullPolicy: IfNotPresent
     command: %s
-`, name, ns, image, inLongRunning)
+`, name, ns, image, longRunningCommand)
 }
 
-// inContainers returns the IDs of the containers in the suite's namespace
+// containerIDsOfPodName returns the IDs of the containers in the suite's namespace
 // labelled with the pod name (any pod namespace).
-func inContainers(t *testing.T, podName string) []string {
+func containerIDsOfPodName(t *testing.T, podName string) []string {
 	t.Helper()
 	c, ctx := H.Client(t)
 	ctrs, err := c.Containers(ctx, fmt.Sprintf(`labels."io.podrun.pod.name"==%q`, podName))
@@ -66,20 +66,20 @@ func inContainers(t *testing.T, podName string) []string {
 	return ids
 }
 
-// inAssertNothingCreated fails the test if any of the pods has containers,
+// checkNothingCreated fails the test if any of the pods has containers,
 // or a task, network namespace or pod directory appeared since before.
-func inAssertNothingCreated(t *testing.T, before plHostState, pods ...string) {
+func checkNothingCreated(t *testing.T, before hostState, pods ...string) {
 	t.Helper()
 	for _, name := range pods {
-		if ids := inContainers(t, name); len(ids) > 0 {
+		if ids := containerIDsOfPodName(t, name); len(ids) > 0 {
 			t.Errorf("pod %s: containers exist in namespace %s: %v", name, H.Namespace, ids)
 		}
 	}
-	plNothingLeft(t, before, "the call")
+	checkNothingLeft(t, before, "the call")
 }
 
-// inDownCleanup takes the pods down when the test ends, whatever happened.
-func inDownCleanup(t *testing.T, targets ...string) {
+// downAndCheckOnCleanup takes the pods down when the test ends, whatever happened.
+func downAndCheckOnCleanup(t *testing.T, targets ...string) {
 	t.Helper()
 	t.Cleanup(func() {
 		if _, _, code := H.Podrun(t, "", append([]string{"down", "--grace-period", "2"}, targets...)...); code != 0 {
@@ -90,21 +90,21 @@ func inDownCleanup(t *testing.T, targets ...string) {
 			if _, n, ok := strings.Cut(tg, "/"); ok {
 				name = n
 			}
-			if ids := inContainers(t, name); len(ids) > 0 {
+			if ids := containerIDsOfPodName(t, name); len(ids) > 0 {
 				t.Errorf("cleanup: containers of pod %s remain after down: %v", tg, ids)
 			}
 		}
 	})
 }
 
-// inFile is a file the test writes.
-type inFile struct {
+// inputFile is a file the test writes.
+type inputFile struct {
 	name, content string
 }
 
-// inWriteFiles writes files into a fresh temp dir and returns the dir and
+// writeTempFiles writes files into a fresh temp dir and returns the dir and
 // the files' paths.
-func inWriteFiles(t *testing.T, files ...inFile) (string, []string) {
+func writeTempFiles(t *testing.T, files ...inputFile) (string, []string) {
 	t.Helper()
 	dir := t.TempDir()
 	var paths []string
@@ -121,8 +121,8 @@ func inWriteFiles(t *testing.T, files ...inFile) (string, []string) {
 	return dir, paths
 }
 
-// inProblem is one problem line podrun must print.
-type inProblem struct {
+// wantProblem is one problem line podrun must print.
+type wantProblem struct {
 	file  string // path as given on the command line ("stdin" for -)
 	doc   int    // 0: the problem concerns the whole file
 	field string // field path; "" for none
@@ -132,7 +132,7 @@ type inProblem struct {
 	lines [2]int
 }
 
-func (p inProblem) prefix() string {
+func (p wantProblem) prefix() string {
 	s := p.file
 	if p.doc > 0 {
 		s += fmt.Sprintf(" (document %d)", p.doc)
@@ -145,13 +145,13 @@ func (p inProblem) prefix() string {
 }
 
 var (
-	inSummaryRE = regexp.MustCompile(`^podrun: (\d+) problem\(s\); nothing was changed$`)
-	inLineRE    = regexp.MustCompile(`^line (\d+): `)
+	problemSummaryRE = regexp.MustCompile(`^podrun: (\d+) problem\(s\); nothing was changed$`)
+	problemLineRE    = regexp.MustCompile(`^line (\d+): `)
 )
 
-// inProblemLines checks stderr of a call that found problems: one line per
+// problemLines checks stderr of a call that found problems: one line per
 // problem and the summary line counting them. It returns the problem lines.
-func inProblemLines(t *testing.T, stderr string) []string {
+func problemLines(t *testing.T, stderr string) []string {
 	t.Helper()
 	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 	if len(lines) < 2 {
@@ -159,7 +159,7 @@ func inProblemLines(t *testing.T, stderr string) []string {
 		return lines
 	}
 	problems, summary := lines[:len(lines)-1], lines[len(lines)-1]
-	m := inSummaryRE.FindStringSubmatch(summary)
+	m := problemSummaryRE.FindStringSubmatch(summary)
 	if m == nil {
 		t.Errorf("last stderr line is %q; want \"podrun: N problem(s); nothing was changed\"", summary)
 	} else if n, _ := strconv.Atoi(m[1]); n != len(problems) {
@@ -168,9 +168,9 @@ func inProblemLines(t *testing.T, stderr string) []string {
 	return problems
 }
 
-// inMatchProblems checks that lines are exactly the wanted problems, one
+// matchProblems checks that lines are exactly the wanted problems, one
 // line each (in any order).
-func inMatchProblems(t *testing.T, lines []string, want []inProblem) {
+func matchProblems(t *testing.T, lines []string, want []wantProblem) {
 	t.Helper()
 	if len(lines) != len(want) {
 		t.Errorf("got %d problem lines, want %d:\n%s", len(lines), len(want), strings.Join(lines, "\n"))
@@ -187,7 +187,7 @@ func inMatchProblems(t *testing.T, lines []string, want []inProblem) {
 				continue
 			}
 			if w.lines != [2]int{} {
-				m := inLineRE.FindStringSubmatch(rest)
+				m := problemLineRE.FindStringSubmatch(rest)
 				if m == nil {
 					continue
 				}
@@ -205,10 +205,10 @@ func inMatchProblems(t *testing.T, lines []string, want []inProblem) {
 	}
 }
 
-// inValidPod is a valid manifest document (used beside invalid ones, to
+// validPodDoc is a valid manifest document (used beside invalid ones, to
 // show that a valid pod of a rejected input is not run either).
-func inValidPod(name string) string {
-	return inPodYAML("", name, H.Image)
+func validPodDoc(name string) string {
+	return longRunningPod("", name, H.Image)
 }
 
 // TestInputsBadInputNeverHalfHappens: `podrun up` with invalid input exits 2,
@@ -218,17 +218,17 @@ func TestInputsBadInputNeverHalfHappens(t *testing.T) {
 	H.require(t)
 	type badCase struct {
 		name  string
-		files []inFile
+		files []inputFile
 		// dir: pass the directory rather than the files.
 		dir  bool
 		pods []string // pods the input names; none may exist afterwards
 		// want is built from the paths of the files (and the dir).
-		want func(dir string, paths []string) []inProblem
+		want func(dir string, paths []string) []wantProblem
 	}
 	cases := []badCase{
 		{
 			name: "yaml syntax error in the second document",
-			files: []inFile{{"pods.yaml", `# The first document is valid; the second has a syntax error on line 13.
+			files: []inputFile{{"pods.yaml", `# The first document is valid; the second has a syntax error on line 13.
 apiVersion: v1
 kind: Pod
 metadata:
@@ -247,13 +247,13 @@ spec:
     image: podrun.test/busybox:1
 `}},
 			pods: []string{"in-syntax-first", "in-syntax-second"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 2, msg: "line 13: yaml: mapping values are not allowed", lines: [2]int{13, 13}}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], doc: 2, msg: "line 13: yaml: mapping values are not allowed", lines: [2]int{13, 13}}}
 			},
 		},
 		{
 			name: "yaml tab indentation in the second document",
-			files: []inFile{{"pods.yaml", inValidPod("in-tab-first") + "---\n" + `apiVersion: v1
+			files: []inputFile{{"pods.yaml", validPodDoc("in-tab-first") + "---\n" + `apiVersion: v1
 kind: Pod
 metadata:
   name: in-tab-second
@@ -262,15 +262,15 @@ spec:
   - name: main
 ` + "\timage: podrun.test/busybox:1\n"}},
 			pods: []string{"in-tab-first", "in-tab-second"},
-			want: func(_ string, p []string) []inProblem {
-				// inValidPod is 11 lines, the separator line 12, the tab line 20.
-				return []inProblem{{file: p[0], doc: 2, msg: "line 20: yaml: found a tab character", lines: [2]int{20, 20}}}
+			want: func(_ string, p []string) []wantProblem {
+				// validPodDoc is 11 lines, the separator line 12, the tab line 20.
+				return []wantProblem{{file: p[0], doc: 2, msg: "line 20: yaml: found a tab character", lines: [2]int{20, 20}}}
 			},
 		},
 		{
 			// The quote opens on line 20 of a 21-line file: the line named must be in the file.
 			name: "yaml unterminated quote in the last document",
-			files: []inFile{{"pods.yaml", inValidPod("in-quote-first") + "---\n" + `apiVersion: v1
+			files: []inputFile{{"pods.yaml", validPodDoc("in-quote-first") + "---\n" + `apiVersion: v1
 kind: Pod
 metadata:
   name: in-quote-second
@@ -281,13 +281,13 @@ spec:
   restartPolicy: Never
 `}},
 			pods: []string{"in-quote-first", "in-quote-second"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 2, msg: "yaml: found unexpected end of stream", lines: [2]int{20, 21}}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], doc: 2, msg: "yaml: found unexpected end of stream", lines: [2]int{20, 21}}}
 			},
 		},
 		{
 			name: "unknown field",
-			files: []inFile{{"pod.yaml", `apiVersion: v1
+			files: []inputFile{{"pod.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: in-unknown-field
@@ -298,13 +298,13 @@ spec:
     imagePullPolicyy: Never
 `}},
 			pods: []string{"in-unknown-field"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 1, field: "spec.containers[0].imagePullPolicyy", msg: "unknown field"}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], doc: 1, field: "spec.containers[0].imagePullPolicyy", msg: "unknown field"}}
 			},
 		},
 		{
 			name: "unknown kind",
-			files: []inFile{{"deploy.yaml", inValidPod("in-kind-pod") + `---
+			files: []inputFile{{"deploy.yaml", validPodDoc("in-kind-pod") + `---
 apiVersion: apps/v1
 kind: Deploymnet
 metadata:
@@ -313,34 +313,34 @@ spec:
   replicas: 1
 `}},
 			pods: []string{"in-kind-pod", "in-kind-deploy"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 2, msg: `kind "Deploymnet" of apiVersion "apps/v1" is not supported`}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], doc: 2, msg: `kind "Deploymnet" of apiVersion "apps/v1" is not supported`}}
 			},
 		},
 		{
 			name:  "empty file",
-			files: []inFile{{"empty.yaml", ""}},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], msg: "no Kubernetes objects found"}}
+			files: []inputFile{{"empty.yaml", ""}},
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], msg: "no Kubernetes objects found"}}
 			},
 		},
 		{
 			// Neither a subdirectory nor a dotfile is read.
 			name: "directory with no manifests",
-			files: []inFile{
+			files: []inputFile{
 				{"README.txt", "not a manifest\n"},
-				{".hidden.yaml", inValidPod("in-dir-hidden")},
-				{"sub/pod.yaml", inValidPod("in-dir-sub")},
+				{".hidden.yaml", validPodDoc("in-dir-hidden")},
+				{"sub/pod.yaml", validPodDoc("in-dir-sub")},
 			},
 			dir:  true,
 			pods: []string{"in-dir-hidden", "in-dir-sub"},
-			want: func(dir string, _ []string) []inProblem {
-				return []inProblem{{file: dir, msg: "no Kubernetes objects found: the directory has no .yaml, .yml or .json file"}}
+			want: func(dir string, _ []string) []wantProblem {
+				return []wantProblem{{file: dir, msg: "no Kubernetes objects found: the directory has no .yaml, .yml or .json file"}}
 			},
 		},
 		{
 			name: "missing image",
-			files: []inFile{{"pod.yaml", `apiVersion: v1
+			files: []inputFile{{"pod.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: in-missing-image
@@ -351,13 +351,13 @@ spec:
   - name: side
 `}},
 			pods: []string{"in-missing-image"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 1, field: "spec.containers[1].image", msg: "Required value"}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], doc: 1, field: "spec.containers[1].image", msg: "Required value"}}
 			},
 		},
 		{
 			name: "duplicate container names",
-			files: []inFile{{"pod.yaml", `apiVersion: v1
+			files: []inputFile{{"pod.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: in-dup-containers
@@ -372,13 +372,13 @@ spec:
     image: podrun.test/busybox:1
 `}},
 			pods: []string{"in-dup-containers"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 1, field: "spec.containers[1].name", msg: `Duplicate value: "main"`}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], doc: 1, field: "spec.containers[1].name", msg: `Duplicate value: "main"`}}
 			},
 		},
 		{
 			name: "duplicate volume names",
-			files: []inFile{{"pod.yaml", `apiVersion: v1
+			files: []inputFile{{"pod.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: in-dup-volumes
@@ -393,13 +393,13 @@ spec:
     image: podrun.test/busybox:1
 `}},
 			pods: []string{"in-dup-volumes"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 1, field: "spec.volumes[1].name", msg: `Duplicate value: "data"`}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], doc: 1, field: "spec.volumes[1].name", msg: `Duplicate value: "data"`}}
 			},
 		},
 		{
 			name: "invalid pod name",
-			files: []inFile{{"pod.yaml", `apiVersion: v1
+			files: []inputFile{{"pod.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: In_Valid
@@ -409,13 +409,13 @@ spec:
     image: podrun.test/busybox:1
 `}},
 			pods: []string{"In_Valid", "in_valid"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 1, field: "metadata.name", msg: `Invalid value: "In_Valid": a lowercase RFC 1123 subdomain`}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], doc: 1, field: "metadata.name", msg: `Invalid value: "In_Valid": a lowercase RFC 1123 subdomain`}}
 			},
 		},
 		{
 			name: "volumeMount naming no volume",
-			files: []inFile{{"pod.yaml", `apiVersion: v1
+			files: []inputFile{{"pod.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: in-no-volume
@@ -431,13 +431,13 @@ spec:
     - {name: cache, mountPath: /cache}
 `}},
 			pods: []string{"in-no-volume"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 1, field: "spec.containers[0].volumeMounts[1].name", msg: `Not found: "cache"`}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], doc: 1, field: "spec.containers[0].volumeMounts[1].name", msg: `Not found: "cache"`}}
 			},
 		},
 		{
 			name: "hostPath with backsteps",
-			files: []inFile{{"pod.yaml", `apiVersion: v1
+			files: []inputFile{{"pod.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: in-backsteps
@@ -454,24 +454,24 @@ spec:
     - {name: data, mountPath: /data}
 `}},
 			pods: []string{"in-backsteps"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 1, field: "spec.volumes[0].hostPath.path", msg: `Invalid value: "/srv/data/../../etc": must not contain '..'`}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], doc: 1, field: "spec.volumes[0].hostPath.path", msg: `Invalid value: "/srv/data/../../etc": must not contain '..'`}}
 			},
 		},
 		{
 			name: "same namespace/name in two files",
-			files: []inFile{
-				{"a.yaml", inValidPod("in-dup-pod")},
-				{"b.yaml", inPodYAML("default", "in-dup-pod", H.Image)},
+			files: []inputFile{
+				{"a.yaml", validPodDoc("in-dup-pod")},
+				{"b.yaml", longRunningPod("default", "in-dup-pod", H.Image)},
 			},
 			pods: []string{"in-dup-pod"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[1], doc: 1, msg: fmt.Sprintf(`duplicate pod "default/in-dup-pod": also defined in %s (document 1)`, p[0])}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[1], doc: 1, msg: fmt.Sprintf(`duplicate pod "default/in-dup-pod": also defined in %s (document 1)`, p[0])}}
 			},
 		},
 		{
 			name: "unsupported field",
-			files: []inFile{{"pod.yaml", `apiVersion: v1
+			files: []inputFile{{"pod.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: in-probe
@@ -483,13 +483,13 @@ spec:
     - {name: raw, devicePath: /dev/xvda}
 `}},
 			pods: []string{"in-probe"},
-			want: func(_ string, p []string) []inProblem {
-				return []inProblem{{file: p[0], doc: 1, field: "spec.containers[0].volumeDevices", msg: "field not supported by podrun yet"}}
+			want: func(_ string, p []string) []wantProblem {
+				return []wantProblem{{file: p[0], doc: 1, field: "spec.containers[0].volumeDevices", msg: "field not supported by podrun yet"}}
 			},
 		},
 		{
 			name: "several problems in one file",
-			files: []inFile{{"many.yaml", `apiVersion: v1
+			files: []inputFile{{"many.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: In_Many
@@ -523,9 +523,9 @@ spec:
     image: podrun.test/busybox:1
 `}},
 			pods: []string{"In_Many", "in-many-deploy", "in-many-valid"},
-			want: func(_ string, p []string) []inProblem {
+			want: func(_ string, p []string) []wantProblem {
 				f := p[0]
-				return []inProblem{
+				return []wantProblem{
 					{file: f, doc: 1, field: "metadata.name", msg: `Invalid value: "In_Many"`},
 					{file: f, doc: 1, field: "spec.volumes[1].name", msg: `Duplicate value: "data"`},
 					{file: f, doc: 1, field: "spec.volumes[1].hostPath.path", msg: "must not contain '..'"},
@@ -542,7 +542,7 @@ spec:
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, paths := inWriteFiles(t, tc.files...)
+			dir, paths := writeTempFiles(t, tc.files...)
 			args := paths
 			if tc.dir {
 				args = []string{dir}
@@ -550,9 +550,9 @@ spec:
 			want := tc.want(dir, paths)
 			// In case podrun did run something, take it down when the test ends.
 			if len(tc.pods) > 0 {
-				inDownCleanup(t, tc.pods...)
+				downAndCheckOnCleanup(t, tc.pods...)
 			}
-			before := plCapture(t)
+			before := captureHostState(t)
 
 			stdout, stderr, code := H.Podrun(t, "", append([]string{"up", "--timeout", "1m"}, args...)...)
 			if code != 2 {
@@ -561,9 +561,9 @@ spec:
 			if stdout != "" {
 				t.Errorf("podrun up printed on stdout for invalid input:\n%s", stdout)
 			}
-			upLines := inProblemLines(t, stderr)
-			inMatchProblems(t, upLines, want)
-			inAssertNothingCreated(t, before, tc.pods...)
+			upLines := problemLines(t, stderr)
+			matchProblems(t, upLines, want)
+			checkNothingCreated(t, before, tc.pods...)
 
 			stdout, stderr, code = H.Podrun(t, "", append([]string{"validate"}, args...)...)
 			if code != 2 {
@@ -572,18 +572,18 @@ spec:
 			if stdout != "" {
 				t.Errorf("podrun validate printed on stdout for invalid input:\n%s", stdout)
 			}
-			valLines := inProblemLines(t, stderr)
+			valLines := problemLines(t, stderr)
 			if strings.Join(valLines, "\n") != strings.Join(upLines, "\n") {
 				t.Errorf("validate and up print different problems:\n--- up:\n%s\n--- validate:\n%s",
 					strings.Join(upLines, "\n"), strings.Join(valLines, "\n"))
 			}
-			inAssertNothingCreated(t, before, tc.pods...)
+			checkNothingCreated(t, before, tc.pods...)
 		})
 	}
 
 	t.Run("validate valid file", func(t *testing.T) {
-		_, paths := inWriteFiles(t, inFile{"pod.yaml", inValidPod("in-valid") + "---\n" + inPodYAML("team-v", "in-valid", H.Image)})
-		before := plCapture(t)
+		_, paths := writeTempFiles(t, inputFile{"pod.yaml", validPodDoc("in-valid") + "---\n" + longRunningPod("team-v", "in-valid", H.Image)})
+		before := captureHostState(t)
 		stdout, stderr, code := H.Podrun(t, "", "validate", paths[0])
 		if code != 0 {
 			t.Fatalf("podrun validate of a valid file: exit %d; stderr:\n%s", code, stderr)
@@ -592,19 +592,19 @@ spec:
 		if stdout != want {
 			t.Errorf("stdout:\n%s\nwant:\n%s", stdout, want)
 		}
-		inAssertNothingCreated(t, before, "in-valid")
+		checkNothingCreated(t, before, "in-valid")
 	})
 
 	t.Run("stdin valid", func(t *testing.T) {
-		inDownCleanup(t, "in-stdin")
-		stdout, stderr, code := H.Podrun(t, inValidPod("in-stdin"), "up", "--timeout", "2m", "-")
+		downAndCheckOnCleanup(t, "in-stdin")
+		stdout, stderr, code := H.Podrun(t, validPodDoc("in-stdin"), "up", "--timeout", "2m", "-")
 		if code != 0 {
 			t.Fatalf("podrun up - : exit %d; stderr:\n%s", code, stderr)
 		}
 		if want := "pod/default/in-stdin created (Running)\n"; stdout != want {
 			t.Errorf("stdout %q, want %q", stdout, want)
 		}
-		ids := inContainers(t, "in-stdin")
+		ids := containerIDsOfPodName(t, "in-stdin")
 		if len(ids) != 2 { // the sandbox and main
 			t.Errorf("pod in-stdin has containers %v; want the sandbox and main", ids)
 		}
@@ -630,7 +630,7 @@ spec:
 	})
 
 	t.Run("stdin invalid", func(t *testing.T) {
-		inDownCleanup(t, "in-stdin-bad")
+		downAndCheckOnCleanup(t, "in-stdin-bad")
 		bad := `apiVersion: v1
 kind: Pod
 metadata:
@@ -639,8 +639,8 @@ spec:
   containers:
   - name: main
 `
-		want := []inProblem{{file: "stdin", doc: 1, field: "spec.containers[0].image", msg: "Required value"}}
-		before := plCapture(t)
+		want := []wantProblem{{file: "stdin", doc: 1, field: "spec.containers[0].image", msg: "Required value"}}
+		before := captureHostState(t)
 		for _, cmd := range []string{"up", "validate"} {
 			stdout, stderr, code := H.Podrun(t, bad, cmd, "-")
 			if code != 2 {
@@ -649,9 +649,9 @@ spec:
 			if stdout != "" {
 				t.Errorf("podrun %s - printed on stdout: %q", cmd, stdout)
 			}
-			inMatchProblems(t, inProblemLines(t, stderr), want)
+			matchProblems(t, problemLines(t, stderr), want)
 		}
-		inAssertNothingCreated(t, before, "in-stdin-bad")
+		checkNothingCreated(t, before, "in-stdin-bad")
 	})
 }
 
@@ -686,7 +686,7 @@ spec:
     command: %s
     volumeMounts:
     - {name: data, mountPath: /data}
-`, regular, H.Image, inLongRunning),
+`, regular, H.Image, longRunningCommand),
 			want: []string{regular + " is not a directory", `volume "data"`},
 		},
 		{
@@ -721,9 +721,9 @@ spec:
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			inDownCleanup(t, tc.pod)
+			downAndCheckOnCleanup(t, tc.pod)
 			path := H.WriteManifest(t, "pod.yaml", tc.manifest)
-			before := plCapture(t)
+			before := captureHostState(t)
 			stdout, stderr, code := H.Podrun(t, "", "up", "--timeout", "2m", path)
 			if code != 1 {
 				t.Errorf("podrun up: exit %d, want 1", code)
@@ -748,7 +748,7 @@ spec:
 			if strings.Contains(stderr, "(undo:") {
 				t.Errorf("the rollback itself failed:\n%s", stderr)
 			}
-			inAssertNothingCreated(t, before, tc.pod)
+			checkNothingCreated(t, before, tc.pod)
 			if b, err := os.ReadFile(regular); err != nil || string(b) != "keep me\n" {
 				t.Errorf("the user's file %s was touched by the rollback: %q, %v", regular, b, err)
 			}
@@ -760,8 +760,8 @@ spec:
 	}
 }
 
-// inImageRecord is an item of `podrun image ls -o json`.
-type inImageRecord struct {
+// imageRecord is an item of `podrun image ls -o json`.
+type imageRecord struct {
 	Ref    string
 	Digest string
 	Size   int64
@@ -774,7 +774,7 @@ func TestInputsImages(t *testing.T) {
 
 	t.Run("import and ls", func(t *testing.T) {
 		const ref = "podrun.test/in-extra:1"
-		t.Cleanup(func() { rgDeleteImage(t, ref) })
+		t.Cleanup(func() { deleteImage(t, ref) })
 		archive := filepath.Join(t.TempDir(), "extra.tar")
 		f, err := os.Create(archive)
 		if err != nil {
@@ -824,7 +824,7 @@ func TestInputsImages(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("podrun image ls -o %s: exit %d", format, code)
 			}
-			var imgs []inImageRecord
+			var imgs []imageRecord
 			if format == "json" {
 				err = json.Unmarshal([]byte(stdout), &imgs)
 			} else {
@@ -833,7 +833,7 @@ func TestInputsImages(t *testing.T) {
 			if err != nil {
 				t.Fatalf("podrun image ls -o %s does not parse: %v\n%s", format, err, stdout)
 			}
-			var got *inImageRecord
+			var got *imageRecord
 			for i := range imgs {
 				if imgs[i].Ref == ref {
 					got = &imgs[i]
@@ -848,7 +848,7 @@ func TestInputsImages(t *testing.T) {
 		}
 
 		// The imported image runs, with the file it was built with.
-		inDownCleanup(t, "in-extra")
+		downAndCheckOnCleanup(t, "in-extra")
 		manifest := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -875,9 +875,9 @@ spec:
 	})
 
 	t.Run("pull from a local registry", func(t *testing.T) {
-		reg := rgStartRegistry(t, "", "")
+		reg := startRegistry(t, "", "")
 		ref := reg.Addr + "/in-busybox:1"
-		digest := rgPush(t, reg, H.Image, ref, "", "")
+		digest := pushImage(t, reg, H.Image, ref, "", "")
 
 		// Requests for the repository's manifests in the registry's access log.
 		manifestRequests := func() int {
@@ -904,8 +904,8 @@ spec:
 
 		// imagePullPolicy Always asks the registry again.
 		n = manifestRequests()
-		inDownCleanup(t, "in-pulled")
-		manifest := rgPod("in-pulled", ref, "", "", "", "")
+		downAndCheckOnCleanup(t, "in-pulled")
+		manifest := registryPod("in-pulled", ref, "", "", "", "")
 		stdout, stderr, code = H.Podrun(t, "", "up", "--timeout", "2m", H.WriteManifest(t, "pulled.yaml", manifest))
 		if code != 0 || stdout != "pod/default/in-pulled created (Running)\n" {
 			t.Fatalf("podrun up of a pod with imagePullPolicy Always: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
@@ -913,14 +913,14 @@ spec:
 		if manifestRequests() <= n {
 			t.Errorf("imagePullPolicy Always did not ask the registry for the manifest; registry access log:\n%s", reg.Access.String())
 		}
-		if ids := inContainers(t, "in-pulled"); len(ids) != 2 {
+		if ids := containerIDsOfPodName(t, "in-pulled"); len(ids) != 2 {
 			t.Errorf("pod in-pulled has containers %v; want the sandbox and main", ids)
 		}
 	})
 }
 
-// inList parses `ps -o json|yaml` output into a PodList.
-func inList(t *testing.T, out, format string) corev1.PodList {
+// parsePodList parses `ps -o json|yaml` output into a PodList.
+func parsePodList(t *testing.T, out, format string) corev1.PodList {
 	t.Helper()
 	var list corev1.PodList
 	var err error
@@ -938,7 +938,7 @@ func inList(t *testing.T, out, format string) corev1.PodList {
 	return list
 }
 
-func inFindPod(list corev1.PodList, namespace, name string) *corev1.Pod {
+func findPod(list corev1.PodList, namespace, name string) *corev1.Pod {
 	for i := range list.Items {
 		if list.Items[i].Namespace == namespace && list.Items[i].Name == name {
 			return &list.Items[i]
@@ -947,8 +947,8 @@ func inFindPod(list corev1.PodList, namespace, name string) *corev1.Pod {
 	return nil
 }
 
-// inCheckRunning checks the status of a running pod as ps prints it.
-func inCheckRunning(t *testing.T, pod *corev1.Pod, containers ...string) {
+// checkRunningPod checks the status of a running pod as ps prints it.
+func checkRunningPod(t *testing.T, pod *corev1.Pod, containers ...string) {
 	t.Helper()
 	key := pod.Namespace + "/" + pod.Name
 	if pod.Kind != "Pod" || pod.APIVersion != "v1" {
@@ -985,7 +985,7 @@ func inCheckRunning(t *testing.T, pod *corev1.Pod, containers ...string) {
 // runtime errors, version.
 func TestInputsCLI(t *testing.T) {
 	H.require(t)
-	inDownCleanup(t, "in-cli", "in-cli-ns/in-cli-other")
+	downAndCheckOnCleanup(t, "in-cli", "in-cli-ns/in-cli-other")
 	manifest := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -1000,7 +1000,7 @@ spec:
     image: %[1]s
     command: %[2]s
 ---
-`, H.Image, inLongRunning) + inPodYAML("in-cli-ns", "in-cli-other", H.Image)
+`, H.Image, longRunningCommand) + longRunningPod("in-cli-ns", "in-cli-other", H.Image)
 	path := H.WriteManifest(t, "cli.yaml", manifest)
 	stdout, stderr, code := H.Podrun(t, "", "up", "--timeout", "2m", path)
 	if code != 0 {
@@ -1019,12 +1019,12 @@ spec:
 			if code != 0 {
 				t.Fatalf("podrun ps -o %s: exit %d; stderr:\n%s", format, code, stderr)
 			}
-			list := inList(t, stdout, format)
-			pod := inFindPod(list, "default", "in-cli")
+			list := parsePodList(t, stdout, format)
+			pod := findPod(list, "default", "in-cli")
 			if pod == nil {
 				t.Fatalf("podrun ps -o %s does not list default/in-cli:\n%s", format, stdout)
 			}
-			inCheckRunning(t, pod, "main", "side")
+			checkRunningPod(t, pod, "main", "side")
 			if len(pod.Spec.Containers) != 2 || pod.Spec.Containers[0].Image != H.Image {
 				t.Errorf("default/in-cli: spec.containers %+v; want the applied manifest", pod.Spec.Containers)
 			}
@@ -1032,10 +1032,10 @@ spec:
 				t.Errorf("default/in-cli: no metadata.uid")
 			}
 			uid = string(pod.UID)
-			if other := inFindPod(list, "in-cli-ns", "in-cli-other"); other == nil {
+			if other := findPod(list, "in-cli-ns", "in-cli-other"); other == nil {
 				t.Errorf("podrun ps -o %s does not list in-cli-ns/in-cli-other", format)
 			} else {
-				inCheckRunning(t, other, "main")
+				checkRunningPod(t, other, "main")
 			}
 		})
 	}
@@ -1097,7 +1097,7 @@ spec:
 	})
 
 	t.Run("down NAME and NAMESPACE/NAME", func(t *testing.T) {
-		before := len(inContainers(t, "in-cli"))
+		before := len(containerIDsOfPodName(t, "in-cli"))
 		if before != 3 {
 			t.Errorf("pod in-cli has %d containers before down, want 3 (sandbox, main, side)", before)
 		}
@@ -1105,17 +1105,17 @@ spec:
 		if code != 0 || stdout != "pod/default/in-cli deleted\n" {
 			t.Errorf("podrun down in-cli: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 		}
-		if ids := inContainers(t, "in-cli"); len(ids) != 0 {
+		if ids := containerIDsOfPodName(t, "in-cli"); len(ids) != 0 {
 			t.Errorf("containers of in-cli remain after down: %v", ids)
 		}
-		if ids := inContainers(t, "in-cli-other"); len(ids) != 2 {
+		if ids := containerIDsOfPodName(t, "in-cli-other"); len(ids) != 2 {
 			t.Errorf("down in-cli touched in-cli-ns/in-cli-other: its containers are %v", ids)
 		}
 		stdout, stderr, code = H.Podrun(t, "", "down", "in-cli-ns/in-cli-other")
 		if code != 0 || stdout != "pod/in-cli-ns/in-cli-other deleted\n" {
 			t.Errorf("podrun down in-cli-ns/in-cli-other: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 		}
-		if ids := inContainers(t, "in-cli-other"); len(ids) != 0 {
+		if ids := containerIDsOfPodName(t, "in-cli-other"); len(ids) != 0 {
 			t.Errorf("containers of in-cli-other remain after down: %v", ids)
 		}
 		if uid != "" {
@@ -1169,7 +1169,7 @@ spec:
 				t.Errorf("podrun %v: stderr does not name the flag:\n%s", args, stderr)
 			}
 		}
-		if ids := inContainers(t, "in-cli"); len(ids) != 0 {
+		if ids := containerIDsOfPodName(t, "in-cli"); len(ids) != 0 {
 			t.Errorf("up with an unknown flag created containers: %v", ids)
 		}
 	})
@@ -1189,8 +1189,8 @@ spec:
 // side, are listed, re-applied and taken down independently.
 func TestInputsNamespaces(t *testing.T) {
 	H.require(t)
-	inDownCleanup(t, "team-a/in-twin", "default/in-twin")
-	path := H.WriteManifest(t, "twins.yaml", inPodYAML("team-a", "in-twin", H.Image)+"---\n"+inPodYAML("", "in-twin", H.Image))
+	downAndCheckOnCleanup(t, "team-a/in-twin", "default/in-twin")
+	path := H.WriteManifest(t, "twins.yaml", longRunningPod("team-a", "in-twin", H.Image)+"---\n"+longRunningPod("", "in-twin", H.Image))
 	stdout, stderr, code := H.Podrun(t, "", "up", "--timeout", "2m", path)
 	if code != 0 {
 		t.Fatalf("podrun up: exit %d; stderr:\n%s", code, stderr)
@@ -1222,13 +1222,13 @@ func TestInputsNamespaces(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("podrun ps -o json: exit %d", code)
 	}
-	list := inList(t, stdout, "json")
-	a, d := inFindPod(list, "team-a", "in-twin"), inFindPod(list, "default", "in-twin")
+	list := parsePodList(t, stdout, "json")
+	a, d := findPod(list, "team-a", "in-twin"), findPod(list, "default", "in-twin")
 	if a == nil || d == nil {
 		t.Fatalf("podrun ps -o json lacks team-a/in-twin or default/in-twin:\n%s", stdout)
 	}
-	inCheckRunning(t, a, "main")
-	inCheckRunning(t, d, "main")
+	checkRunningPod(t, a, "main")
+	checkRunningPod(t, d, "main")
 	if a.UID == d.UID {
 		t.Errorf("both pods have UID %s", a.UID)
 	}
@@ -1239,7 +1239,7 @@ func TestInputsNamespaces(t *testing.T) {
 	// containerd: a sandbox and main for each, labelled with its namespace.
 	c, ctx := H.Client(t)
 	perNS := map[string]int{}
-	for _, id := range inContainers(t, "in-twin") {
+	for _, id := range containerIDsOfPodName(t, "in-twin") {
 		ctr, err := c.LoadContainer(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -1271,14 +1271,14 @@ func TestInputsNamespaces(t *testing.T) {
 		t.Errorf("podrun down team-a/in-twin: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 	}
 	stdout, _, _ = H.Podrun(t, "", "ps", "-o", "json")
-	list = inList(t, stdout, "json")
-	if inFindPod(list, "team-a", "in-twin") != nil {
+	list = parsePodList(t, stdout, "json")
+	if findPod(list, "team-a", "in-twin") != nil {
 		t.Errorf("team-a/in-twin still listed after its down")
 	}
-	if p := inFindPod(list, "default", "in-twin"); p == nil {
+	if p := findPod(list, "default", "in-twin"); p == nil {
 		t.Errorf("default/in-twin is gone after down team-a/in-twin")
 	} else {
-		inCheckRunning(t, p, "main")
+		checkRunningPod(t, p, "main")
 		if p.UID != d.UID {
 			t.Errorf("default/in-twin has UID %s, was %s", p.UID, d.UID)
 		}

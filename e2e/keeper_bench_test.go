@@ -15,10 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// kpFloodLines is how many empty lines the flooding container writes per
+// floodLines is how many empty lines the flooding container writes per
 // run: 8 MiB of output, the worst case per byte for the keeper (a record
 // of some 40 bytes per byte written).
-const kpFloodLines = 8 << 20
+const floodLines = 8 << 20
 
 // BenchmarkKeeperFlood: what a container writing short lines flat out
 // costs the node. Per run, the container writes 8 MiB of empty lines; the
@@ -73,42 +73,42 @@ spec:
   - name: app
     image: %s
     command: ["sh", "-c", "trap 'exit 0' TERM; k=0; while true; do while [ ! -e /tmp/go ]; do sleep 0.05; done; rm /tmp/go; yes '' | head -n %d; echo flood-done-$k; k=$((k+1)); done"]
-`, H.Image, kpFloodLines))
-	b.Cleanup(func() { bnPodrun(b, "down", "--grace-period", "0", victim, victimReq, flood) })
+`, H.Image, floodLines))
+	b.Cleanup(func() { benchPodrun(b, "down", "--grace-period", "0", victim, victimReq, flood) })
 	for _, f := range []string{victim, victimReq, flood} {
-		if _, stderr, code := bnPodrun(b, "up", f); code != 0 {
+		if _, stderr, code := benchPodrun(b, "up", f); code != 0 {
 			b.Fatalf("podrun up %s: exit %d:\n%s", f, code, stderr)
 		}
 	}
 	victims := []string{"kp-victim", "kp-victim-req"}
 	urls := map[string]string{}
-	idle := map[string]kpSample{}
+	idle := map[string]victimSample{}
 	for _, v := range victims {
-		out, stderr, code := bnPodrun(b, "status", v, "-o", "json")
+		out, stderr, code := benchPodrun(b, "status", v, "-o", "json")
 		var pod corev1.Pod
 		if code != 0 || json.Unmarshal([]byte(out), &pod) != nil || pod.Status.PodIP == "" {
 			b.Fatalf("status %s: exit %d, %s", v, code, stderr)
 		}
 		urls[v] = "http://" + pod.Status.PodIP + ":8080/"
-		idle[v] = kpVictim(b, v, urls[v])
+		idle[v] = measureVictim(b, v, urls[v])
 	}
 
 	var cpu, wall time.Duration
-	during := map[string][]kpSample{}
+	during := map[string][]victimSample{}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		pid := kpKeeperPid(b)
-		before := kpCPU(b, pid)
+		pid := keeperPid(b)
+		before := processCPU(b, pid)
 		start := time.Now()
-		if _, stderr, code := bnPodrun(b, "exec", "kp-flood", "--", "touch", "/tmp/go"); code != 0 {
+		if _, stderr, code := benchPodrun(b, "exec", "kp-flood", "--", "touch", "/tmp/go"); code != 0 {
 			b.Fatalf("exec: exit %d:\n%s", code, stderr)
 		}
 		for _, v := range victims {
-			during[v] = append(during[v], kpVictim(b, v, urls[v]))
+			during[v] = append(during[v], measureVictim(b, v, urls[v]))
 		}
 		done := fmt.Sprintf("flood-done-%d", i)
 		for deadline := time.Now().Add(10 * time.Minute); ; {
-			out, _, _ := bnPodrun(b, "logs", "--tail", "1", "kp-flood")
+			out, _, _ := benchPodrun(b, "logs", "--tail", "1", "kp-flood")
 			if strings.TrimSpace(out) == done {
 				break
 			}
@@ -118,14 +118,14 @@ spec:
 			time.Sleep(100 * time.Millisecond)
 		}
 		wall += time.Since(start)
-		cpu += kpCPU(b, pid) - before
+		cpu += processCPU(b, pid) - before
 	}
 	b.StopTimer()
-	mib := float64(b.N) * kpFloodLines / (1 << 20)
+	mib := float64(b.N) * floodLines / (1 << 20)
 	b.ReportMetric(cpu.Seconds()/mib*1000, "keeper-ms/MiB")
 	b.ReportMetric(mib/wall.Seconds(), "container-MiB/s")
 	fmt.Printf("\nkeeper flood: %d run(s) of %d MiB of empty lines: keeper CPU %.0f ms/MiB of output, the container wrote %.2f MiB/s\n",
-		b.N, kpFloodLines>>20, cpu.Seconds()/mib*1000, mib/wall.Seconds())
+		b.N, floodLines>>20, cpu.Seconds()/mib*1000, mib/wall.Seconds())
 	for _, v := range victims {
 		var lat50, lat99, loop []time.Duration
 		for _, s := range during[v] {
@@ -133,19 +133,19 @@ spec:
 		}
 		fmt.Printf("%s, idle node:    HTTP p50 %v p99 %v, shell loop %v\n", v, idle[v].p50, idle[v].p99, idle[v].loop)
 		fmt.Printf("%s, during flood: HTTP p50 %v p99 %v, shell loop %v (medians over the runs)\n",
-			v, bnMedian(lat50), bnMedian(lat99), bnMedian(loop))
+			v, median(lat50), median(lat99), median(loop))
 	}
 }
 
-// kpSample is what another pod sees: its HTTP latency, and how long a
+// victimSample is what another pod sees: its HTTP latency, and how long a
 // fixed shell loop takes in it.
-type kpSample struct {
+type victimSample struct {
 	p50, p99, loop time.Duration
 }
 
-// kpVictim measures the victim pod: 100 requests 10 ms apart, and a loop of
+// measureVictim measures the victim pod: 100 requests 10 ms apart, and a loop of
 // 100,000 iterations run with exec.
-func kpVictim(b *testing.B, pod, url string) kpSample {
+func measureVictim(b *testing.B, pod, url string) victimSample {
 	client := &http.Client{Timeout: 10 * time.Second}
 	var lat []time.Duration
 	for range 100 {
@@ -160,27 +160,14 @@ func kpVictim(b *testing.B, pod, url string) kpSample {
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	start := time.Now()
-	if _, stderr, code := bnPodrun(b, "exec", pod, "--", "sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"); code != 0 {
+	if _, stderr, code := benchPodrun(b, "exec", pod, "--", "sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"); code != 0 {
 		b.Fatalf("exec: exit %d:\n%s", code, stderr)
 	}
-	return kpSample{p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], loop: time.Since(start)}
+	return victimSample{p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], loop: time.Since(start)}
 }
 
-// kpKeeperPid is the stream keeper's pid (its lock file holds it).
-func kpKeeperPid(b *testing.B) int {
-	raw, err := os.ReadFile(filepath.Join(H.RunDir, "io", "keeper.lock"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return pid
-}
-
-// kpCPU is the user and system time process pid has used.
-func kpCPU(b *testing.B, pid int) time.Duration {
+// processCPU is the user and system time process pid has used.
+func processCPU(b *testing.B, pid int) time.Duration {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)

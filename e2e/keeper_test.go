@@ -27,7 +27,7 @@ import (
 // container and removes the log of each it removes.
 func TestCrashLoopKeepsTwoAttempts(t *testing.T) {
 	H.require(t)
-	_, up := svForeground(t, "kp-crash", `apiVersion: v1
+	_, up := upForeground(t, "kp-crash", `apiVersion: v1
 kind: Pod
 metadata:
   name: kp-crash
@@ -38,15 +38,15 @@ spec:
     image: `+H.Image+`
     command: ["sh", "-c", "i=0; while [ $i -lt 100 ]; do printf 'kp-crash %%0100d\\n' $i; i=$((i+1)); done; exit 1"]
 `, "--wait=running", "--container-log-max-size", "4Ki", "--container-log-max-files", "2")
-	pod := svWaitStatus(t, "kp-crash", 60*time.Second, "3 restarts", func(p corev1.Pod) (bool, string) {
-		c := svCS(p, "app")
+	pod := waitStatus(t, "kp-crash", 60*time.Second, "3 restarts", func(p corev1.Pod) (bool, string) {
+		c := containerStatus(p, "app")
 		return c != nil && c.RestartCount >= 3, fmt.Sprintf("%+v", c)
 	})
-	cur := int(svCS(pod, "app").RestartCount)
-	dir := svLogDir(pod, "app")
+	cur := int(containerStatus(pod, "app").RestartCount)
+	dir := containerLogDir(pod, "app")
 	// The current attempt's file may still be written: what is checked is
 	// which attempts have files.
-	svEventually(t, 10*time.Second, "the logs of the current and previous attempts only", func() (bool, string) {
+	eventually(t, 10*time.Second, "the logs of the current and previous attempts only", func() (bool, string) {
 		ents, _ := os.ReadDir(dir)
 		var names []string
 		attempts := map[int]bool{}
@@ -70,13 +70,13 @@ spec:
 	if rotated == 0 {
 		t.Errorf("the previous attempt's log has no rotated file: the test does not rotate")
 	}
-	if ids := plContainerIDs(t, "kp-crash"); len(ids) != 3 { // the sandbox, the previous and the current attempt
+	if ids := podContainerIDs(t, "kp-crash"); len(ids) != 3 { // the sandbox, the previous and the current attempt
 		t.Errorf("containers %v, want the sandbox and two attempts", ids)
 	}
 	if code, _ := up.terminate(t, 30*time.Second); code != 0 {
 		t.Errorf("up -f after SIGTERM: exit %d, want 0; stderr:\n%s", code, up.stderr())
 	}
-	svGone(t, "kp-crash", string(pod.UID))
+	checkPodGone(t, "kp-crash", string(pod.UID))
 }
 
 // TestAttachClientThatNeverReads: a client attached to a container that
@@ -84,7 +84,7 @@ spec:
 // connection closed), and the container's log goes on growing.
 func TestAttachClientThatNeverReads(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "kp-attach", `apiVersion: v1
+	mustRunUp(t, "kp-attach", `apiVersion: v1
 kind: Pod
 metadata:
   name: kp-attach
@@ -96,8 +96,8 @@ spec:
     command: ["sh", "-c", "while true; do echo kp-attach-0123456789012345678901234567890123456789; done"]
     stdin: true
 `)
-	pod := svStatus(t, "kp-attach")
-	id := strings.TrimPrefix(svMustCS(t, pod, "app").ContainerID, "containerd://")
+	pod := podStatus(t, "kp-attach")
+	id := strings.TrimPrefix(mustContainerStatus(t, pod, "app").ContainerID, "containerd://")
 	conn, err := net.Dial("unix", filepath.Join(H.RunDir, "io", id, "attach.sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -123,10 +123,10 @@ spec:
 	if !hup {
 		t.Fatal("the keeper kept the connection of a client that never reads (20 s)")
 	}
-	logPath := filepath.Join(svLogDir(pod, "app"), "0.log")
+	logPath := filepath.Join(containerLogDir(pod, "app"), "0.log")
 	size := func() int64 {
 		var total int64
-		for _, p := range append(kpGlob(logPath+".*"), logPath) {
+		for _, p := range append(sortedGlob(logPath+".*"), logPath) {
 			if st, err := os.Stat(p); err == nil {
 				total += st.Size()
 			}
@@ -134,7 +134,7 @@ spec:
 		return total
 	}
 	before := size()
-	svEventually(t, 10*time.Second, "the log grows after the drop", func() (bool, string) {
+	eventually(t, 10*time.Second, "the log grows after the drop", func() (bool, string) {
 		return size() > before+1<<20, fmt.Sprintf("%d bytes, %d before", size(), before)
 	})
 	if b, _ := os.ReadFile(filepath.Join(H.RunDir, "io", "keeper.log")); !strings.Contains(string(b), id+": dropping an attached client") {
@@ -142,7 +142,7 @@ spec:
 	}
 }
 
-func kpGlob(pattern string) []string {
+func sortedGlob(pattern string) []string {
 	m, _ := filepath.Glob(pattern)
 	slices.Sort(m)
 	return m
@@ -155,7 +155,7 @@ func kpGlob(pattern string) []string {
 // end removes it.
 func TestKeeperOwnCgroup(t *testing.T) {
 	H.require(t)
-	file, _ := plMustUp(t, "kp-cgroup", `apiVersion: v1
+	file, _ := mustRunUp(t, "kp-cgroup", `apiVersion: v1
 kind: Pod
 metadata:
   name: kp-cgroup
@@ -166,14 +166,7 @@ spec:
     image: `+H.Image+`
     command: ["sh", "-c", "echo kp-cgroup; sleep 3600"]
 `)
-	b, err := os.ReadFile(filepath.Join(H.RunDir, "io", "keeper.lock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := keeperPid(t)
 	own := "/" + H.Namespace + "/keeper"
 	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
@@ -185,10 +178,10 @@ spec:
 			t.Errorf("keeper %d: %q, want %s", pid, line, own)
 		}
 	}
-	weight := filepath.Join(rsCgroupMount, "cpu", own, "cpu.shares")
+	weight := filepath.Join(cgroupMount, "cpu", own, "cpu.shares")
 	want := "256"
-	if rsUnified() {
-		weight, want = filepath.Join(rsCgroupMount, own, "cpu.weight"), "10"
+	if cgroupV2Only() {
+		weight, want = filepath.Join(cgroupMount, own, "cpu.weight"), "10"
 	}
 	if b, err := os.ReadFile(weight); err != nil || strings.TrimSpace(string(b)) != want {
 		t.Errorf("%s: %q (%v), want %s", weight, b, err, want)
@@ -196,10 +189,10 @@ spec:
 	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
 		t.Fatalf("down: exit %d\n%s", code, stderr)
 	}
-	svEventually(t, 30*time.Second, "the keeper ends and its cgroup is gone", func() (bool, string) {
-		left := kpGlob(filepath.Join(rsCgroupMount, "*", H.Namespace, "keeper"))
-		if _, err := os.Stat(filepath.Join(rsCgroupMount, H.Namespace, "keeper")); err == nil {
-			left = append(left, filepath.Join(rsCgroupMount, H.Namespace, "keeper"))
+	eventually(t, 30*time.Second, "the keeper ends and its cgroup is gone", func() (bool, string) {
+		left := sortedGlob(filepath.Join(cgroupMount, "*", H.Namespace, "keeper"))
+		if _, err := os.Stat(filepath.Join(cgroupMount, H.Namespace, "keeper")); err == nil {
+			left = append(left, filepath.Join(cgroupMount, H.Namespace, "keeper"))
 		}
 		return unix.Kill(pid, 0) != nil && len(left) == 0, fmt.Sprintf("keeper alive %v, cgroups %v", unix.Kill(pid, 0) == nil, left)
 	})

@@ -13,7 +13,7 @@ import (
 
 func TestNamespaceFlag(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "kc-web", `apiVersion: v1
+	mustRunUp(t, "kc-web", `apiVersion: v1
 kind: Pod
 metadata: {name: kc-web, namespace: kc-ns}
 spec:
@@ -52,7 +52,7 @@ spec:
 	if out, stderr, code := H.Podrun(t, "", "status", "-n", "kc-ns", "kc-web", "-o", "json"); code != 0 || !strings.Contains(out, `"namespace": "kc-ns"`) {
 		t.Errorf("status -n kc-ns kc-web: exit %d\n%s%s", code, e2eClip(out), stderr)
 	}
-	svEventually(t, 10*time.Second, "logs -n kc-ns kc-web shows the app's line", func() (bool, string) {
+	eventually(t, 10*time.Second, "logs -n kc-ns kc-web shows the app's line", func() (bool, string) {
 		out, stderr, code := H.Podrun(t, "", "logs", "-n", "kc-ns", "kc-web")
 		return code == 0 && strings.Contains(out, "hello-kc"), out + stderr
 	})

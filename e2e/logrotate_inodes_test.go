@@ -62,7 +62,7 @@ spec:
 		t.Fatalf("log dirs %v", dirs)
 	}
 	logPath := filepath.Join(dirs[0], "0.log")
-	svEventually(t, 30*time.Second, "two rotations", func() (bool, string) {
+	eventually(t, 30*time.Second, "two rotations", func() (bool, string) {
 		rotated, _ := filepath.Glob(logPath + ".*")
 		return len(rotated) >= 2, fmt.Sprint(rotated)
 	})
@@ -115,7 +115,7 @@ spec:
 	}
 	// The cap is back: every file at most maxSize and a line, and the
 	// newest lines read.
-	svEventually(t, 30*time.Second, "the log rotated again, every file under its cap", func() (bool, string) {
+	eventually(t, 30*time.Second, "the log rotated again, every file under its cap", func() (bool, string) {
 		n, why := last()
 		if n <= prev {
 			return false, fmt.Sprintf("last line %d (%s), %d before", n, why, prev)

@@ -37,7 +37,7 @@ spec:
     image: %s
     command: ["sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.1; done; i=0; while [ $i -lt %d ]; do printf 'line %%06d %%01000d\\n' $i 0; i=$((i+1)); if [ $((i %% 1000)) -eq 0 ]; then sleep 0.1; fi; done; echo done; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
 `, H.Image, lines))
-	plDownOnCleanup(t, manifest)
+	downOnCleanup(t, manifest)
 	if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", manifest); code != 0 { // the defaults: 10Mi, 5 files
 		t.Fatalf("up: exit %d\n%s", code, stderr)
 	}
@@ -45,7 +45,7 @@ spec:
 	if len(dirs) != 1 {
 		t.Fatalf("log dirs %v", dirs)
 	}
-	follow := svTrack(t, H.Start(t, "logs", "-f", "lr-rot"))
+	follow := trackProcess(t, H.Start(t, "logs", "-f", "lr-rot"))
 
 	// Sample the container's log directory, as fast as it can be read,
 	// while the container writes.
@@ -69,8 +69,8 @@ spec:
 			worst, samples = max(worst, total), samples+1
 		}
 	}()
-	svExec(t, "lr-rot", "", "touch", "/tmp/go")
-	svEventually(t, 120*time.Second, "the container has written its lines", func() (bool, string) {
+	execIn(t, "lr-rot", "", "touch", "/tmp/go")
+	eventually(t, 120*time.Second, "the container has written its lines", func() (bool, string) {
 		out, _, _, _ := H.run(t, "", 10*time.Second, "logs", "--tail", "1", "lr-rot")
 		return strings.TrimSpace(out) == "done", e2eClip(out)
 	})
@@ -130,7 +130,7 @@ spec:
 	out, _, _ := H.Podrun(t, "", "logs", "lr-rot")
 	check("logs", out)
 
-	svEventually(t, 10*time.Second, "logs -f has read up to done", func() (bool, string) {
+	eventually(t, 10*time.Second, "logs -f has read up to done", func() (bool, string) {
 		return strings.HasSuffix(follow.stdout(), "done\n"), fmt.Sprintf("%d bytes", len(follow.stdout()))
 	})
 	if err := follow.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -157,8 +157,8 @@ spec:
     command: ["sh", "-c", "echo hello; trap 'exit 0' TERM; while true; do sleep 0.1; done"]
 `, name, H.Image)
 	}
-	goneFile, _ := plMustUp(t, "lr-gone", pod("lr-gone"), "--wait=running")
-	plMustUp(t, "lr-live", pod("lr-live"), "--wait=running")
+	goneFile, _ := mustRunUp(t, "lr-gone", pod("lr-gone"), "--wait=running")
+	mustRunUp(t, "lr-live", pod("lr-live"), "--wait=running")
 	foreign := filepath.Join(H.LogDir, "default_kubelets_0000", "app")
 	if err := os.MkdirAll(foreign, 0o755); err != nil {
 		t.Fatal(err)

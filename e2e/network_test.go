@@ -23,9 +23,9 @@ import (
 	"github.com/podrun/podrun/internal/testimage"
 )
 
-// nwUDPEcho is a UDP server that answers every datagram with "echo:" and the
+// udpEchoSource is a UDP server that answers every datagram with "echo:" and the
 // datagram: busybox's nc has no UDP mode.
-const nwUDPEcho = `package main
+const udpEchoSource = `package main
 
 import "net"
 
@@ -45,12 +45,12 @@ func main() {
 }
 `
 
-// nwUDPImage builds a static UDP echo server and imports an image with it
+// udpEchoImage builds a static UDP echo server and imports an image with it
 // as /udp-echo.
-func nwUDPImage(t *testing.T) string {
+func udpEchoImage(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range map[string]string{"go.mod": "module udpecho\n\ngo 1.22\n", "main.go": nwUDPEcho} {
+	for name, data := range map[string]string{"go.mod": "module udpecho\n\ngo 1.22\n", "main.go": udpEchoSource} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -68,9 +68,9 @@ func nwUDPImage(t *testing.T) string {
 	return H.ImportImage(t, testimage.Config{Ref: "podrun.test/nw-udp-echo:1", Files: []testimage.File{{Path: "/udp-echo", Mode: 0o755, Data: bin}}})
 }
 
-// nwUDPExchange sends msg to addr and returns the answer, retrying while the
+// udpExchange sends msg to addr and returns the answer, retrying while the
 // server is not up yet.
-func nwUDPExchange(t *testing.T, addr, msg string) string {
+func udpExchange(t *testing.T, addr, msg string) string {
 	t.Helper()
 	var lastErr error
 	for i := 0; i < 20; i++ {
@@ -98,9 +98,9 @@ func nwUDPExchange(t *testing.T, addr, msg string) string {
 	return ""
 }
 
-// nwRules returns the iptables lines mentioning CNI that are not in before,
+// newCNIRules returns the iptables lines mentioning CNI that are not in before,
 // leaving out the chains and jumps portmap installs once and never removes.
-func nwRules(t *testing.T, before map[string]bool) []string {
+func newCNIRules(t *testing.T, before map[string]bool) []string {
 	t.Helper()
 	now, err := e2eIptablesCNI()
 	if err != nil {
@@ -115,7 +115,7 @@ func nwRules(t *testing.T, before map[string]bool) []string {
 	return out
 }
 
-func nwIptables(t *testing.T) map[string]bool {
+func iptablesLines(t *testing.T) map[string]bool {
 	t.Helper()
 	rules, err := e2eIptablesCNI()
 	if err != nil {
@@ -124,8 +124,8 @@ func nwIptables(t *testing.T) map[string]bool {
 	return rules
 }
 
-// nwWeb is a container serving page on containerPort with busybox httpd.
-func nwWeb(name, page string, port int) string {
+// webContainer is a container serving page on containerPort with busybox httpd.
+func webContainer(name, page string, port int) string {
 	return fmt.Sprintf(`  - name: %s
     image: %s
     command: ["sh", "-c", "mkdir -p /tmp/www && echo %s > /tmp/www/index.html && trap 'exit 0' TERM; httpd -f -p %d -h /tmp/www & wait"]
@@ -138,18 +138,18 @@ func nwWeb(name, page string, port int) string {
 // after down, and after a failed pod is rolled back.
 func TestNetworkHostPort(t *testing.T) {
 	H.require(t)
-	udpImage := nwUDPImage(t)
-	before := nwIptables(t)
-	web, local, udp := plFreePort(t), plFreePort(t), plFreePort(t)
-	file, _ := plMustUp(t, "nw-ports", `apiVersion: v1
+	udpImage := udpEchoImage(t)
+	before := iptablesLines(t)
+	web, local, udp := freePort(t), freePort(t), freePort(t)
+	file, _ := mustRunUp(t, "nw-ports", `apiVersion: v1
 kind: Pod
 metadata:
   name: nw-ports
 spec:
   containers:
-`+nwWeb("web", "nw-web", 8080)+`    ports:
+`+webContainer("web", "nw-web", 8080)+`    ports:
     - {containerPort: 8080, hostPort: `+strconv.Itoa(web)+`}
-`+nwWeb("local", "nw-local", 8081)+`    ports:
+`+webContainer("local", "nw-local", 8081)+`    ports:
     - {containerPort: 8081, hostPort: `+strconv.Itoa(local)+`, hostIP: 127.0.0.1}
   - name: udp
     image: `+udpImage+`
@@ -157,18 +157,18 @@ spec:
     ports:
     - {containerPort: 5353, hostPort: `+strconv.Itoa(udp)+`, protocol: UDP}
 `)
-	if body := plHTTPGet(t, fmt.Sprintf("http://127.0.0.1:%d/", web)); body != "nw-web\n" {
+	if body := httpGetRetry(t, fmt.Sprintf("http://127.0.0.1:%d/", web)); body != "nw-web\n" {
 		t.Errorf("GET 127.0.0.1:%d = %q, want nw-web", web, body)
 	}
-	if body := plHTTPGet(t, fmt.Sprintf("http://127.0.0.1:%d/", local)); body != "nw-local\n" {
+	if body := httpGetRetry(t, fmt.Sprintf("http://127.0.0.1:%d/", local)); body != "nw-local\n" {
 		t.Errorf("GET 127.0.0.1:%d (hostIP 127.0.0.1) = %q, want nw-local", local, body)
 	}
-	if got := nwUDPExchange(t, fmt.Sprintf("127.0.0.1:%d", udp), "nw-ping"); got != "echo:nw-ping" {
+	if got := udpExchange(t, fmt.Sprintf("127.0.0.1:%d", udp), "nw-ping"); got != "echo:nw-ping" {
 		t.Errorf("UDP 127.0.0.1:%d answered %q, want echo:nw-ping", udp, got)
 	}
 	// hostIP 127.0.0.1: the DNAT rule matches that address only, so the
 	// same port on 127.0.0.2 reaches nothing.
-	rules := strings.Join(nwRules(t, before), "\n")
+	rules := strings.Join(newCNIRules(t, before), "\n")
 	for _, want := range []string{
 		fmt.Sprintf("-d 127.0.0.1/32 -p tcp -m tcp --dport %d", local),
 		fmt.Sprintf("-p tcp -m tcp --dport %d", web),
@@ -184,25 +184,25 @@ spec:
 	}
 
 	// A second pod asking for a held port is refused, and nothing of it runs.
-	_, stdout, stderr, code := plUp(t, "nw-clash", `apiVersion: v1
+	_, stdout, stderr, code := runUp(t, "nw-clash", `apiVersion: v1
 kind: Pod
 metadata:
   name: nw-clash
 spec:
   containers:
-`+nwWeb("web", "nw-clash", 8080)+`    ports:
+`+webContainer("web", "nw-clash", 8080)+`    ports:
     - {containerPort: 8080, hostPort: `+strconv.Itoa(web)+`, hostIP: 127.0.0.1}
 `)
 	want := fmt.Sprintf("pod default/nw-clash refused by the node: NodePorts: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports (127.0.0.1:%d/TCP held by pod default/nw-ports); nothing was started", web)
 	if code != 4 || !strings.Contains(stderr, want) {
 		t.Errorf("up nw-clash: exit %d, stderr:\n%s\nwant exit 4 and %q", code, stderr, want)
 	}
-	if strings.Contains(stdout, "nw-clash") || plPsRow(t, "nw-clash", "-a") != nil || len(plContainers(t, "nw-clash")) != 0 {
+	if strings.Contains(stdout, "nw-clash") || psRow(t, "nw-clash", "-a") != nil || len(podContainers(t, "nw-clash")) != 0 {
 		t.Errorf("nw-clash was started: stdout %q", stdout)
 	}
 
-	plTimeDown(t, file)
-	if left := nwRules(t, before); len(left) != 0 {
+	timeDown(t, file)
+	if left := newCNIRules(t, before); len(left) != 0 {
 		t.Errorf("iptables rules left after down:\n%s", strings.Join(left, "\n"))
 	}
 	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", web), time.Second); err == nil {
@@ -211,7 +211,7 @@ spec:
 	}
 
 	// A pod whose init container fails is rolled back: CNI DEL removes its rules.
-	_, _, stderr, code = plUp(t, "nw-rollback", `apiVersion: v1
+	_, _, stderr, code = runUp(t, "nw-rollback", `apiVersion: v1
 kind: Pod
 metadata:
   name: nw-rollback
@@ -222,20 +222,20 @@ spec:
     image: `+H.Image+`
     command: ["false"]
   containers:
-`+nwWeb("web", "nw-rollback", 8080)+`    ports:
+`+webContainer("web", "nw-rollback", 8080)+`    ports:
     - {containerPort: 8080, hostPort: `+strconv.Itoa(web)+`}
 `)
 	if code != 1 {
 		t.Errorf("up nw-rollback: exit %d, want 1; stderr:\n%s", code, stderr)
 	}
-	if left := nwRules(t, before); len(left) != 0 {
+	if left := newCNIRules(t, before); len(left) != 0 {
 		t.Errorf("iptables rules left after the rollback:\n%s", strings.Join(left, "\n"))
 	}
 }
 
-// nwSections splits a container's log into the sections it printed after
+// logSections splits a container's log into the sections it printed after
 // "==name" marker lines.
-func nwSections(lines []string) map[string]string {
+func logSections(lines []string) map[string]string {
 	out := map[string]string{}
 	cur := ""
 	for _, l := range lines {
@@ -249,27 +249,27 @@ func nwSections(lines []string) map[string]string {
 	return out
 }
 
-// nwShow prints the pod's names and resolver files between markers.
-const nwShow = `["sh", "-c", "echo ==hostname; hostname; echo ==env; echo $HOSTNAME; echo ==hosts; cat /etc/hosts; echo ==resolv; cat /etc/resolv.conf"]`
+// showNetworkCommand prints the pod's names and resolver files between markers.
+const showNetworkCommand = `["sh", "-c", "echo ==hostname; hostname; echo ==env; echo $HOSTNAME; echo ==hosts; cat /etc/hosts; echo ==resolv; cat /etc/resolv.conf"]`
 
-// nwManagedHosts is the head of the kubelet's /etc/hosts for a pod network pod.
-const nwManagedHosts = "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
+// managedHostsHeader is the head of the kubelet's /etc/hosts for a pod network pod.
+const managedHostsHeader = "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
 	"fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n"
 
-const nwAliases = `  hostAliases:
+const hostAliasesYAML = `  hostAliases:
   - ip: 10.1.2.3
     hostnames: [db, db.podrun.example]
   - ip: "2001:db8::7"
     hostnames: [cache]
 `
 
-const nwAliasLines = "\n# Entries added by HostAliases.\n10.1.2.3\tdb\tdb.podrun.example\n2001:db8::7\tcache\n"
+const hostAliasLines = "\n# Entries added by HostAliases.\n10.1.2.3\tdb\tdb.podrun.example\n2001:db8::7\tcache\n"
 
-// nwHostResolver is the host's resolver configuration, read independently
+// hostResolver is the host's resolver configuration, read independently
 // of podrun: nameserver lines accumulate, the last search and options lines
 // win; for a pod network pod, loopback nameservers are of no use and are
 // replaced by systemd-resolved's upstream list, or dropped.
-func nwHostResolver(t *testing.T, hostNetwork bool) (servers, searches, options []string) {
+func hostResolver(t *testing.T, hostNetwork bool) (servers, searches, options []string) {
 	t.Helper()
 	parse := func(path string) (servers, searches, options []string) {
 		data, err := os.ReadFile(path)
@@ -310,8 +310,8 @@ func nwHostResolver(t *testing.T, hostNetwork bool) (servers, searches, options 
 	return usable, searches, options
 }
 
-// nwResolvConf renders a resolv.conf as containerd writes it.
-func nwResolvConf(servers, searches, options []string) string {
+// renderResolvConf renders a resolv.conf as containerd writes it.
+func renderResolvConf(servers, searches, options []string) string {
 	var b strings.Builder
 	if len(searches) > 0 {
 		b.WriteString("search " + strings.Join(searches, " ") + "\n")
@@ -325,7 +325,7 @@ func nwResolvConf(servers, searches, options []string) string {
 	return b.String()
 }
 
-func nwAppendNew(list []string, more ...string) []string {
+func appendMissing(list []string, more ...string) []string {
 	for _, m := range more {
 		found := false
 		for _, l := range list {
@@ -338,8 +338,8 @@ func nwAppendNew(list []string, more ...string) []string {
 	return list
 }
 
-// nwCheck compares section name of a container's output with want.
-func nwCheck(t *testing.T, pod, name, got, want string) {
+// checkSection compares section name of a container's output with want.
+func checkSection(t *testing.T, pod, name, got, want string) {
 	t.Helper()
 	if got != want {
 		t.Errorf("%s: %s is\n%s\nwant\n%s", pod, name, got, want)
@@ -371,12 +371,12 @@ spec:
     - {name: ndots, value: "2"}
     - {name: edns0}
     - {name: ndots, value: "3"}
-`+nwAliases+`  containers:
+`+hostAliasesYAML+`  containers:
   - name: show
     image: `+H.Image+`
-    command: `+nwShow+`
+    command: `+showNetworkCommand+`
 `)
-	plDownOnCleanup(t, file)
+	downOnCleanup(t, file)
 	stdout, stderr, code := H.Podrun(t, "", "--cluster-domain", "podrun.internal", "up", file)
 	if code != 0 {
 		t.Fatalf("up nw-fqdn: exit %d; stderr:\n%s", code, stderr)
@@ -384,17 +384,17 @@ spec:
 	if !strings.Contains(stdout, "pod/default/nw-fqdn created (Succeeded)") {
 		t.Errorf("up stdout = %q, want created (Succeeded)", stdout)
 	}
-	pod := plPod(t, "nw-fqdn")
-	out := nwSections(plLog(t, pod, "show", 0))
+	pod := podNamed(t, "nw-fqdn")
+	out := logSections(containerLog(t, pod, "show", 0))
 	fqdn := "db-0.dbs.default.svc.podrun.internal"
-	nwCheck(t, "nw-fqdn", "hostname", out["hostname"], fqdn+"\n")
-	nwCheck(t, "nw-fqdn", "$HOSTNAME", out["env"], fqdn+"\n")
-	hosts := nwManagedHosts
+	checkSection(t, "nw-fqdn", "hostname", out["hostname"], fqdn+"\n")
+	checkSection(t, "nw-fqdn", "$HOSTNAME", out["env"], fqdn+"\n")
+	hosts := managedHostsHeader
 	for _, ip := range pod.Status.PodIPs {
 		hosts += ip.IP + "\t" + fqdn + "\tdb-0\n"
 	}
-	nwCheck(t, "nw-fqdn", "/etc/hosts", out["hosts"], hosts+nwAliasLines)
-	nwCheck(t, "nw-fqdn", "/etc/resolv.conf", out["resolv"],
+	checkSection(t, "nw-fqdn", "/etc/hosts", out["hosts"], hosts+hostAliasLines)
+	checkSection(t, "nw-fqdn", "/etc/resolv.conf", out["resolv"],
 		"search corp.podrun.example svc.podrun.example\nnameserver 192.0.2.53\nnameserver 2001:db8::53\noptions ndots:3 edns0\n")
 
 	// Default merged with dnsConfig, ClusterFirst, ClusterFirstWithHostNet
@@ -417,7 +417,7 @@ spec:
   containers:
   - name: show
     image: `+H.Image+`
-    command: `+nwShow+`
+    command: `+showNetworkCommand+`
 ---
 apiVersion: v1
 kind: Pod
@@ -428,7 +428,7 @@ spec:
   containers:
   - name: show
     image: `+H.Image+`
-    command: `+nwShow+`
+    command: `+showNetworkCommand+`
 ---
 apiVersion: v1
 kind: Pod
@@ -438,12 +438,12 @@ spec:
   restartPolicy: Never
   hostNetwork: true
   dnsPolicy: ClusterFirstWithHostNet
-`+nwAliases+`  containers:
+`+hostAliasesYAML+`  containers:
   - name: show
     image: `+H.Image+`
-    command: `+nwShow+`
+    command: `+showNetworkCommand+`
 `)
-	plDownOnCleanup(t, dnsFile)
+	downOnCleanup(t, dnsFile)
 	stdout, stderr, code = H.Podrun(t, "", "--debug", "up", dnsFile)
 	if code != 0 {
 		t.Fatalf("up nw-dns: exit %d; stderr:\n%s", code, stderr)
@@ -458,7 +458,7 @@ spec:
 		t.Errorf("stderr says %d times %q, want once:\n%s", n, note, stderr)
 	}
 	// Without --debug, a host that was told is not told again.
-	_, _, stderr, code = plUp(t, "nw-quiet", `apiVersion: v1
+	_, _, stderr, code = runUp(t, "nw-quiet", `apiVersion: v1
 kind: Pod
 metadata: {name: nw-quiet}
 spec:
@@ -469,22 +469,22 @@ spec:
 		t.Errorf("a second up (exit %d) says the note again:\n%s", code, stderr)
 	}
 
-	servers, searches, options := nwHostResolver(t, false)
-	hostResolv := nwResolvConf(servers, searches, options)
+	servers, searches, options := hostResolver(t, false)
+	hostResolv := renderResolvConf(servers, searches, options)
 	if hostResolv == "" { // containerd copies the host's file when there is nothing to write
 		data, _ := os.ReadFile("/etc/resolv.conf")
 		hostResolv = string(data)
 	}
 
-	pod = plPod(t, "nw-merge")
-	out = nwSections(plLog(t, pod, "show", 0))
-	nwCheck(t, "nw-merge", "hostname", out["hostname"], "nw-merge\n")
-	hosts = nwManagedHosts
+	pod = podNamed(t, "nw-merge")
+	out = logSections(containerLog(t, pod, "show", 0))
+	checkSection(t, "nw-merge", "hostname", out["hostname"], "nw-merge\n")
+	hosts = managedHostsHeader
 	for _, ip := range pod.Status.PodIPs {
 		hosts += ip.IP + "\tnw-merge.web.default.svc.cluster.local\tnw-merge\n"
 	}
-	nwCheck(t, "nw-merge", "/etc/hosts", out["hosts"], hosts)
-	merged := nwAppendNew(append([]string(nil), servers...), "192.0.2.53")
+	checkSection(t, "nw-merge", "/etc/hosts", out["hosts"], hosts)
+	merged := appendMissing(append([]string(nil), servers...), "192.0.2.53")
 	if len(merged) > 3 {
 		merged = merged[:3]
 	}
@@ -495,34 +495,34 @@ spec:
 			mergedOptions = append(append(append([]string(nil), mergedOptions[:i]...), "ndots:2"), mergedOptions[i+1:]...)
 		}
 	}
-	mergedOptions = nwAppendNew(mergedOptions, "ndots:2", "single-request")
-	nwCheck(t, "nw-merge", "/etc/resolv.conf", out["resolv"],
-		nwResolvConf(merged, nwAppendNew(append([]string(nil), searches...), "podrun.example"), mergedOptions))
+	mergedOptions = appendMissing(mergedOptions, "ndots:2", "single-request")
+	checkSection(t, "nw-merge", "/etc/resolv.conf", out["resolv"],
+		renderResolvConf(merged, appendMissing(append([]string(nil), searches...), "podrun.example"), mergedOptions))
 
-	pod = plPod(t, "nw-clusterfirst")
-	out = nwSections(plLog(t, pod, "show", 0))
-	nwCheck(t, "nw-clusterfirst", "/etc/resolv.conf", out["resolv"], hostResolv)
-	nwCheck(t, "nw-clusterfirst", "$HOSTNAME", out["env"], "nw-clusterfirst\n")
+	pod = podNamed(t, "nw-clusterfirst")
+	out = logSections(containerLog(t, pod, "show", 0))
+	checkSection(t, "nw-clusterfirst", "/etc/resolv.conf", out["resolv"], hostResolv)
+	checkSection(t, "nw-clusterfirst", "$HOSTNAME", out["env"], "nw-clusterfirst\n")
 
-	pod = plPod(t, "nw-hostnet")
-	out = nwSections(plLog(t, pod, "show", 0))
+	pod = podNamed(t, "nw-hostnet")
+	out = logSections(containerLog(t, pod, "show", 0))
 	nodeName, err := os.Hostname()
 	if err != nil {
 		t.Fatal(err)
 	}
-	nwCheck(t, "nw-hostnet", "hostname", out["hostname"], nodeName+"\n")
+	checkSection(t, "nw-hostnet", "hostname", out["hostname"], nodeName+"\n")
 	etcHosts, err := os.ReadFile("/etc/hosts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	nwCheck(t, "nw-hostnet", "/etc/hosts", out["hosts"], "# Kubernetes-managed hosts file (host network).\n"+string(etcHosts)+nwAliasLines)
-	hs, hsearch, hopt := nwHostResolver(t, true)
-	want := nwResolvConf(hs, hsearch, hopt)
+	checkSection(t, "nw-hostnet", "/etc/hosts", out["hosts"], "# Kubernetes-managed hosts file (host network).\n"+string(etcHosts)+hostAliasLines)
+	hs, hsearch, hopt := hostResolver(t, true)
+	want := renderResolvConf(hs, hsearch, hopt)
 	if want == "" {
 		data, _ := os.ReadFile("/etc/resolv.conf")
 		want = string(data)
 	}
-	nwCheck(t, "nw-hostnet", "/etc/resolv.conf", out["resolv"], want)
+	checkSection(t, "nw-hostnet", "/etc/resolv.conf", out["resolv"], want)
 }
 
 // TestNetworkRefusals: what the API server refuses (dnsPolicy None without
@@ -577,7 +577,7 @@ spec:
 	}
 
 	long := strings.Repeat("n", 40)
-	_, _, stderr, code = plUp(t, "nw-long", `apiVersion: v1
+	_, _, stderr, code = runUp(t, "nw-long", `apiVersion: v1
 kind: Pod
 metadata:
   name: `+long+`
@@ -595,7 +595,7 @@ spec:
 	if code != 1 || !strings.Contains(stderr, want) {
 		t.Errorf("up nw-long: exit %d, want 1 and %q in stderr:\n%s", code, want, stderr)
 	}
-	if n := len(plContainers(t, long)); n != 0 {
+	if n := len(podContainers(t, long)); n != 0 {
 		t.Errorf("nw-long: %d containers left after the failure", n)
 	}
 }

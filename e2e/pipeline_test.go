@@ -34,21 +34,21 @@ import (
 )
 
 const (
-	plLabelPodName   = "io.podrun.pod.name"
-	plLabelPodNS     = "io.podrun.pod.namespace"
-	plLabelPodUID    = "io.podrun.pod.uid"
-	plLabelContainer = "io.podrun.container.name"
-	plLabelKind      = "io.podrun.container.kind"
+	labelPodName   = "io.podrun.pod.name"
+	labelPodNS     = "io.podrun.pod.namespace"
+	labelPodUID    = "io.podrun.pod.uid"
+	labelContainer = "io.podrun.container.name"
+	labelKind      = "io.podrun.container.kind"
 
-	// plSleeper is an app container command that exits promptly on SIGTERM.
-	plSleeper = `["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]`
+	// sleeperCommand is an app container command that exits promptly on SIGTERM.
+	sleeperCommand = `["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]`
 )
 
 // ---- helpers ----
 
-// plDownOnCleanup registers `podrun down` of the given files or pods for the
+// downOnCleanup registers `podrun down` of the given files or pods for the
 // end of the test, whatever its outcome.
-func plDownOnCleanup(t *testing.T, targets ...string) {
+func downOnCleanup(t *testing.T, targets ...string) {
 	t.Helper()
 	t.Cleanup(func() {
 		_, stderr, code := H.Podrun(t, "", append([]string{"down"}, targets...)...)
@@ -58,23 +58,23 @@ func plDownOnCleanup(t *testing.T, targets ...string) {
 	})
 }
 
-// plUp writes yaml to a manifest, registers its down, and runs `podrun up
-// extra... FILE` (svUp without the time).
-func plUp(t *testing.T, name, yaml string, extra ...string) (file, stdout, stderr string, code int) {
+// runUp writes yaml to a manifest, registers its down, and runs `podrun up
+// extra... FILE` (runUpTimed without the time).
+func runUp(t *testing.T, name, yaml string, extra ...string) (file, stdout, stderr string, code int) {
 	t.Helper()
-	file, stdout, stderr, code, _ = svUp(t, name, yaml, extra...)
+	file, stdout, stderr, code, _ = runUpTimed(t, name, yaml, extra...)
 	return file, stdout, stderr, code
 }
 
-// plMustUp is plUp that fails the test unless up exits 0.
-func plMustUp(t *testing.T, name, yaml string, extra ...string) (file, stdout string) {
+// mustRunUp is runUp that fails the test unless up exits 0.
+func mustRunUp(t *testing.T, name, yaml string, extra ...string) (file, stdout string) {
 	t.Helper()
-	file, stdout, _ = svMustUp(t, name, yaml, extra...)
+	file, stdout, _ = mustRunUpTimed(t, name, yaml, extra...)
 	return file, stdout
 }
 
-// plPods returns the pods `podrun ps -a -o json` lists.
-func plPods(t *testing.T) []corev1.Pod {
+// listPods returns the pods `podrun ps -a -o json` lists.
+func listPods(t *testing.T) []corev1.Pod {
 	t.Helper()
 	stdout, stderr, code := H.Podrun(t, "", "ps", "-a", "-o", "json")
 	if code != 0 {
@@ -87,12 +87,12 @@ func plPods(t *testing.T) []corev1.Pod {
 	return list.Items
 }
 
-// plPod returns pod default/name as `podrun ps -a -o json` shows it; it fails
+// podNamed returns pod default/name as `podrun ps -a -o json` shows it; it fails
 // the test unless exactly one is listed.
-func plPod(t *testing.T, name string) corev1.Pod {
+func podNamed(t *testing.T, name string) corev1.Pod {
 	t.Helper()
 	var found []corev1.Pod
-	for _, p := range plPods(t) {
+	for _, p := range listPods(t) {
 		if p.Namespace == "default" && e2eFileName(p) == name {
 			found = append(found, p)
 		}
@@ -113,9 +113,9 @@ func e2eFileName(p corev1.Pod) string {
 	return p.Name
 }
 
-// plPsRow returns the fields of pod default/name's row in `podrun ps [flags]`
+// psRow returns the fields of pod default/name's row in `podrun ps [flags]`
 // (NAMESPACE NAME READY STATUS RESTARTS AGE IP ...), or nil when it is not listed.
-func plPsRow(t *testing.T, name string, flags ...string) []string {
+func psRow(t *testing.T, name string, flags ...string) []string {
 	t.Helper()
 	stdout, stderr, code := H.Podrun(t, "", append([]string{"ps"}, flags...)...)
 	if code != 0 {
@@ -128,7 +128,7 @@ func plPsRow(t *testing.T, name string, flags ...string) []string {
 	var row []string
 	for _, l := range lines[1:] {
 		f := strings.Fields(l)
-		if len(f) >= 7 && f[0] == "default" && (f[1] == name || f[1] == dmFull(name)) {
+		if len(f) >= 7 && f[0] == "default" && (f[1] == name || f[1] == staticPodName(name)) {
 			if row != nil {
 				t.Fatalf("podrun ps %v: pod %s listed twice:\n%s", flags, name, stdout)
 			}
@@ -138,8 +138,8 @@ func plPsRow(t *testing.T, name string, flags ...string) []string {
 	return row
 }
 
-// plContainers returns the containerd containers of pod default/name.
-func plContainers(t *testing.T, name string) []containerd.Container {
+// podContainers returns the containerd containers of pod default/name.
+func podContainers(t *testing.T, name string) []containerd.Container {
 	t.Helper()
 	c, ctx := H.Client(t)
 	all, err := c.Containers(ctx)
@@ -155,7 +155,7 @@ func plContainers(t *testing.T, name string) []containerd.Container {
 			}
 			t.Fatalf("labels of %s: %v", ctr.ID(), err)
 		}
-		if (l[plLabelPodName] == name || l[plLabelPodName] == name+"-"+H.Node) && l[plLabelPodNS] == "default" {
+		if (l[labelPodName] == name || l[labelPodName] == name+"-"+H.Node) && l[labelPodNS] == "default" {
 			out = append(out, ctr)
 		}
 	}
@@ -163,51 +163,51 @@ func plContainers(t *testing.T, name string) []containerd.Container {
 	return out
 }
 
-// plContainerIDs returns the IDs of pod default/name's containers.
-func plContainerIDs(t *testing.T, name string) []string {
+// podContainerIDs returns the IDs of pod default/name's containers.
+func podContainerIDs(t *testing.T, name string) []string {
 	t.Helper()
 	var ids []string
-	for _, c := range plContainers(t, name) {
+	for _, c := range podContainers(t, name) {
 		ids = append(ids, c.ID())
 	}
 	return ids
 }
 
-// plInitRunning returns the UID of pod default/name while the task of one of
+// initRunningUID returns the UID of pod default/name while the task of one of
 // its init containers runs, else "".
-func plInitRunning(t *testing.T, name string) string {
+func initRunningUID(t *testing.T, name string) string {
 	t.Helper()
 	_, ctx := H.Client(t)
-	for _, ctr := range plContainers(t, name) {
+	for _, ctr := range podContainers(t, name) {
 		l, err := ctr.Labels(ctx)
-		if err != nil || l[plLabelKind] != "init" {
+		if err != nil || l[labelKind] != "init" {
 			continue
 		}
 		if task, err := ctr.Task(ctx, nil); err == nil {
 			if st, err := task.Status(ctx); err == nil && st.Status == containerd.Running {
-				return l[plLabelPodUID]
+				return l[labelPodUID]
 			}
 		}
 	}
 	return ""
 }
 
-// plSandboxID returns the ID of the pause container among ctrs.
-func plSandboxID(t *testing.T, ctrs []containerd.Container) string {
+// findSandboxID returns the ID of the pause container among ctrs.
+func findSandboxID(t *testing.T, ctrs []containerd.Container) string {
 	t.Helper()
 	_, ctx := H.Client(t)
 	for _, ctr := range ctrs {
-		if l, err := ctr.Labels(ctx); err == nil && l[plLabelContainer] == "POD" {
+		if l, err := ctr.Labels(ctx); err == nil && l[labelContainer] == "POD" {
 			return ctr.ID()
 		}
 	}
-	t.Fatalf("no pause container (label %s=POD) among %d containers", plLabelContainer, len(ctrs))
+	t.Fatalf("no pause container (label %s=POD) among %d containers", labelContainer, len(ctrs))
 	return ""
 }
 
-// plTaskPIDs returns the PIDs of the running tasks of ctrs by container ID
+// runningTaskPIDs returns the PIDs of the running tasks of ctrs by container ID
 // (0 for a container without a task).
-func plTaskPIDs(t *testing.T, ctrs []containerd.Container) map[string]uint32 {
+func runningTaskPIDs(t *testing.T, ctrs []containerd.Container) map[string]uint32 {
 	t.Helper()
 	_, ctx := H.Client(t)
 	out := map[string]uint32{}
@@ -225,8 +225,8 @@ func plTaskPIDs(t *testing.T, ctrs []containerd.Container) map[string]uint32 {
 	return out
 }
 
-// plNSInode is the inode of the namespace file at path.
-func plNSInode(t *testing.T, path string) uint64 {
+// nsInode is the inode of the namespace file at path.
+func nsInode(t *testing.T, path string) uint64 {
 	t.Helper()
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
@@ -235,10 +235,10 @@ func plNSInode(t *testing.T, path string) uint64 {
 	return st.Ino
 }
 
-// plTasksOf returns the IDs of the tasks in the suite's namespace whose
+// tasksOf returns the IDs of the tasks in the suite's namespace whose
 // container is one of ids, or has no container record at all, or carries
 // label value uid.
-func plTasksOf(t *testing.T, ids map[string]bool, uid string) []string {
+func tasksOf(t *testing.T, ids map[string]bool, uid string) []string {
 	t.Helper()
 	c, ctx := H.Client(t)
 	resp, err := c.TaskService().List(ctx, &tasksapi.ListTasksRequest{})
@@ -256,15 +256,15 @@ func plTasksOf(t *testing.T, ids map[string]bool, uid string) []string {
 			out = append(out, task.ID+" (no container record: "+err.Error()+")")
 			continue
 		}
-		if l, err := ctr.Labels(ctx); err == nil && uid != "" && l[plLabelPodUID] == uid {
+		if l, err := ctr.Labels(ctx); err == nil && uid != "" && l[labelPodUID] == uid {
 			out = append(out, task.ID)
 		}
 	}
 	return out
 }
 
-// plAllTasks returns the IDs of every task in the suite's namespace.
-func plAllTasks(t *testing.T) map[string]bool {
+// allTasks returns the IDs of every task in the suite's namespace.
+func allTasks(t *testing.T) map[string]bool {
 	t.Helper()
 	c, ctx := H.Client(t)
 	resp, err := c.TaskService().List(ctx, &tasksapi.ListTasksRequest{})
@@ -278,9 +278,9 @@ func plAllTasks(t *testing.T) map[string]bool {
 	return out
 }
 
-// plNetworkTraces lists what CNI keeps for a sandbox container ID on the
+// networkTraces lists what CNI keeps for a sandbox container ID on the
 // host: host-local IP reservations naming it and iptables lines mentioning it.
-func plNetworkTraces(t *testing.T, sandboxID string) []string {
+func networkTraces(t *testing.T, sandboxID string) []string {
 	t.Helper()
 	var out []string
 	_ = filepath.WalkDir(e2eIPAMDir, func(p string, d os.DirEntry, err error) error {
@@ -304,8 +304,8 @@ func plNetworkTraces(t *testing.T, sandboxID string) []string {
 	return out
 }
 
-// plNetns returns the names of /run/netns/podrun-* entries.
-func plNetns(t *testing.T) map[string]bool {
+// listNetns returns the names of /run/netns/podrun-* entries.
+func listNetns(t *testing.T) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	ents, err := os.ReadDir("/run/netns")
@@ -320,8 +320,8 @@ func plNetns(t *testing.T) map[string]bool {
 	return out
 }
 
-// plPodDirs returns the entries of H.Root/pods.
-func plPodDirs(t *testing.T) map[string]bool {
+// listPodDirs returns the entries of H.Root/pods.
+func listPodDirs(t *testing.T) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
 	ents, err := os.ReadDir(filepath.Join(H.Root, "pods"))
@@ -334,37 +334,37 @@ func plPodDirs(t *testing.T) map[string]bool {
 	return out
 }
 
-// plHostState is what a pod may leave on the host besides its containers:
+// hostState is what a pod may leave on the host besides its containers:
 // tasks, network namespaces and pod directories.
-type plHostState struct {
+type hostState struct {
 	tasks, netns, dirs map[string]bool
 }
 
-func plCapture(t *testing.T) plHostState {
+func captureHostState(t *testing.T) hostState {
 	t.Helper()
-	return plHostState{tasks: plAllTasks(t), netns: plNetns(t), dirs: plPodDirs(t)}
+	return hostState{tasks: allTasks(t), netns: listNetns(t), dirs: listPodDirs(t)}
 }
 
-// plNothingLeft fails the test if a task, network namespace or pod
+// checkNothingLeft fails the test if a task, network namespace or pod
 // directory appeared since before; whose names what would have left it.
-func plNothingLeft(t *testing.T, before plHostState, whose string) {
+func checkNothingLeft(t *testing.T, before hostState, whose string) {
 	t.Helper()
-	if n := e2eNew(before.tasks, plAllTasks(t)); len(n) != 0 {
+	if n := e2eNew(before.tasks, allTasks(t)); len(n) != 0 {
 		t.Errorf("tasks left by %s: %v", whose, n)
 	}
-	if n := e2eNew(before.netns, plNetns(t)); len(n) != 0 {
+	if n := e2eNew(before.netns, listNetns(t)); len(n) != 0 {
 		t.Errorf("network namespaces left by %s: %v", whose, n)
 	}
-	if n := e2eNew(before.dirs, plPodDirs(t)); len(n) != 0 {
+	if n := e2eNew(before.dirs, listPodDirs(t)); len(n) != 0 {
 		t.Errorf("pod directories left by %s: %v", whose, n)
 	}
 }
 
-// plCheckRolledBack checks a `podrun up` of pod default/name that failed at
+// checkRolledBack checks a `podrun up` of pod default/name that failed at
 // run time: exit 1, stderr holds every string of want, stdout does not
 // report the pod created, and nothing of it is left since before. whose
 // names the pod in the messages ("the failed pod").
-func plCheckRolledBack(t *testing.T, name, whose string, before plHostState, stdout, stderr string, code int, want ...string) {
+func checkRolledBack(t *testing.T, name, whose string, before hostState, stdout, stderr string, code int, want ...string) {
 	t.Helper()
 	if code != 1 {
 		t.Errorf("up: exit %d, want 1; stderr:\n%s", code, stderr)
@@ -377,24 +377,24 @@ func plCheckRolledBack(t *testing.T, name, whose string, before plHostState, std
 	if strings.Contains(stdout, name+" created") {
 		t.Errorf("up stdout = %q: %s reported as created", stdout, whose)
 	}
-	if ids := plContainerIDs(t, name); len(ids) != 0 {
+	if ids := podContainerIDs(t, name); len(ids) != 0 {
 		t.Errorf("containers of %s are left: %v", whose, ids)
 	}
-	plNothingLeft(t, before, whose)
+	checkNothingLeft(t, before, whose)
 }
 
-type plMount struct {
+type mountEntry struct {
 	point, fstype, options string
 }
 
-// plMounts returns the host's mounts (from /proc/self/mountinfo).
-func plMounts(t *testing.T) []plMount {
+// hostMounts returns the host's mounts (from /proc/self/mountinfo).
+func hostMounts(t *testing.T) []mountEntry {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatalf("reading mountinfo: %v", err)
 	}
-	var out []plMount
+	var out []mountEntry
 	for _, line := range strings.Split(string(b), "\n") {
 		pre, post, ok := strings.Cut(line, " - ")
 		if !ok {
@@ -404,16 +404,16 @@ func plMounts(t *testing.T) []plMount {
 		if len(f) < 5 || len(g) < 3 {
 			continue
 		}
-		out = append(out, plMount{point: e2eUnescape(f[4]), fstype: g[0], options: g[2]})
+		out = append(out, mountEntry{point: e2eUnescape(f[4]), fstype: g[0], options: g[2]})
 	}
 	return out
 }
 
-// plMountsMatching returns the mount points for which keep is true.
-func plMountsMatching(t *testing.T, keep func(plMount) bool) []string {
+// mountPointsMatching returns the mount points for which keep is true.
+func mountPointsMatching(t *testing.T, keep func(mountEntry) bool) []string {
 	t.Helper()
 	var out []string
-	for _, m := range plMounts(t) {
+	for _, m := range hostMounts(t) {
 		if keep(m) {
 			out = append(out, m.point+" ("+m.fstype+")")
 		}
@@ -421,8 +421,8 @@ func plMountsMatching(t *testing.T, keep func(plMount) bool) []string {
 	return out
 }
 
-// plHTTPGet GETs url with a short timeout, retrying a few times.
-func plHTTPGet(t *testing.T, url string) string {
+// httpGetRetry GETs url with a short timeout, retrying a few times.
+func httpGetRetry(t *testing.T, url string) string {
 	t.Helper()
 	client := &http.Client{Timeout: 2 * time.Second}
 	var lastErr error
@@ -430,7 +430,7 @@ func plHTTPGet(t *testing.T, url string) string {
 		if i > 0 {
 			time.Sleep(300 * time.Millisecond)
 		}
-		code, body, err := dmGet(client, url)
+		code, body, err := getWithTimeout(client, url)
 		if err != nil {
 			lastErr = err
 			continue
@@ -445,60 +445,60 @@ func plHTTPGet(t *testing.T, url string) string {
 	return ""
 }
 
-// plLogPath is a container's CRI log file.
-func plLogPath(pod corev1.Pod, container string, restart int) string {
+// containerLogPath is a container's CRI log file.
+func containerLogPath(pod corev1.Pod, container string, restart int) string {
 	return filepath.Join(H.LogDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID), container, fmt.Sprintf("%d.log", restart))
 }
 
-var plCRILine = regexp.MustCompile(`^\S+ (stdout|stderr) (F|P) `)
+var criLineRE = regexp.MustCompile(`^\S+ (stdout|stderr) (F|P) `)
 
-// plLog reads a container's CRI log, checks every line's format and returns
+// containerLog reads a container's CRI log, checks every line's format and returns
 // the texts of its records.
-func plLog(t *testing.T, pod corev1.Pod, container string, restart int) []string {
+func containerLog(t *testing.T, pod corev1.Pod, container string, restart int) []string {
 	t.Helper()
 	var texts []string
-	for _, r := range plLogRecords(t, pod, container, restart) {
+	for _, r := range containerLogRecords(t, pod, container, restart) {
 		texts = append(texts, r.text)
 	}
 	return texts
 }
 
-type plRecord struct{ stream, tag, text string }
+type logRecord struct{ stream, tag, text string }
 
-// plLogRecords reads a container's CRI log, checks every line's format and
+// containerLogRecords reads a container's CRI log, checks every line's format and
 // returns its records.
-func plLogRecords(t *testing.T, pod corev1.Pod, container string, restart int) []plRecord {
+func containerLogRecords(t *testing.T, pod corev1.Pod, container string, restart int) []logRecord {
 	t.Helper()
-	p := plLogPath(pod, container, restart)
+	p := containerLogPath(pod, container, restart)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatalf("reading log of %s: %v", container, err)
 	}
 	t.Logf("%s:\n%s", p, e2eClip(string(b)))
-	var recs []plRecord
+	var recs []logRecord
 	for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
 		if l == "" {
 			continue
 		}
-		sm := plCRILine.FindStringSubmatch(l)
+		sm := criLineRE.FindStringSubmatch(l)
 		if sm == nil {
 			t.Errorf("%s: line %q is not in the CRI format `<time> <stdout|stderr> <F|P> <text>`", p, l)
 			continue
 		}
-		if ts := strings.Fields(l)[0]; !plValidTime(ts) {
+		if ts := strings.Fields(l)[0]; !validRFC3339Nano(ts) {
 			t.Errorf("%s: line %q: time %q is not RFC 3339", p, l, ts)
 		}
-		recs = append(recs, plRecord{stream: sm[1], tag: sm[2], text: l[len(sm[0]):]})
+		recs = append(recs, logRecord{stream: sm[1], tag: sm[2], text: l[len(sm[0]):]})
 	}
 	return recs
 }
 
-func plValidTime(s string) bool {
+func validRFC3339Nano(s string) bool {
 	_, err := time.Parse(time.RFC3339Nano, s)
 	return err == nil
 }
 
-func plContains(lines []string, s string) bool {
+func containsLine(lines []string, s string) bool {
 	for _, l := range lines {
 		if l == s {
 			return true
@@ -507,8 +507,8 @@ func plContains(lines []string, s string) bool {
 	return false
 }
 
-// plFreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
-func plFreePort(t *testing.T) int {
+// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -518,8 +518,8 @@ func plFreePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// plTimeDown runs `podrun down args...`, requires exit 0 and returns how long it took.
-func plTimeDown(t *testing.T, args ...string) time.Duration {
+// timeDown runs `podrun down args...`, requires exit 0 and returns how long it took.
+func timeDown(t *testing.T, args ...string) time.Duration {
 	t.Helper()
 	start := time.Now()
 	_, stderr, code := H.Podrun(t, "", append([]string{"down"}, args...)...)
@@ -530,8 +530,8 @@ func plTimeDown(t *testing.T, args ...string) time.Duration {
 	return d
 }
 
-// plProcStatus returns a field of /proc/<pid>/status.
-func plProcStatus(t *testing.T, pid uint32, field string) string {
+// procStatusField returns a field of /proc/<pid>/status.
+func procStatusField(t *testing.T, pid uint32, field string) string {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -566,7 +566,7 @@ func TestPipelineSeed(t *testing.T) {
 		}
 		y = strings.ReplaceAll(y, old, repl)
 	}
-	_, stdout := plMustUp(t, "seed", y)
+	_, stdout := mustRunUp(t, "seed", y)
 	if !strings.Contains(stdout, "pod/default/pl-seed created (Running)") {
 		t.Errorf("up stdout = %q, want pod/default/pl-seed created (Running)", stdout)
 	}
@@ -586,7 +586,7 @@ func TestPipelineSeed(t *testing.T) {
 		t.Errorf("index.html mode = %v, want 0644 (set by fix-permissions)", st.Mode().Perm())
 	}
 
-	pod := plPod(t, "pl-seed")
+	pod := podNamed(t, "pl-seed")
 	ip := net.ParseIP(pod.Status.PodIP)
 	if ip == nil {
 		t.Fatalf("ps -o json: status.podIP = %q, not an IP", pod.Status.PodIP)
@@ -594,12 +594,12 @@ func TestPipelineSeed(t *testing.T) {
 	if pod.Status.Phase != corev1.PodRunning {
 		t.Errorf("ps -o json: phase = %q, want Running", pod.Status.Phase)
 	}
-	body := plHTTPGet(t, "http://"+net.JoinHostPort(ip.String(), "80")+"/")
+	body := httpGetRetry(t, "http://"+net.JoinHostPort(ip.String(), "80")+"/")
 	if body != "<h1>Hello from podrun</h1>\n" {
 		t.Errorf("GET http://%s/ = %q, want the page write-pages wrote", ip, body)
 	}
 
-	row := plPsRow(t, "pl-seed")
+	row := psRow(t, "pl-seed")
 	if row == nil {
 		t.Fatal("podrun ps does not list pl-seed")
 	}
@@ -610,7 +610,7 @@ func TestPipelineSeed(t *testing.T) {
 
 // ---- 2. idempotent up and replace ----
 
-func plIdemPod(value string) string {
+func idempotentPod(value string) string {
 	return `apiVersion: v1
 kind: Pod
 metadata:
@@ -620,7 +620,7 @@ spec:
   containers:
   - name: app
     image: ` + H.Image + `
-    command: ` + plSleeper + `
+    command: ` + sleeperCommand + `
     env:
     - {name: GREETING, value: "` + value + `"}
 `
@@ -628,18 +628,18 @@ spec:
 
 func TestPipelineIdempotentUp(t *testing.T) {
 	H.require(t)
-	file, stdout := plMustUp(t, "idem", plIdemPod("one"))
+	file, stdout := mustRunUp(t, "idem", idempotentPod("one"))
 	if !strings.Contains(stdout, "pod/default/pl-idem created (Running)") {
 		t.Errorf("first up stdout = %q, want created (Running)", stdout)
 	}
-	uid1 := plPod(t, "pl-idem").UID
-	ctrs1 := plContainers(t, "pl-idem")
+	uid1 := podNamed(t, "pl-idem").UID
+	ctrs1 := podContainers(t, "pl-idem")
 	if len(ctrs1) != 2 {
 		t.Fatalf("pl-idem has %d containers in containerd, want 2 (pause and app)", len(ctrs1))
 	}
-	pids1 := plTaskPIDs(t, ctrs1)
-	sandbox1 := plSandboxID(t, ctrs1)
-	if tr := plNetworkTraces(t, sandbox1); len(tr) == 0 {
+	pids1 := runningTaskPIDs(t, ctrs1)
+	sandbox1 := findSandboxID(t, ctrs1)
+	if tr := networkTraces(t, sandbox1); len(tr) == 0 {
 		t.Errorf("no IP reservation for the sandbox %s of the running pod", sandbox1)
 	}
 	for id, pid := range pids1 {
@@ -658,15 +658,15 @@ func TestPipelineIdempotentUp(t *testing.T) {
 	if !strings.Contains(stdout, "pod/default/pl-idem unchanged") {
 		t.Errorf("second up stdout = %q, want unchanged", stdout)
 	}
-	pids2 := plTaskPIDs(t, plContainers(t, "pl-idem"))
+	pids2 := runningTaskPIDs(t, podContainers(t, "pl-idem"))
 	if fmt.Sprint(pids1) != fmt.Sprint(pids2) {
 		t.Errorf("an unchanged up restarted something: containers and task PIDs before %v, after %v", pids1, pids2)
 	}
-	if uid := plPod(t, "pl-idem").UID; uid != uid1 {
+	if uid := podNamed(t, "pl-idem").UID; uid != uid1 {
 		t.Errorf("an unchanged up changed the UID from %s to %s", uid1, uid)
 	}
 
-	if err := os.WriteFile(file, []byte(plIdemPod("two")), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(idempotentPod("two")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stdout, stderr, code = H.Podrun(t, "", "up", file)
@@ -676,7 +676,7 @@ func TestPipelineIdempotentUp(t *testing.T) {
 	if !strings.Contains(stdout, "pod/default/pl-idem replaced (Running)") {
 		t.Errorf("up of the edited manifest: stdout = %q, want replaced (Running)", stdout)
 	}
-	pod := plPod(t, "pl-idem")
+	pod := podNamed(t, "pl-idem")
 	if pod.UID == uid1 || pod.UID == "" {
 		t.Errorf("replaced pod UID = %q, want a new one (was %s)", pod.UID, uid1)
 	}
@@ -689,12 +689,12 @@ func TestPipelineIdempotentUp(t *testing.T) {
 			t.Errorf("old container %s still exists after replace (err %v)", id, err)
 		}
 	}
-	ctrs3 := plContainers(t, "pl-idem")
+	ctrs3 := podContainers(t, "pl-idem")
 	if len(ctrs3) != 2 {
 		t.Errorf("after replace pl-idem has %d containers, want 2", len(ctrs3))
 	}
-	sandbox3 := plSandboxID(t, ctrs3)
-	for id, pid := range plTaskPIDs(t, ctrs3) {
+	sandbox3 := findSandboxID(t, ctrs3)
+	for id, pid := range runningTaskPIDs(t, ctrs3) {
 		if pid == 0 && id != sandbox3 {
 			t.Errorf("container %s has no running task after replace", id)
 		}
@@ -702,13 +702,13 @@ func TestPipelineIdempotentUp(t *testing.T) {
 			t.Errorf("container %s survived the replace", id)
 		}
 	}
-	if n := len(plNetns(t)); n == 0 {
+	if n := len(listNetns(t)); n == 0 {
 		t.Errorf("no podrun netns while pl-idem runs")
 	}
-	if plNetns(t)["podrun-"+string(uid1)] {
+	if listNetns(t)["podrun-"+string(uid1)] {
 		t.Errorf("the old pod's netns podrun-%s is still there after replace", uid1)
 	}
-	if tr := plNetworkTraces(t, sandbox1); len(tr) != 0 {
+	if tr := networkTraces(t, sandbox1); len(tr) != 0 {
 		t.Errorf("network state of the replaced pod's sandbox %s left: %q", sandbox1, tr)
 	}
 }
@@ -717,8 +717,8 @@ func TestPipelineIdempotentUp(t *testing.T) {
 
 func TestPipelineInitFailureRollsBack(t *testing.T) {
 	H.require(t)
-	before := plCapture(t)
-	_, stdout, stderr, code := plUp(t, "initfail", `apiVersion: v1
+	before := captureHostState(t)
+	_, stdout, stderr, code := runUp(t, "initfail", `apiVersion: v1
 kind: Pod
 metadata:
   name: pl-initfail
@@ -733,9 +733,9 @@ spec:
     image: `+H.Image+`
     command: ["echo", "never runs"]
 `)
-	plCheckRolledBack(t, "pl-initfail", "the failed pod", before, stdout, stderr, code,
+	checkRolledBack(t, "pl-initfail", "the failed pod", before, stdout, stderr, code,
 		`"boom"`, "code 3", "pl-init-last-words", "pl-initfail")
-	if row := plPsRow(t, "pl-initfail", "-a"); row != nil && row[3] == "Running" {
+	if row := psRow(t, "pl-initfail", "-a"); row != nil && row[3] == "Running" {
 		t.Errorf("podrun ps -a shows the failed pod running: %q", row)
 	}
 }
@@ -759,18 +759,18 @@ spec:
 `
 	}
 	t.Run("ignores SIGTERM", func(t *testing.T) {
-		file, _ := plMustUp(t, "ignore", ignoring("pl-grace-ignore", 2))
-		d := plTimeDown(t, file)
+		file, _ := mustRunUp(t, "ignore", ignoring("pl-grace-ignore", 2))
+		d := timeDown(t, file)
 		if d < 1800*time.Millisecond || d >= 10*time.Second {
 			t.Errorf("down of a pod ignoring SIGTERM with a 2 s grace period took %v, want >= 1.8 s and < 10 s", d)
 		}
-		if n := len(plContainers(t, "pl-grace-ignore")); n != 0 {
+		if n := len(podContainers(t, "pl-grace-ignore")); n != 0 {
 			t.Errorf("%d containers left after down", n)
 		}
 	})
 	t.Run("exits on SIGTERM", func(t *testing.T) {
 		// The default grace period of 30 s: down must not wait for it.
-		file, _ := plMustUp(t, "exits", `apiVersion: v1
+		file, _ := mustRunUp(t, "exits", `apiVersion: v1
 kind: Pod
 metadata:
   name: pl-grace-exits
@@ -780,22 +780,22 @@ spec:
     image: `+H.Image+`
     command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
 `)
-		d := plTimeDown(t, file)
+		d := timeDown(t, file)
 		if d >= 1500*time.Millisecond {
 			t.Errorf("down of a pod that exits on SIGTERM took %v, want < 1.5 s", d)
 		}
 	})
 	t.Run("a longer grace period is honoured", func(t *testing.T) {
-		file, _ := plMustUp(t, "ignore6", ignoring("pl-grace-ignore6", 6))
-		d := plTimeDown(t, file)
+		file, _ := mustRunUp(t, "ignore6", ignoring("pl-grace-ignore6", 6))
+		d := timeDown(t, file)
 		if d < 5800*time.Millisecond || d >= 15*time.Second {
 			t.Errorf("down of a pod ignoring SIGTERM with a 6 s grace period took %v, want >= 5.8 s and < 15 s", d)
 		}
 	})
 	t.Run("grace-period 0 is at least 2 s", func(t *testing.T) {
 		// The pod's own 6 s grace period is overridden; the 2 s minimum is not.
-		file, _ := plMustUp(t, "ignore0", ignoring("pl-grace-ignore0", 6))
-		d := plTimeDown(t, "--grace-period", "0", file)
+		file, _ := mustRunUp(t, "ignore0", ignoring("pl-grace-ignore0", 6))
+		d := timeDown(t, "--grace-period", "0", file)
 		if d < 1800*time.Millisecond || d >= 5*time.Second {
 			t.Errorf("down --grace-period 0 of a pod ignoring SIGTERM (own grace 6 s) took %v, want the 2 s minimum (>= 1.8 s, < 5 s)", d)
 		}
@@ -818,16 +818,16 @@ spec:
   containers:
   - name: app
     image: `+H.Image+`
-    command: `+plSleeper+`
+    command: `+sleeperCommand+`
 `)
-	plDownOnCleanup(t, file)
+	downOnCleanup(t, file)
 	cmd := H.Start(t, "up", file)
 
 	// Wait until the init container's task runs (the pipeline is in init/slow).
 	var uid string
 	deadline := time.Now().Add(15 * time.Second)
 	for uid == "" && time.Now().Before(deadline) {
-		if uid = plInitRunning(t, "pl-killed"); uid == "" {
+		if uid = initRunningUID(t, "pl-killed"); uid == "" {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
@@ -842,11 +842,11 @@ spec:
 		t.Fatalf("up finished before it was killed (stdout %q): the test did not kill it mid-pipeline", out)
 	}
 	ids := map[string]bool{}
-	for _, ctr := range plContainers(t, "pl-killed") {
+	for _, ctr := range podContainers(t, "pl-killed") {
 		ids[ctr.ID()] = true
 	}
 	t.Logf("killed up of pod %s mid-pipeline; containers left: %v", uid, ids)
-	if !plNetns(t)["podrun-"+uid] {
+	if !listNetns(t)["podrun-"+uid] {
 		t.Errorf("netns podrun-%s missing while the pod is half-made (the test expects the sandbox to be up)", uid)
 	}
 	short := strings.ReplaceAll(uid, "-", "")[:12]
@@ -863,7 +863,7 @@ spec:
 			vethName = i.Name
 		}
 	}
-	if tr := plNetworkTraces(t, sandboxID); len(tr) == 0 {
+	if tr := networkTraces(t, sandboxID); len(tr) == 0 {
 		t.Errorf("no IP reservation for %s while the pod is half-made: the test cannot check its release", sandboxID)
 	} else {
 		t.Logf("network traces of %s before down: %q", sandboxID, tr)
@@ -876,7 +876,7 @@ spec:
 	if !strings.Contains(stdout, "pod/default/pl-killed deleted") {
 		t.Errorf("down stdout = %q, want pod/default/pl-killed deleted", stdout)
 	}
-	if left := plContainers(t, "pl-killed"); len(left) != 0 {
+	if left := podContainers(t, "pl-killed"); len(left) != 0 {
 		t.Errorf("%d containers of the pod left after down", len(left))
 	}
 	c, ctx := H.Client(t)
@@ -885,16 +885,16 @@ spec:
 			t.Errorf("container %s still exists after down (err %v)", id, err)
 		}
 	}
-	if tasks := plTasksOf(t, ids, uid); len(tasks) != 0 {
+	if tasks := tasksOf(t, ids, uid); len(tasks) != 0 {
 		t.Errorf("tasks left after down: %v", tasks)
 	}
-	if plNetns(t)["podrun-"+uid] {
+	if listNetns(t)["podrun-"+uid] {
 		t.Errorf("netns /run/netns/podrun-%s left after down", uid)
 	}
 	if _, err := os.Lstat(filepath.Join(H.Root, "pods", uid)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("pod directory %s left after down (err %v)", filepath.Join(H.Root, "pods", uid), err)
 	}
-	if tr := plNetworkTraces(t, sandboxID); len(tr) != 0 {
+	if tr := networkTraces(t, sandboxID); len(tr) != 0 {
 		t.Errorf("network state of the pod left after down: %q", tr)
 	}
 	if vethName != "" {
@@ -902,7 +902,7 @@ spec:
 			t.Errorf("the pod's host veth %s (index %d) is still there after down", vethName, vethIndex)
 		}
 	}
-	if m := plMountsMatching(t, func(m plMount) bool {
+	if m := mountPointsMatching(t, func(m mountEntry) bool {
 		return e2eUnder(m.point, H.Root) || strings.Contains(m.point, uid) || strings.Contains(m.point, short)
 	}); len(m) != 0 {
 		t.Errorf("mounts left after down: %v", m)
@@ -914,7 +914,7 @@ spec:
 func TestPipelineRunToCompletion(t *testing.T) {
 	H.require(t)
 	t.Run("Never succeeds", func(t *testing.T) {
-		_, stdout := plMustUp(t, "done", `apiVersion: v1
+		_, stdout := mustRunUp(t, "done", `apiVersion: v1
 kind: Pod
 metadata:
   name: pl-done
@@ -928,43 +928,43 @@ spec:
 		if !strings.Contains(stdout, "pod/default/pl-done created (Succeeded)") {
 			t.Errorf("up stdout = %q, want created (Succeeded)", stdout)
 		}
-		if row := plPsRow(t, "pl-done"); row != nil {
+		if row := psRow(t, "pl-done"); row != nil {
 			t.Errorf("podrun ps without -a lists the finished pod: %q", row)
 		}
-		row := plPsRow(t, "pl-done", "-a")
+		row := psRow(t, "pl-done", "-a")
 		if row == nil || row[3] != "Completed" {
 			t.Errorf("podrun ps -a row = %q, want STATUS Completed", row)
 		}
-		pod := plPod(t, "pl-done")
+		pod := podNamed(t, "pl-done")
 		if pod.Status.Phase != corev1.PodSucceeded {
 			t.Errorf("phase = %q, want Succeeded", pod.Status.Phase)
 		}
 		// A finished pod keeps its containers for ps -a, but nothing of it
 		// runs and its sandbox's network is released.
-		ctrs := plContainers(t, "pl-done")
+		ctrs := podContainers(t, "pl-done")
 		if len(ctrs) != 2 {
 			t.Errorf("the finished pod has %d containers, want 2 (pause and say) kept until down", len(ctrs))
 		}
-		for id, pid := range plTaskPIDs(t, ctrs) {
+		for id, pid := range runningTaskPIDs(t, ctrs) {
 			if pid != 0 {
 				t.Errorf("container %s of the finished pod still has a task (pid %d)", id, pid)
 			}
 		}
-		if plNetns(t)["podrun-"+string(pod.UID)] {
+		if listNetns(t)["podrun-"+string(pod.UID)] {
 			t.Errorf("the finished pod's netns podrun-%s is still there", pod.UID)
 		}
 		if len(ctrs) > 0 {
-			if tr := plNetworkTraces(t, plSandboxID(t, ctrs)); len(tr) != 0 {
+			if tr := networkTraces(t, findSandboxID(t, ctrs)); len(tr) != 0 {
 				t.Errorf("the finished pod's network is not released: %q", tr)
 			}
 		}
-		recs := plLogRecords(t, pod, "say", 0)
-		if len(recs) != 1 || recs[0] != (plRecord{stream: "stdout", tag: "F", text: "done"}) {
+		recs := containerLogRecords(t, pod, "say", 0)
+		if len(recs) != 1 || recs[0] != (logRecord{stream: "stdout", tag: "F", text: "done"}) {
 			t.Errorf("log of say = %+v, want one full stdout line \"done\"", recs)
 		}
 	})
 	t.Run("Never fails", func(t *testing.T) {
-		_, _, stderr, code := plUp(t, "fail4", `apiVersion: v1
+		_, _, stderr, code := runUp(t, "fail4", `apiVersion: v1
 kind: Pod
 metadata:
   name: pl-fail4
@@ -981,31 +981,31 @@ spec:
 		if !strings.Contains(stderr, "code 4") || !strings.Contains(stderr, "pl-fail4") {
 			t.Errorf("up stderr does not name the pod and exit code 4")
 		}
-		row := plPsRow(t, "pl-fail4", "-a")
+		row := psRow(t, "pl-fail4", "-a")
 		if row == nil || row[3] != "Error" {
 			t.Errorf("podrun ps -a row = %q, want STATUS Error", row)
 		}
-		pod := plPod(t, "pl-fail4")
+		pod := podNamed(t, "pl-fail4")
 		if pod.Status.Phase != corev1.PodFailed {
 			t.Errorf("phase = %q, want Failed", pod.Status.Phase)
 		}
 		if cs := pod.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.ExitCode != 4 {
 			t.Errorf("container statuses = %+v, want bad terminated with exit code 4", cs)
 		}
-		if plNetns(t)["podrun-"+string(pod.UID)] {
+		if listNetns(t)["podrun-"+string(pod.UID)] {
 			t.Errorf("the failed pod's netns podrun-%s is still there", pod.UID)
 		}
-		for id, pid := range plTaskPIDs(t, plContainers(t, "pl-fail4")) {
+		for id, pid := range runningTaskPIDs(t, podContainers(t, "pl-fail4")) {
 			if pid != 0 {
 				t.Errorf("container %s of the failed pod still has a task (pid %d)", id, pid)
 			}
 		}
-		if lines := plLog(t, pod, "bad", 0); !plContains(lines, "pl-about-to-fail") {
+		if lines := containerLog(t, pod, "bad", 0); !containsLine(lines, "pl-about-to-fail") {
 			t.Errorf("log of bad = %q, want pl-about-to-fail", lines)
 		}
 	})
 	t.Run("OnFailure retries", func(t *testing.T) {
-		_, stdout := plMustUp(t, "retry", `apiVersion: v1
+		_, stdout := mustRunUp(t, "retry", `apiVersion: v1
 kind: Pod
 metadata:
   name: pl-retry
@@ -1024,15 +1024,15 @@ spec:
 		if !strings.Contains(stdout, "pod/default/pl-retry created (Succeeded)") {
 			t.Errorf("up stdout = %q, want created (Succeeded)", stdout)
 		}
-		row := plPsRow(t, "pl-retry", "-a")
+		row := psRow(t, "pl-retry", "-a")
 		if row == nil || row[3] != "Completed" || row[4] != "1" {
 			t.Errorf("podrun ps -a row = %q, want STATUS Completed, RESTARTS 1", row)
 		}
-		pod := plPod(t, "pl-retry")
-		if lines := plLog(t, pod, "flaky", 0); !plContains(lines, "pl-first-try") {
+		pod := podNamed(t, "pl-retry")
+		if lines := containerLog(t, pod, "flaky", 0); !containsLine(lines, "pl-first-try") {
 			t.Errorf("0.log = %q, want pl-first-try", lines)
 		}
-		if lines := plLog(t, pod, "flaky", 1); !plContains(lines, "pl-second-try") {
+		if lines := containerLog(t, pod, "flaky", 1); !containsLine(lines, "pl-second-try") {
 			t.Errorf("1.log = %q, want pl-second-try", lines)
 		}
 	})
@@ -1042,9 +1042,9 @@ spec:
 
 func TestPipelineHostNetwork(t *testing.T) {
 	H.require(t)
-	port := plFreePort(t)
-	netnsBefore := plNetns(t)
-	plMustUp(t, "hostnet", `apiVersion: v1
+	port := freePort(t)
+	netnsBefore := listNetns(t)
+	mustRunUp(t, "hostnet", `apiVersion: v1
 kind: Pod
 metadata:
   name: pl-hostnet
@@ -1055,11 +1055,11 @@ spec:
     image: `+H.Image+`
     command: ["sh", "-c", "mkdir -p /tmp/www && echo pl-hostnet-page > /tmp/www/index.html && trap 'exit 0' TERM; httpd -f -p 127.0.0.1:`+strconv.Itoa(port)+` -h /tmp/www & wait"]
 `)
-	if body := plHTTPGet(t, fmt.Sprintf("http://127.0.0.1:%d/", port)); body != "pl-hostnet-page\n" {
+	if body := httpGetRetry(t, fmt.Sprintf("http://127.0.0.1:%d/", port)); body != "pl-hostnet-page\n" {
 		t.Errorf("GET 127.0.0.1:%d = %q, want the page the pod wrote", port, body)
 	}
-	pod := plPod(t, "pl-hostnet")
-	row := plPsRow(t, "pl-hostnet")
+	pod := podNamed(t, "pl-hostnet")
+	row := psRow(t, "pl-hostnet")
 	if row == nil {
 		t.Fatal("podrun ps does not list pl-hostnet")
 	}
@@ -1086,7 +1086,7 @@ spec:
 	if pod.Status.PodIP != row[6] {
 		t.Errorf("ps -o json podIP %q differs from ps %q", pod.Status.PodIP, row[6])
 	}
-	if n := e2eNew(netnsBefore, plNetns(t)); len(n) != 0 {
+	if n := e2eNew(netnsBefore, listNetns(t)); len(n) != 0 {
 		t.Errorf("network namespaces created for a hostNetwork pod: %v", n)
 	}
 }
@@ -1098,7 +1098,7 @@ spec:
 // core (containers i and j share one when i = j mod lanes).
 func TestPipelineShimsPerPod(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "shim", `apiVersion: v1
+	mustRunUp(t, "shim", `apiVersion: v1
 kind: Pod
 metadata:
   name: pl-shim
@@ -1110,25 +1110,25 @@ spec:
   containers:
   - name: one
     image: `+H.Image+`
-    command: `+plSleeper+`
+    command: `+sleeperCommand+`
   - name: two
     image: `+H.Image+`
-    command: `+plSleeper+`
+    command: `+sleeperCommand+`
   - name: three
     image: `+H.Image+`
-    command: `+plSleeper+`
+    command: `+sleeperCommand+`
 `)
 	_, ctx := H.Client(t)
-	ctrs := plContainers(t, "pl-shim")
+	ctrs := podContainers(t, "pl-shim")
 	names := map[string]bool{}
 	shimOf := map[string]string{} // container -> its task's parent (the shim)
-	pod := plPod(t, "pl-shim")
+	pod := podNamed(t, "pl-shim")
 	for _, ctr := range ctrs {
 		l, err := ctr.Labels(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := l[plLabelContainer]
+		name := l[labelContainer]
 		names[name] = true
 		task, err := ctr.Task(ctx, nil)
 		if name == "POD" {
@@ -1143,8 +1143,8 @@ spec:
 		if err != nil {
 			t.Fatalf("task of %s: %v", ctr.ID(), err)
 		}
-		shimOf[name] = plShimAddress(t, ctr.ID())
-		ppid := plProcStatus(t, task.Pid(), "PPid")
+		shimOf[name] = shimAddress(t, ctr.ID())
+		ppid := procStatusField(t, task.Pid(), "PPid")
 		cmdline, err := os.ReadFile("/proc/" + ppid + "/cmdline")
 		if err != nil {
 			t.Fatal(err)
@@ -1155,7 +1155,7 @@ spec:
 		// The containers are in the pod's pinned IPC and UTS namespaces.
 		for _, ns := range []string{"ipc", "uts"} {
 			pin := filepath.Join(H.Root, "pods", string(pod.UID), ns+"-ns")
-			if got, want := plNSInode(t, fmt.Sprintf("/proc/%d/ns/%s", task.Pid(), ns)), plNSInode(t, pin); got != want {
+			if got, want := nsInode(t, fmt.Sprintf("/proc/%d/ns/%s", task.Pid(), ns)), nsInode(t, pin); got != want {
 				t.Errorf("container %s is in %s namespace %d, not the pod's pinned %d (%s)", name, ns, got, want, pin)
 			}
 		}
@@ -1174,9 +1174,9 @@ spec:
 	}
 }
 
-// plShimAddress is the address of the shim containerd runs container id's
+// shimAddress is the address of the shim containerd runs container id's
 // task in (the bundle's "address" file in containerd's state directory).
-func plShimAddress(t *testing.T, id string) string {
+func shimAddress(t *testing.T, id string) string {
 	t.Helper()
 	matches, err := filepath.Glob(filepath.Join(H.TmpDir, "containerd", "state", "io.containerd.runtime.v2.task", H.Namespace, id, "address"))
 	if err != nil || len(matches) != 1 {
@@ -1197,7 +1197,7 @@ func TestPipelineEnvArgsAndMounts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(roDir, "existing"), []byte("pl-ro-content\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, stdout := plMustUp(t, "envargs", `apiVersion: v1
+	_, stdout := mustRunUp(t, "envargs", `apiVersion: v1
 kind: Pod
 metadata:
   name: pl-envargs
@@ -1233,18 +1233,18 @@ spec:
 	if !strings.Contains(stdout, "pod/default/pl-envargs created (Succeeded)") {
 		t.Errorf("up stdout = %q, want created (Succeeded)", stdout)
 	}
-	pod := plPod(t, "pl-envargs")
-	if lines := plLog(t, pod, "expand", 0); !plContains(lines, "x-y $(A)") {
+	pod := podNamed(t, "pl-envargs")
+	if lines := containerLog(t, pod, "expand", 0); !containsLine(lines, "x-y $(A)") {
 		t.Errorf("log of expand = %q, want \"x-y $(A)\"", lines)
 	}
-	if lines := plLog(t, pod, "workdir", 0); !plContains(lines, "/var/www") {
+	if lines := containerLog(t, pod, "workdir", 0); !containsLine(lines, "/var/www") {
 		t.Errorf("log of workdir (pwd) = %q, want /var/www", lines)
 	}
-	ro := plLog(t, pod, "readonly", 0)
-	if !plContains(ro, "pl-ro-content") {
+	ro := containerLog(t, pod, "readonly", 0)
+	if !containsLine(ro, "pl-ro-content") {
 		t.Errorf("log of readonly = %q: the hostPath's file is not readable", ro)
 	}
-	if !plContains(ro, "pl-ro-refused") || !strings.Contains(strings.Join(ro, "\n"), "Read-only file system") {
+	if !containsLine(ro, "pl-ro-refused") || !strings.Contains(strings.Join(ro, "\n"), "Read-only file system") {
 		t.Errorf("log of readonly = %q, want the write refused with Read-only file system", ro)
 	}
 	if _, err := os.Lstat(filepath.Join(roDir, "new")); !errors.Is(err, os.ErrNotExist) {
@@ -1263,7 +1263,7 @@ spec:
 
 func TestPipelineEmptyDirMemory(t *testing.T) {
 	H.require(t)
-	_, stdout := plMustUp(t, "memdir", `apiVersion: v1
+	_, stdout := mustRunUp(t, "memdir", `apiVersion: v1
 kind: Pod
 metadata:
   name: pl-memdir
@@ -1282,8 +1282,8 @@ spec:
 	if !strings.Contains(stdout, "created (Succeeded)") {
 		t.Errorf("up stdout = %q, want created (Succeeded)", stdout)
 	}
-	pod := plPod(t, "pl-memdir")
-	lines := plLog(t, pod, "df", 0)
+	pod := podNamed(t, "pl-memdir")
+	lines := containerLog(t, pod, "df", 0)
 	found := false
 	for _, l := range lines {
 		f := strings.Fields(l)
@@ -1299,17 +1299,17 @@ spec:
 		t.Errorf("df -k /mnt printed no line for /mnt: %q", lines)
 	}
 	volDir := filepath.Join(H.Root, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "mem")
-	if m := plMountsMatching(t, func(m plMount) bool { return m.point == volDir && m.fstype == "tmpfs" }); len(m) != 1 {
+	if m := mountPointsMatching(t, func(m mountEntry) bool { return m.point == volDir && m.fstype == "tmpfs" }); len(m) != 1 {
 		t.Errorf("tmpfs mounts at %s before down: %v, want 1", volDir, m)
 	}
 
-	plTimeDown(t, "pl-memdir")
+	timeDown(t, "pl-memdir")
 	live := map[string]bool{}
-	for _, p := range plPods(t) {
+	for _, p := range listPods(t) {
 		live[string(p.UID)] = true
 	}
 	podsDir := filepath.Join(H.Root, "pods")
-	if m := plMountsMatching(t, func(m plMount) bool {
+	if m := mountPointsMatching(t, func(m mountEntry) bool {
 		if m.fstype != "tmpfs" || !e2eUnder(m.point, H.Root) {
 			return false
 		}
@@ -1331,8 +1331,8 @@ func TestPipelineMultiPodPartialFailure(t *testing.T) {
 	if err := os.WriteFile(notADir, []byte("user data\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before := plCapture(t)
-	_, stdout, stderr, code := plUp(t, "multi", `apiVersion: v1
+	before := captureHostState(t)
+	_, stdout, stderr, code := runUp(t, "multi", `apiVersion: v1
 kind: Pod
 metadata:
   name: pl-multi-good
@@ -1340,7 +1340,7 @@ spec:
   containers:
   - name: app
     image: `+H.Image+`
-    command: `+plSleeper+`
+    command: `+sleeperCommand+`
 ---
 apiVersion: v1
 kind: Pod
@@ -1353,7 +1353,7 @@ spec:
   containers:
   - name: app
     image: `+H.Image+`
-    command: `+plSleeper+`
+    command: `+sleeperCommand+`
     volumeMounts:
     - {name: data, mountPath: /data}
 `)
@@ -1369,30 +1369,30 @@ spec:
 	if !strings.Contains(stderr, "pl-multi-bad") || !strings.Contains(stderr, notADir) {
 		t.Errorf("up stderr does not name the failed pod and its hostPath")
 	}
-	row := plPsRow(t, "pl-multi-good")
+	row := psRow(t, "pl-multi-good")
 	if row == nil || row[2] != "1/1" || row[3] != "Running" {
 		t.Errorf("podrun ps row of the good pod = %q, want 1/1 Running", row)
 	}
-	if row := plPsRow(t, "pl-multi-bad", "-a"); row != nil {
+	if row := psRow(t, "pl-multi-bad", "-a"); row != nil {
 		t.Errorf("podrun ps -a lists the failed pod: %q", row)
 	}
-	if n := len(plContainers(t, "pl-multi-bad")); n != 0 {
+	if n := len(podContainers(t, "pl-multi-bad")); n != 0 {
 		t.Errorf("%d containers of the failed pod left", n)
 	}
 	goodIDs := map[string]bool{}
-	for _, c := range plContainers(t, "pl-multi-good") {
+	for _, c := range podContainers(t, "pl-multi-good") {
 		goodIDs[c.ID()] = true
 	}
-	for _, id := range e2eNew(before.tasks, plAllTasks(t)) {
+	for _, id := range e2eNew(before.tasks, allTasks(t)) {
 		if !goodIDs[id] {
 			t.Errorf("task %s is neither the good pod's nor was there before", id)
 		}
 	}
-	good := plPod(t, "pl-multi-good")
-	if got := e2eNew(before.dirs, plPodDirs(t)); len(got) != 1 || got[0] != string(good.UID) {
+	good := podNamed(t, "pl-multi-good")
+	if got := e2eNew(before.dirs, listPodDirs(t)); len(got) != 1 || got[0] != string(good.UID) {
 		t.Errorf("new pod directories %v, want only the good pod's %s", got, good.UID)
 	}
-	if got := e2eNew(before.netns, plNetns(t)); len(got) != 1 || got[0] != "podrun-"+string(good.UID) {
+	if got := e2eNew(before.netns, listNetns(t)); len(got) != 1 || got[0] != "podrun-"+string(good.UID) {
 		t.Errorf("new netns %v, want only the good pod's", got)
 	}
 	if b, err := os.ReadFile(notADir); err != nil || string(b) != "user data\n" {

@@ -58,9 +58,9 @@ func TestPodDirectoryWithoutRecordRemoved(t *testing.T) {
 // record either (`ps` lists no nameless pod).
 func TestKill9UpEarlyThenDown(t *testing.T) {
 	H.require(t)
-	file := H.WriteManifest(t, "cr-rec.yaml", strings.Replace(crPod(18095), "name: cr-kill", "name: cr-rec", 1))
-	plDownOnCleanup(t, file)
-	uid, sandboxID := crIDs(t, file, "cr-rec")
+	file := H.WriteManifest(t, "cr-rec.yaml", strings.Replace(crashPod(18095), "name: cr-kill", "name: cr-rec", 1))
+	downOnCleanup(t, file)
+	uid, sandboxID := runOnceForIDs(t, file, "cr-rec")
 	rng := rand.New(rand.NewSource(20261129))
 	for trial := range 40 {
 		after := time.Duration(rng.Int63n(int64(80 * time.Millisecond)))
@@ -71,8 +71,8 @@ func TestKill9UpEarlyThenDown(t *testing.T) {
 		if _, derr, code := H.Podrun(t, "", "down", file); code != 0 {
 			t.Fatalf("trial %d (killed after %v): down exited %d\n%s", trial, after, code, derr)
 		}
-		left := crLeft(t, "cr-rec", uid, sandboxID, "")
-		if out, _ := svQuiet(t, "ps", "-a"); strings.Contains(out, "Unknown") {
+		left := podLeftovers(t, "cr-rec", uid, sandboxID, "")
+		if out, _ := podrunQuiet(t, "ps", "-a"); strings.Contains(out, "Unknown") {
 			left = append(left, fmt.Sprintf("a nameless pod in ps:\n%s", out))
 		}
 		if entries, _ := os.ReadDir(filepath.Join(H.Root, "pods")); len(entries) != 0 {

@@ -17,9 +17,9 @@ import (
 	"github.com/podrun/podrun/internal/testimage"
 )
 
-// poLoose breaks the restricted level: no runAsNonRoot, no seccompProfile,
+// notRestrictedPod breaks the restricted level: no runAsNonRoot, no seccompProfile,
 // allowPrivilegeEscalation and capabilities left to the defaults.
-const poLoose = `apiVersion: v1
+const notRestrictedPod = `apiVersion: v1
 kind: Pod
 metadata:
   name: po-loose
@@ -31,13 +31,13 @@ spec:
     command: ["id"]
 `
 
-// poRefused runs `podrun up ARGS... FILE` for a pod that must be refused at
+// checkRefusedAtValidation runs `podrun up ARGS... FILE` for a pod that must be refused at
 // validation, and checks exit 2, that stderr holds every line of want, and
 // that nothing was created: no container, netns, pod directory or task.
-func poRefused(t *testing.T, name, yaml string, args []string, want ...string) {
+func checkRefusedAtValidation(t *testing.T, name, yaml string, args []string, want ...string) {
 	t.Helper()
-	before := plCapture(t)
-	_, stdout, stderr, code := plUp(t, name, yaml, args...)
+	before := captureHostState(t)
+	_, stdout, stderr, code := runUp(t, name, yaml, args...)
 	if code != 2 {
 		t.Errorf("up %v: exit %d, want 2; stderr:\n%s", args, code, stderr)
 	}
@@ -49,10 +49,10 @@ func poRefused(t *testing.T, name, yaml string, args []string, want ...string) {
 			t.Errorf("up %v: stderr does not contain %q:\n%s", args, w, stderr)
 		}
 	}
-	if ctrs := plContainers(t, name); len(ctrs) != 0 {
+	if ctrs := podContainers(t, name); len(ctrs) != 0 {
 		t.Errorf("up %v: %d containers of %s exist, want none", args, len(ctrs), name)
 	}
-	plNothingLeft(t, before, fmt.Sprintf("up %v", args))
+	checkNothingLeft(t, before, fmt.Sprintf("up %v", args))
 }
 
 // TestPolicyRestricted: validate --policy restricted lists each violation of
@@ -60,7 +60,7 @@ func poRefused(t *testing.T, name, yaml string, args []string, want ...string) {
 // refuses it before touching anything; a compliant pod runs under it.
 func TestPolicyRestricted(t *testing.T) {
 	H.require(t)
-	loose := strings.Replace(poLoose, "IMAGE", H.Image, 1)
+	loose := strings.Replace(notRestrictedPod, "IMAGE", H.Image, 1)
 	file := H.WriteManifest(t, "po-loose.yaml", loose)
 	stdout, stderr, code := H.Podrun(t, "", "validate", "--policy", "restricted", file)
 	if code != 2 {
@@ -89,10 +89,10 @@ func TestPolicyRestricted(t *testing.T) {
 		t.Errorf("validate --policy strict: exit %d, want 2 and the allowed levels; stderr:\n%s", code, stderr)
 	}
 
-	poRefused(t, "po-loose", loose, []string{"--policy", "restricted"},
+	checkRefusedAtValidation(t, "po-loose", loose, []string{"--policy", "restricted"},
 		`violates PodSecurity "restricted:latest": runAsNonRoot != true`)
 
-	_, stdout = plMustUp(t, "po-tight", `apiVersion: v1
+	_, stdout = mustRunUp(t, "po-tight", `apiVersion: v1
 kind: Pod
 metadata:
   name: po-tight
@@ -113,7 +113,7 @@ spec:
 	if !strings.Contains(stdout, "pod/default/po-tight created (Succeeded)") {
 		t.Errorf("up --policy restricted: stdout = %q, want created (Succeeded)", stdout)
 	}
-	if got := scLog(t, "po-tight", "app"); !strings.Contains(got, "uid=1000 gid=0") {
+	if got := finishedLog(t, "po-tight", "app"); !strings.Contains(got, "uid=1000 gid=0") {
 		t.Errorf("id in the restricted pod = %q, want uid=1000 gid=0", got)
 	}
 }
@@ -144,12 +144,12 @@ spec:
 `
 	}
 	flag := []string{"--allowed-host-paths", "/srv/podrun-none," + allowed}
-	poRefused(t, "po-etc", pod("po-etc", "/etc"), flag,
+	checkRefusedAtValidation(t, "po-etc", pod("po-etc", "/etc"), flag,
 		`spec.volumes[0].hostPath.path: Invalid value: "/etc": is not under an allowed host path (--allowed-host-paths /srv/podrun-none,`+allowed+`)`)
 	// A sibling whose name merely starts with the allowed path is not under it.
-	poRefused(t, "po-sibling", pod("po-sibling", allowed+"x"), flag, `"`+allowed+`x": is not under an allowed host path`)
+	checkRefusedAtValidation(t, "po-sibling", pod("po-sibling", allowed+"x"), flag, `"`+allowed+`x": is not under an allowed host path`)
 
-	_, stdout := plMustUp(t, "po-hostpath", pod("po-hostpath", data), flag...)
+	_, stdout := mustRunUp(t, "po-hostpath", pod("po-hostpath", data), flag...)
 	if !strings.Contains(stdout, "pod/default/po-hostpath created (Succeeded)") {
 		t.Errorf("up: stdout = %q, want created (Succeeded)", stdout)
 	}
@@ -178,35 +178,35 @@ spec:
     image: ` + H.Image + `
     command: ["cat", "/proc/sys/kernel/msgmax", "/proc/sys/net/core/somaxconn"]
 `
-	poRefused(t, "po-sysctls", yaml, nil,
+	checkRefusedAtValidation(t, "po-sysctls", yaml, nil,
 		`spec.securityContext.sysctls[0].name: Invalid value: "kernel.msgmax": forbidden sysctl: not allowlisted`,
 		`spec.securityContext.sysctls[1].name: Invalid value: "net.core.somaxconn": forbidden sysctl: not allowlisted`)
-	poRefused(t, "po-sysctls", yaml, []string{"--allowed-unsafe-sysctls", "kernel.msgmax"},
+	checkRefusedAtValidation(t, "po-sysctls", yaml, []string{"--allowed-unsafe-sysctls", "kernel.msgmax"},
 		`spec.securityContext.sysctls[1].name: Invalid value: "net.core.somaxconn": forbidden sysctl: not allowlisted`)
 	if _, stderr, code := H.Podrun(t, yaml, "validate", "--allowed-unsafe-sysctls", "kernel.panic", "-"); code != 2 ||
 		!strings.Contains(stderr, `unsafe sysctl pattern "kernel.panic": not known to be namespaced`) {
 		t.Errorf("validate --allowed-unsafe-sysctls kernel.panic: exit %d, want 2 and not namespaced; stderr:\n%s", code, stderr)
 	}
 
-	_, stdout := plMustUp(t, "po-sysctls", yaml, "--allowed-unsafe-sysctls", "kernel.msgmax,net.core.*")
+	_, stdout := mustRunUp(t, "po-sysctls", yaml, "--allowed-unsafe-sysctls", "kernel.msgmax,net.core.*")
 	if !strings.Contains(stdout, "pod/default/po-sysctls created (Succeeded)") {
 		t.Errorf("up: stdout = %q, want created (Succeeded)", stdout)
 	}
-	if got := plLog(t, plPod(t, "po-sysctls"), "app", 0); strings.Join(got, " ") != "65536 2048" {
+	if got := containerLog(t, podNamed(t, "po-sysctls"), "app", 0); strings.Join(got, " ") != "65536 2048" {
 		t.Errorf("sysctls seen in the pod = %q, want [65536 2048]", got)
 	}
 }
 
-// poExec is svExec that returns the trimmed stdout.
-func poExec(t *testing.T, pod, container string, cmd ...string) string {
+// execTrimmed is execIn that returns the trimmed stdout.
+func execTrimmed(t *testing.T, pod, container string, cmd ...string) string {
 	t.Helper()
-	return strings.TrimSpace(svExec(t, pod, container, cmd...))
+	return strings.TrimSpace(execIn(t, pod, container, cmd...))
 }
 
-// poHostNS is the host's namespace of a kind, as podrun's containers would
+// hostNamespace is the host's namespace of a kind, as podrun's containers would
 // see it: the test process runs in the host's namespaces (/proc/1 may not be
 // readable, e.g. in a VM whose init is protected).
-func poHostNS(t *testing.T, kind string) string {
+func hostNamespace(t *testing.T, kind string) string {
 	t.Helper()
 	ns, err := os.Readlink("/proc/self/ns/" + kind)
 	if err != nil {
@@ -221,7 +221,7 @@ func poHostNS(t *testing.T, kind string) string {
 // host's PID or IPC namespace.
 func TestPolicyShareProcessNamespace(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "po-share", `apiVersion: v1
+	mustRunUp(t, "po-share", `apiVersion: v1
 kind: Pod
 metadata:
   name: po-share
@@ -236,10 +236,10 @@ spec:
     image: `+H.Image+`
     command: ["sleep", "3602"]
 `, "--wait", "running")
-	if got := poExec(t, "po-share", "b", "sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline"); got != "/pause pause" {
+	if got := execTrimmed(t, "po-share", "b", "sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline"); got != "/pause pause" {
 		t.Errorf("PID 1 of the shared PID namespace runs %q, want the pause (/pause pause)", got)
 	}
-	procs := poExec(t, "po-share", "b", "sh", "-c", "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done")
+	procs := execTrimmed(t, "po-share", "b", "sh", "-c", "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done")
 	if !strings.Contains(procs, "sleep 3601") {
 		t.Errorf("container b does not see container a's process; its processes:\n%s", procs)
 	}
@@ -247,14 +247,14 @@ spec:
 	const orphan = `(sleep 2 &); sleep 1
 for p in /proc/[0-9]*; do [ "$(tr '\0' ' ' < $p/cmdline)" = "sleep 2 " ] && grep ^PPid: $p/status; done
 sleep 2; echo zombies: $(grep -l zombie /proc/[0-9]*/status | wc -l)`
-	if got := strings.Fields(poExec(t, "po-share", "b", "sh", "-c", orphan)); strings.Join(got, " ") != "PPid: 1 zombies: 0" {
+	if got := strings.Fields(execTrimmed(t, "po-share", "b", "sh", "-c", orphan)); strings.Join(got, " ") != "PPid: 1 zombies: 0" {
 		t.Errorf("orphan in the shared PID namespace: %q, want its parent PID 1 and no zombie left", got)
 	}
-	a, b := poExec(t, "po-share", "a", "readlink", "/proc/self/ns/pid"), poExec(t, "po-share", "b", "readlink", "/proc/self/ns/pid")
-	if a != b || a == poHostNS(t, "pid") {
-		t.Errorf("PID namespaces: a %s, b %s, host %s: want a = b, not the host's", a, b, poHostNS(t, "pid"))
+	a, b := execTrimmed(t, "po-share", "a", "readlink", "/proc/self/ns/pid"), execTrimmed(t, "po-share", "b", "readlink", "/proc/self/ns/pid")
+	if a != b || a == hostNamespace(t, "pid") {
+		t.Errorf("PID namespaces: a %s, b %s, host %s: want a = b, not the host's", a, b, hostNamespace(t, "pid"))
 	}
-	if ipc := poExec(t, "po-share", "a", "readlink", "/proc/self/ns/ipc"); ipc == poHostNS(t, "ipc") {
+	if ipc := execTrimmed(t, "po-share", "a", "readlink", "/proc/self/ns/ipc"); ipc == hostNamespace(t, "ipc") {
 		t.Errorf("IPC namespace %s is the host's without hostIPC", ipc)
 	}
 }
@@ -266,7 +266,7 @@ func TestPolicyHostPIDAndIPC(t *testing.T) {
 	H.require(t)
 	shmFile := fmt.Sprintf("/dev/shm/podrun-e2e-%d", os.Getpid())
 	t.Cleanup(func() { _ = os.Remove(shmFile) })
-	plMustUp(t, "po-hostns", `apiVersion: v1
+	mustRunUp(t, "po-hostns", `apiVersion: v1
 kind: Pod
 metadata:
   name: po-hostns
@@ -279,7 +279,7 @@ spec:
     image: `+H.Image+`
     command: ["sleep", "3600"]
 `, "--wait", "running")
-	plMustUp(t, "po-ownns", `apiVersion: v1
+	mustRunUp(t, "po-ownns", `apiVersion: v1
 kind: Pod
 metadata:
   name: po-ownns
@@ -291,21 +291,21 @@ spec:
     command: ["sleep", "3600"]
 `, "--wait", "running")
 	for _, kind := range []string{"pid", "ipc"} {
-		host := poHostNS(t, kind)
-		if got := poExec(t, "po-hostns", "app", "readlink", "/proc/self/ns/"+kind); got != host {
+		host := hostNamespace(t, kind)
+		if got := execTrimmed(t, "po-hostns", "app", "readlink", "/proc/self/ns/"+kind); got != host {
 			t.Errorf("host%s pod: /proc/self/ns/%s = %s, want the host's %s", strings.ToUpper(kind), kind, got, host)
 		}
-		if got := poExec(t, "po-ownns", "app", "readlink", "/proc/self/ns/"+kind); got == host {
+		if got := execTrimmed(t, "po-ownns", "app", "readlink", "/proc/self/ns/"+kind); got == host {
 			t.Errorf("default pod: /proc/self/ns/%s = %s, the host's", kind, got)
 		}
 	}
-	poExec(t, "po-hostns", "app", "sh", "-c", "echo po-shm > "+shmFile)
+	execTrimmed(t, "po-hostns", "app", "sh", "-c", "echo po-shm > "+shmFile)
 	if b, err := os.ReadFile(shmFile); err != nil || string(b) != "po-shm\n" {
 		t.Errorf("hostIPC: the container's /dev/shm is not the host's: %q, %v", b, err)
 	}
 	var ownShm []string
 	for _, p := range []string{"po-hostns", "po-ownns"} {
-		ownShm = append(ownShm, poExec(t, p, "app", "sh", "-c", "ls /dev/shm | grep -cx "+filepath.Base(shmFile)+" || true"))
+		ownShm = append(ownShm, execTrimmed(t, p, "app", "sh", "-c", "ls /dev/shm | grep -cx "+filepath.Base(shmFile)+" || true"))
 	}
 	if want := []string{"1", "0"}; !reflect.DeepEqual(ownShm, want) {
 		t.Errorf("files of the host's /dev/shm seen by hostIPC and default pods: %v, want %v", ownShm, want)
@@ -332,22 +332,22 @@ spec:
     image: ` + e2eImage + `
     command: ["sleep", "3602"]
 `
-	file, _ := plMustUp(t, "po-pinned", fmt.Sprintf(pod, "po-pinned"), "--wait", "running")
-	p := plPod(t, "po-pinned")
+	file, _ := mustRunUp(t, "po-pinned", fmt.Sprintf(pod, "po-pinned"), "--wait", "running")
+	p := podNamed(t, "po-pinned")
 	dir := filepath.Join(H.Root, "pods", string(p.UID))
 	for _, ns := range []string{"ipc", "uts"} {
-		pin := fmt.Sprintf("%d", plNSInode(t, filepath.Join(dir, ns+"-ns")))
+		pin := fmt.Sprintf("%d", nsInode(t, filepath.Join(dir, ns+"-ns")))
 		for _, c := range []string{"a", "b"} {
-			got := poExec(t, "po-pinned", c, "readlink", "/proc/self/ns/"+ns)
-			if !strings.Contains(got, "["+pin+"]") || got == poHostNS(t, ns) {
+			got := execTrimmed(t, "po-pinned", c, "readlink", "/proc/self/ns/"+ns)
+			if !strings.Contains(got, "["+pin+"]") || got == hostNamespace(t, ns) {
 				t.Errorf("container %s is in %s, want the pod's pinned %s namespace [%s]", c, got, ns, pin)
 			}
 		}
 	}
-	if got := poExec(t, "po-pinned", "a", "hostname"); got != "po-pinned" {
+	if got := execTrimmed(t, "po-pinned", "a", "hostname"); got != "po-pinned" {
 		t.Errorf("hostname in the pinned UTS namespace = %q, want po-pinned", got)
 	}
-	if got := poExec(t, "po-pinned", "b", "sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline"); got != "sleep 3602" {
+	if got := execTrimmed(t, "po-pinned", "b", "sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline"); got != "sleep 3602" {
 		t.Errorf("PID 1 of container b runs %q, want its own sleep (a PID namespace of its own)", got)
 	}
 	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
@@ -366,13 +366,13 @@ spec:
 		_ = c.ImageService().Delete(ctx, ref)
 	})
 	file = H.WriteManifest(t, "po-paused.yaml", fmt.Sprintf(pod, "po-paused"))
-	plDownOnCleanup(t, file)
+	downOnCleanup(t, file)
 	if _, stderr, code := H.Podrun(t, "", "--pause-image", ref, "up", "--wait", "running", file); code != 0 {
 		t.Fatalf("up with --pause-image: exit %d\n%s", code, stderr)
 	}
-	p = plPod(t, "po-paused")
+	p = podNamed(t, "po-paused")
 	short := strings.ReplaceAll(string(p.UID), "-", "")[:12]
-	pids := plTaskPIDs(t, plContainers(t, "po-paused"))
+	pids := runningTaskPIDs(t, podContainers(t, "po-paused"))
 	pause := pids[short+"-pause"]
 	if pause == 0 {
 		t.Fatalf("with --pause-image the sandbox has no running pause: %v", pids)
@@ -385,14 +385,14 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := poExec(t, "po-paused", "a", "readlink", "/proc/self/ns/"+ns); got != want {
+		if got := execTrimmed(t, "po-paused", "a", "readlink", "/proc/self/ns/"+ns); got != want {
 			t.Errorf("container a is in %s, want the pause's %s", got, want)
 		}
 	}
 	if _, err := os.Lstat(filepath.Join(H.Root, "pods", string(p.UID), "uts-ns")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a pod with a pause has a UTS pin (err %v)", err)
 	}
-	if got := poExec(t, "po-paused", "a", "hostname"); got != "po-paused" {
+	if got := execTrimmed(t, "po-paused", "a", "hostname"); got != "po-paused" {
 		t.Errorf("hostname in the pause's UTS namespace = %q, want po-paused", got)
 	}
 }

@@ -17,8 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// pbStatusFile is the daemon's status file as written.
-func pbStatusFile(t *testing.T) string {
+// daemonStatusText is the daemon's status file as written.
+func daemonStatusText(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(H.Root, "daemon.json"))
 	if err != nil {
@@ -27,8 +27,8 @@ func pbStatusFile(t *testing.T) string {
 	return string(b)
 }
 
-// pbWaiting returns the waiting reason and message of the pod's container.
-func pbWaiting(p corev1.Pod) (reason, message string) {
+// waitingReason returns the waiting reason and message of the pod's container.
+func waitingReason(p corev1.Pod) (reason, message string) {
 	if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil {
 		return "", ""
 	}
@@ -41,29 +41,29 @@ func pbWaiting(p corev1.Pod) (reason, message string) {
 // after 10 s, and the pod runs.
 func TestPullBackOffUp(t *testing.T) {
 	H.require(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", plFreePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	ref := addr + "/pb-later:1"
-	inDownCleanup(t, "pb-up")
-	path := H.WriteManifest(t, "pb-up.yaml", rgPod("pb-up", ref, "pb-cred", addr, rgUser, rgPass))
-	noCreds := rgDockerConfig(t, "", "", "")
+	downAndCheckOnCleanup(t, "pb-up")
+	path := H.WriteManifest(t, "pb-up.yaml", registryPod("pb-up", ref, "pb-cred", addr, registryUser, registryPass))
+	noCreds := writeDockerConfig(t, "", "", "")
 	start := time.Now()
-	up := svStart(t, "--registry-config", noCreds, "up", "--timeout", "2m", path)
+	up := startPodrun(t, "--registry-config", noCreds, "up", "--timeout", "2m", path)
 	first := fmt.Sprintf("ImagePullBackOff: back-off 10s pulling image %q: ", ref)
-	svEventually(t, 20*time.Second, "up's first ImagePullBackOff line", func() (bool, string) {
+	eventually(t, 20*time.Second, "up's first ImagePullBackOff line", func() (bool, string) {
 		if up.exited() {
 			t.Fatalf("podrun up exited (%v) while the registry is down; stderr:\n%s", up.cmd.ProcessState, up.stderr())
 		}
 		return strings.Contains(up.stderr(), first), up.stderr()
 	})
-	if line := svLineWith(up.stderr(), first); !strings.Contains(line, "connection refused") {
+	if line := lineWith(up.stderr(), first); !strings.Contains(line, "connection refused") {
 		t.Errorf("the back-off line does not give the reason: %q", line)
 	}
 	// While up waits, ps shows the pod Pending, ImagePullBackOff.
-	if row := plPsRow(t, "pb-up"); len(row) < 4 || row[3] != "ImagePullBackOff" {
+	if row := psRow(t, "pb-up"); len(row) < 4 || row[3] != "ImagePullBackOff" {
 		t.Errorf("podrun ps row while up waits: %q, want STATUS ImagePullBackOff", row)
 	}
-	reg := rgStartRegistryAt(t, addr, rgUser, rgPass)
-	rgPush(t, reg, H.Image, ref, rgUser, rgPass)
+	reg := startRegistryAt(t, addr, registryUser, registryPass)
+	pushImage(t, reg, H.Image, ref, registryUser, registryPass)
 	pushed := time.Since(start)
 	if !up.wait(60 * time.Second) {
 		t.Fatalf("podrun up still running 60 s after the image was pushed; stderr:\n%s", up.stderr())
@@ -76,7 +76,7 @@ func TestPullBackOffUp(t *testing.T) {
 	if took > 45*time.Second {
 		t.Errorf("up took %v: the retries should come after 10 s, then 20 s", took)
 	}
-	if p := svStatus(t, "pb-up"); p.Status.Phase != corev1.PodRunning {
+	if p := podStatus(t, "pb-up"); p.Status.Phase != corev1.PodRunning {
 		t.Errorf("pod phase %s after up, want Running", p.Status.Phase)
 	}
 }
@@ -85,16 +85,16 @@ func TestPullBackOffUp(t *testing.T) {
 // for want of credentials, an unknown image) fail `up` at once.
 func TestPullBackOffUpFailsFast(t *testing.T) {
 	H.require(t)
-	reg := rgStartRegistry(t, rgUser, rgPass)
-	noCreds := rgDockerConfig(t, "", "", "")
+	reg := startRegistry(t, registryUser, registryPass)
+	noCreds := writeDockerConfig(t, "", "", "")
 	for _, tc := range []struct {
 		name, pod, want string
 	}{
-		{"pb-anon", rgPod("pb-anon", reg.Addr+"/pb-none:1", "", "", "", ""), "401 Unauthorized"},
-		{"pb-missing", rgPod("pb-missing", reg.Addr+"/pb-none:1", "pb-cred", reg.Addr, rgUser, rgPass), "not found"},
+		{"pb-anon", registryPod("pb-anon", reg.Addr+"/pb-none:1", "", "", "", ""), "401 Unauthorized"},
+		{"pb-missing", registryPod("pb-missing", reg.Addr+"/pb-none:1", "pb-cred", reg.Addr, registryUser, registryPass), "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inDownCleanup(t, tc.name)
+			downAndCheckOnCleanup(t, tc.name)
 			path := H.WriteManifest(t, tc.name+".yaml", tc.pod)
 			start := time.Now()
 			stdout, stderr, code := H.Podrun(t, "", "--registry-config", noCreds, "up", "--timeout", "2m", path)
@@ -118,16 +118,16 @@ func TestPullBackOffUpFailsFast(t *testing.T) {
 // file; once the image is pushed, the pod runs without the file changing.
 func TestPullBackOffDaemon(t *testing.T) {
 	H.require(t)
-	reg := rgStartRegistry(t, rgUser, rgPass)
+	reg := startRegistry(t, registryUser, registryPass)
 	ref := reg.Addr + "/pb-pushed-later:1"
 	dir := t.TempDir()
-	dmRename(t, dir, "pb-daemon.yaml", rgPod("pb-daemon", ref, "pb-cred", reg.Addr, rgUser, rgPass))
-	plDownOnCleanup(t, "pb-daemon")
-	d := dmStart(t, dir, nil, "--resync", "2s")
+	writeByRename(t, dir, "pb-daemon.yaml", registryPod("pb-daemon", ref, "pb-cred", reg.Addr, registryUser, registryPass))
+	downOnCleanup(t, "pb-daemon")
+	d := startDaemon(t, dir, nil, "--resync", "2s")
 	start := time.Now()
 	seen := map[string]string{} // waiting reason -> message
-	svWaitStatus(t, "pb-daemon", 40*time.Second, "status ImagePullBackOff", func(p corev1.Pod) (bool, string) {
-		reason, msg := pbWaiting(p)
+	waitStatus(t, "pb-daemon", 40*time.Second, "status ImagePullBackOff", func(p corev1.Pod) (bool, string) {
+		reason, msg := waitingReason(p)
 		if p.Status.Phase != corev1.PodPending {
 			t.Fatalf("phase %s while the image is missing, want Pending", p.Status.Phase)
 		}
@@ -144,28 +144,28 @@ func TestPullBackOffDaemon(t *testing.T) {
 	if !strings.Contains(d.stderr(), "reason=ErrImagePull") {
 		t.Errorf("the daemon did not log the failed pull as ErrImagePull; stderr:\n%s", d.stderr())
 	}
-	if row := plPsRow(t, "pb-daemon"); len(row) < 4 || row[2] != "0/1" || row[3] != "ImagePullBackOff" {
+	if row := psRow(t, "pb-daemon"); len(row) < 4 || row[2] != "0/1" || row[3] != "ImagePullBackOff" {
 		t.Errorf("podrun ps row %q, want 0/1 ImagePullBackOff", row)
 	}
 	// Syncs during the back-off leave the pod as it is: no replacement, no pull.
-	dmWaitSyncs(t, d, 2, 10*time.Second)
-	if line := svLineWith(d.stderr(), "replacing pod"); line != "" && time.Since(start) < 10*time.Second {
+	waitDaemonSyncs(t, d, 2, 10*time.Second)
+	if line := lineWith(d.stderr(), "replacing pod"); line != "" && time.Since(start) < 10*time.Second {
 		t.Errorf("the daemon replaced the pod during the back-off: %s", line)
 	}
-	raw := pbStatusFile(t)
-	for _, want := range []string{`"pod": "default/` + dmFull("pb-daemon") + `"`, `"phase": "Pending"`, `"reason": "ImagePullBackOff"`, "not found"} {
+	raw := daemonStatusText(t)
+	for _, want := range []string{`"pod": "default/` + staticPodName("pb-daemon") + `"`, `"phase": "Pending"`, `"reason": "ImagePullBackOff"`, "not found"} {
 		if !strings.Contains(raw, want) {
 			t.Errorf("the daemon's status file lacks %s:\n%s", want, raw)
 		}
 	}
 
-	rgPush(t, reg, H.Image, ref, rgUser, rgPass)
+	pushImage(t, reg, H.Image, ref, registryUser, registryPass)
 	pushed := time.Since(start)
-	dmWaitRunning(t, 60*time.Second, dmRunning, "pb-daemon")
+	waitPodsRunning(t, 60*time.Second, allRunning, "pb-daemon")
 	t.Logf("image pushed after %v; pod running after %v", pushed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-	if raw := pbStatusFile(t); strings.Contains(raw, "pb-daemon") {
-		dmWaitSyncs(t, d, 1, 30*time.Second)
-		if raw := pbStatusFile(t); strings.Contains(raw, "pb-daemon") {
+	if raw := daemonStatusText(t); strings.Contains(raw, "pb-daemon") {
+		waitDaemonSyncs(t, d, 1, 30*time.Second)
+		if raw := daemonStatusText(t); strings.Contains(raw, "pb-daemon") {
 			t.Errorf("the daemon's status file still lists the pod once it runs:\n%s", raw)
 		}
 	}

@@ -20,17 +20,17 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// qsMarker precedes each fenced block of the README's quick start that is
+// quickStartMarker precedes each fenced block of the README's quick start that is
 // part of the script TestReadmeQuickStart runs.
-const qsMarker = "<!-- quick start: e2e/readme_test.go runs the next block -->"
+const quickStartMarker = "<!-- quick start: e2e/readme_test.go runs the next block -->"
 
-// qsSubcommands are the commands the quick start must show, in this order.
-var qsSubcommands = []string{"validate", "up", "ps", "logs", "exec", "down"}
+// quickStartSubcommands are the commands the quick start must show, in this order.
+var quickStartSubcommands = []string{"validate", "up", "ps", "logs", "exec", "down"}
 
-// qsScript returns the commands of the marked blocks under the README's
+// quickStartScript returns the commands of the marked blocks under the README's
 // "## Quick start" heading, in order: one per line, a line ending in `\`
 // joined with the next, a here-document with its body.
-func qsScript(readme string) ([]string, error) {
+func quickStartScript(readme string) ([]string, error) {
 	start := strings.Index(readme, "\n## Quick start\n")
 	if start < 0 {
 		return nil, fmt.Errorf("no \"## Quick start\" heading")
@@ -41,12 +41,12 @@ func qsScript(readme string) ([]string, error) {
 	}
 	var lines []string
 	for rest, found := section, false; ; {
-		_, rest, found = strings.Cut(rest, qsMarker+"\n")
+		_, rest, found = strings.Cut(rest, quickStartMarker+"\n")
 		if !found {
 			break
 		}
 		if !strings.HasPrefix(rest, "```sh\n") {
-			return nil, fmt.Errorf("%q is not followed by a ```sh block", qsMarker)
+			return nil, fmt.Errorf("%q is not followed by a ```sh block", quickStartMarker)
 		}
 		block, after, closed := strings.Cut(rest[len("```sh\n"):], "```\n")
 		if !closed {
@@ -56,7 +56,7 @@ func qsScript(readme string) ([]string, error) {
 		rest = after
 	}
 	if len(lines) == 0 {
-		return nil, fmt.Errorf("no block marked %q under the quick-start heading", qsMarker)
+		return nil, fmt.Errorf("no block marked %q under the quick-start heading", quickStartMarker)
 	}
 	heredoc := regexp.MustCompile(`<<-?\s*['"]?([A-Za-z_]+)['"]?`)
 	var cmds []string
@@ -84,31 +84,31 @@ func qsScript(readme string) ([]string, error) {
 }
 
 func TestQuickStartScript(t *testing.T) {
-	readme := "# x\n\n## Quick start\n\ntext\n\n```sh\nnot this\n```\n\n" + qsMarker + "\n```sh\n" +
+	readme := "# x\n\n## Quick start\n\ntext\n\n```sh\nnot this\n```\n\n" + quickStartMarker + "\n```sh\n" +
 		"cat > pod.yaml <<'EOF'\nkind: Pod\n\nmetadata: {name: a}\nEOF\n\n# a comment\npodrun up \\\n  pod.yaml   # waits\n```\n\n" +
-		qsMarker + "\n```sh\npodrun ps\n```\n\n## Next\n\n" + qsMarker + "\n```sh\nnot this either\n```\n"
-	got, err := qsScript(readme)
+		quickStartMarker + "\n```sh\npodrun ps\n```\n\n## Next\n\n" + quickStartMarker + "\n```sh\nnot this either\n```\n"
+	got, err := quickStartScript(readme)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"cat > pod.yaml <<'EOF'\nkind: Pod\n\nmetadata: {name: a}\nEOF", "podrun up \\\n  pod.yaml   # waits", "podrun ps"}
 	if !slices.Equal(got, want) {
-		t.Errorf("qsScript = %q, want %q", got, want)
+		t.Errorf("quickStartScript = %q, want %q", got, want)
 	}
-	for _, bad := range []string{"# x\n", "x\n## Quick start\n\n```sh\npodrun ps\n```\n", "x\n## Quick start\n" + qsMarker + "\n```sh\ncat <<EOF\nx\n```\n"} {
-		if cmds, err := qsScript(bad); err == nil {
-			t.Errorf("qsScript(%q) = %q, want an error", bad, cmds)
+	for _, bad := range []string{"# x\n", "x\n## Quick start\n\n```sh\npodrun ps\n```\n", "x\n## Quick start\n" + quickStartMarker + "\n```sh\ncat <<EOF\nx\n```\n"} {
+		if cmds, err := quickStartScript(bad); err == nil {
+			t.Errorf("quickStartScript(%q) = %q, want an error", bad, cmds)
 		}
 	}
 }
 
-// qsQuote quotes s for the shell.
-func qsQuote(s string) string {
+// shellQuote quotes s for the shell.
+func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// qsSubcommand is the podrun command a quick-start line runs ("" if none).
-func qsSubcommand(cmd string) string {
+// quickStartSubcommand is the podrun command a quick-start line runs ("" if none).
+func quickStartSubcommand(cmd string) string {
 	m := regexp.MustCompile(`(?:^|[\s;&|(])podrun\s+(?:--?[a-z-]+(?:=\S+)?\s+)*([a-z]+)`).FindStringSubmatch(cmd)
 	if m == nil {
 		return ""
@@ -117,7 +117,7 @@ func qsSubcommand(cmd string) string {
 }
 
 // TestReadmeQuickStart runs the README's quick start (the blocks marked
-// with qsMarker under "## Quick start") command by command in a fresh
+// with quickStartMarker under "## Quick start") command by command in a fresh
 // directory, with `podrun` the suite's binary and global flags. The images
 // its manifests name, on a public registry, are served by a local
 // docker-registry on 127.0.0.1 as that registry's mirror (hosts.toml in
@@ -130,18 +130,18 @@ func TestReadmeQuickStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds, err := qsScript(string(readme))
+	cmds, err := quickStartScript(string(readme))
 	if err != nil {
 		t.Fatalf("README.md: %v", err)
 	}
 	var subs []string
 	for _, c := range cmds {
-		if s := qsSubcommand(c); s != "" && !slices.Contains(subs, s) {
+		if s := quickStartSubcommand(c); s != "" && !slices.Contains(subs, s) {
 			subs = append(subs, s)
 		}
 	}
-	if !slices.Equal(subs, qsSubcommands) {
-		t.Fatalf("README.md's quick start runs podrun %q, want %q in this order:\n%s", subs, qsSubcommands, strings.Join(cmds, "\n"))
+	if !slices.Equal(subs, quickStartSubcommands) {
+		t.Fatalf("README.md's quick start runs podrun %q, want %q in this order:\n%s", subs, quickStartSubcommands, strings.Join(cmds, "\n"))
 	}
 
 	dir := t.TempDir()
@@ -150,12 +150,12 @@ func TestReadmeQuickStart(t *testing.T) {
 	podrun = append(podrun, H.globalArgs()...)
 	podrun = append(podrun, "--hosts-dir", hostsDir)
 	for i, a := range podrun {
-		podrun[i] = qsQuote(a)
+		podrun[i] = shellQuote(a)
 	}
 	prelude := "set -o pipefail\npodrun() { " + strings.Join(podrun, " ") + ` "$@"; }` + "\nsudo() { \"$@\"; }\n"
 
 	var pods, manifests []string // the quick start's pods and the mirror's paths of their images
-	var reg rgRegistry
+	var reg testRegistry
 	run := func(cmd string) (string, string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -170,9 +170,9 @@ func TestReadmeQuickStart(t *testing.T) {
 		return stdout.String(), stderr.String(), err
 	}
 	for _, cmd := range cmds {
-		sub := qsSubcommand(cmd)
+		sub := quickStartSubcommand(cmd)
 		if sub == "up" && pods == nil {
-			pods, manifests, reg = qsServeImages(t, dir, hostsDir)
+			pods, manifests, reg = serveQuickStartImages(t, dir, hostsDir)
 		}
 		// What the command must show; ps, logs and exec may be asked
 		// again for a few seconds (output reaches the log a moment after
@@ -215,21 +215,21 @@ func TestReadmeQuickStart(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range plPods(t) {
+	for _, p := range listPods(t) {
 		if slices.Contains(pods, e2eFileName(p)) {
 			t.Errorf("pod %s is still there after the quick start's down (%s)", p.Name, p.Status.Phase)
 		}
 	}
 }
 
-// qsServeImages reads the pods of the manifests the quick start wrote in
+// serveQuickStartImages reads the pods of the manifests the quick start wrote in
 // dir, pushes the suite's busybox image to a local registry under the name
 // of each image they use, and points each image's registry at it in
 // hostsDir. It returns the pods' names and the paths the registry serves
 // the images' manifests at; when the test ends the pods are
 // taken down (should the quick start have failed before its down) and the
 // pulled images removed.
-func qsServeImages(t *testing.T, dir, hostsDir string) (pods, manifests []string, reg rgRegistry) {
+func serveQuickStartImages(t *testing.T, dir, hostsDir string) (pods, manifests []string, reg testRegistry) {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if len(files) == 0 {
@@ -257,7 +257,7 @@ func qsServeImages(t *testing.T, dir, hostsDir string) (pods, manifests []string
 			}
 		}
 	}
-	reg = rgStartRegistry(t, "", "")
+	reg = startRegistry(t, "", "")
 	for _, img := range images {
 		named, err := reference.ParseDockerRef(img)
 		if err != nil {
@@ -267,8 +267,8 @@ func qsServeImages(t *testing.T, dir, hostsDir string) (pods, manifests []string
 		if !ok || tagged.Tag() == "latest" {
 			t.Fatalf("image %q: the quick start should name a tag other than latest", img)
 		}
-		t.Cleanup(func() { rgDeleteImage(t, named.String()) })
-		rgPush(t, reg, H.Image, reg.Addr+"/"+reference.Path(named)+":"+tagged.Tag(), "", "")
+		t.Cleanup(func() { deleteImage(t, named.String()) })
+		pushImage(t, reg, H.Image, reg.Addr+"/"+reference.Path(named)+":"+tagged.Tag(), "", "")
 		manifests = append(manifests, "/v2/"+reference.Path(named)+"/manifests/"+tagged.Tag())
 		domain := reference.Domain(named)
 		if err := os.MkdirAll(filepath.Join(hostsDir, domain), 0o755); err != nil {
@@ -279,6 +279,6 @@ func qsServeImages(t *testing.T, dir, hostsDir string) (pods, manifests []string
 			t.Fatal(err)
 		}
 	}
-	plDownOnCleanup(t, files...)
+	downOnCleanup(t, files...)
 	return pods, manifests, reg
 }

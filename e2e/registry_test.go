@@ -30,22 +30,22 @@ import (
 )
 
 const (
-	rgUser = "rg-user"
-	rgPass = "rg-pass-0123"
+	registryUser = "rg-user"
+	registryPass = "rg-pass-0123"
 )
 
-// rgRegistry is a docker-registry the test started.
-type rgRegistry struct {
+// testRegistry is a docker-registry the test started.
+type testRegistry struct {
 	Addr   string     // 127.0.0.1:PORT
 	Access *CmdOutput // its access log (stdout)
 	Log    *CmdOutput // its application log (stderr)
 }
 
-// rgStartRegistry starts Debian's docker-registry on a free port of
+// startRegistry starts Debian's docker-registry on a free port of
 // 127.0.0.1 with htpasswd auth (one user, made with apache2-utils'
 // htpasswd -Bbn; none when user is "") and its storage in a temp dir, waits
 // until it answers, and stops it by PID when the test ends.
-func rgStartRegistry(t *testing.T, user, pass string) rgRegistry {
+func startRegistry(t *testing.T, user, pass string) testRegistry {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -53,12 +53,12 @@ func rgStartRegistry(t *testing.T, user, pass string) rgRegistry {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	return rgStartRegistryAt(t, addr, user, pass)
+	return startRegistryAt(t, addr, user, pass)
 }
 
-// rgStartRegistryAt is rgStartRegistry on a given 127.0.0.1:PORT (a test
+// startRegistryAt is startRegistry on a given 127.0.0.1:PORT (a test
 // starts it where a pod's image already points).
-func rgStartRegistryAt(t *testing.T, addr, user, pass string) rgRegistry {
+func startRegistryAt(t *testing.T, addr, user, pass string) testRegistry {
 	t.Helper()
 	const bin = "/usr/bin/docker-registry"
 	if _, err := os.Stat(bin); err != nil {
@@ -93,7 +93,7 @@ http:
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", config)
-	reg := rgRegistry{Addr: addr, Access: &CmdOutput{}, Log: &CmdOutput{}}
+	reg := testRegistry{Addr: addr, Access: &CmdOutput{}, Log: &CmdOutput{}}
 	cmd.Stdout, cmd.Stderr = reg.Access, reg.Log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -116,21 +116,21 @@ http:
 	// Ready when /v2/ asks for credentials, and takes them (or, without
 	// auth, answers).
 	client := &http.Client{Timeout: 2 * time.Second}
-	svEventually(t, 20*time.Second, "docker-registry answering GET /v2/ as expected", func() (bool, string) {
+	eventually(t, 20*time.Second, "docker-registry answering GET /v2/ as expected", func() (bool, string) {
 		select {
 		case <-exited:
 			t.Fatalf("docker-registry exited at start (%v); log:\n%s", cmd.ProcessState, reg.Log.String())
 		default:
 		}
-		err := rgCheckAuth(client, addr, user, pass)
+		err := checkRegistryAuth(client, addr, user, pass)
 		return err == nil, fmt.Sprintf("%v; log:\n%s", err, reg.Log.String())
 	})
 	return reg
 }
 
-// rgCheckAuth checks that GET /v2/ is 401 without credentials and 200 with
+// checkRegistryAuth checks that GET /v2/ is 401 without credentials and 200 with
 // them; with no user, that it is 200.
-func rgCheckAuth(client *http.Client, addr, user, pass string) error {
+func checkRegistryAuth(client *http.Client, addr, user, pass string) error {
 	tries := []bool{false, true}
 	if user == "" {
 		tries = []bool{false}
@@ -160,14 +160,14 @@ func rgCheckAuth(client *http.Client, addr, user, pass string) error {
 	return nil
 }
 
-// rgPush tags the local image from as ref (unless it is ref), pushes it
+// pushImage tags the local image from as ref (unless it is ref), pushes it
 // with the credentials (containerd's client, plain HTTP) and deletes the
 // local tag, so that only the registry has ref. The tag is deleted again
 // when the test ends (podrun pulls it back). It returns the pushed digest.
-func rgPush(t *testing.T, reg rgRegistry, from, ref, user, pass string) string {
+func pushImage(t *testing.T, reg testRegistry, from, ref, user, pass string) string {
 	t.Helper()
 	c, ctx := H.Client(t)
-	t.Cleanup(func() { rgDeleteImage(t, ref) })
+	t.Cleanup(func() { deleteImage(t, ref) })
 	src, err := c.GetImage(ctx, from)
 	if err != nil {
 		t.Fatalf("loading %s: %v", from, err)
@@ -184,16 +184,16 @@ func rgPush(t *testing.T, reg rgRegistry, from, ref, user, pass string) string {
 	if err := c.Push(ctx, ref, src.Target(), containerd.WithResolver(resolver)); err != nil {
 		t.Fatalf("pushing %s: %v\nregistry log:\n%s", ref, err, reg.Log.String())
 	}
-	rgDeleteImage(t, ref)
+	deleteImage(t, ref)
 	if _, err := c.GetImage(ctx, ref); !errdefs.IsNotFound(err) {
 		t.Fatalf("the local tag %s is still there after deleting it: %v", ref, err)
 	}
 	return src.Target().Digest.String()
 }
 
-// rgDeleteImage removes an image record from containerd (the garbage
+// deleteImage removes an image record from containerd (the garbage
 // collector then removes what only it referenced).
-func rgDeleteImage(t *testing.T, ref string) {
+func deleteImage(t *testing.T, ref string) {
 	t.Helper()
 	c, ctx := H.Client(t)
 	if err := c.ImageService().Delete(ctx, ref, images.SynchronousDelete()); err != nil && !errdefs.IsNotFound(err) {
@@ -201,17 +201,17 @@ func rgDeleteImage(t *testing.T, ref string) {
 	}
 }
 
-// rgHasImage reports whether containerd has ref.
-func rgHasImage(t *testing.T, ref string) bool {
+// hasImage reports whether containerd has ref.
+func hasImage(t *testing.T, ref string) bool {
 	t.Helper()
 	c, ctx := H.Client(t)
 	_, err := c.GetImage(ctx, ref)
 	return err == nil
 }
 
-// rgDockerConfig writes a Docker config file with the given "auths" entry
+// writeDockerConfig writes a Docker config file with the given "auths" entry
 // for host (none when user is "") and returns its path.
-func rgDockerConfig(t *testing.T, host, user, pass string) string {
+func writeDockerConfig(t *testing.T, host, user, pass string) string {
 	t.Helper()
 	auths := "{}"
 	if user != "" {
@@ -224,10 +224,10 @@ func rgDockerConfig(t *testing.T, host, user, pass string) string {
 	return p
 }
 
-// rgPod is a pod on image with imagePullPolicy Always, with an optional
+// registryPod is a pod on image with imagePullPolicy Always, with an optional
 // image pull secret (a kubernetes.io/dockerconfigjson Secret in the same
 // file) for registry host.
-func rgPod(name, image, secret, host, user, pass string) string {
+func registryPod(name, image, secret, host, user, pass string) string {
 	pod := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -262,15 +262,15 @@ data:
 // with an imagePullSecret; `podrun image pull` takes --registry-config.
 func TestRegistryAuth(t *testing.T) {
 	H.require(t)
-	reg := rgStartRegistry(t, rgUser, rgPass)
+	reg := startRegistry(t, registryUser, registryPass)
 	ref := reg.Addr + "/rg-busybox:1"
-	digest := rgPush(t, reg, H.Image, ref, rgUser, rgPass)
+	digest := pushImage(t, reg, H.Image, ref, registryUser, registryPass)
 	// An empty Docker config, so that root's own ~/.docker/config.json plays no part.
-	noCreds := rgDockerConfig(t, "", "", "")
+	noCreds := writeDockerConfig(t, "", "", "")
 
 	t.Run("without credentials", func(t *testing.T) {
-		inDownCleanup(t, "rg-anon")
-		path := H.WriteManifest(t, "anon.yaml", rgPod("rg-anon", ref, "", "", "", ""))
+		downAndCheckOnCleanup(t, "rg-anon")
+		path := H.WriteManifest(t, "anon.yaml", registryPod("rg-anon", ref, "", "", "", ""))
 		stdout, stderr, code := H.Podrun(t, "", "--registry-config", noCreds, "up", "--timeout", "2m", path)
 		if code != 1 || stdout != "" {
 			t.Fatalf("podrun up without credentials: exit %d, stdout %q; want exit 1 and nothing on stdout; stderr:\n%s", code, stdout, stderr)
@@ -280,7 +280,7 @@ func TestRegistryAuth(t *testing.T) {
 				t.Errorf("stderr does not say %q:\n%s", want, stderr)
 			}
 		}
-		if rgHasImage(t, ref) {
+		if hasImage(t, ref) {
 			t.Errorf("%s is in containerd after a refused pull", ref)
 		}
 		stdout, stderr, code = H.Podrun(t, "", "--registry-config", noCreds, "image", "pull", ref)
@@ -290,14 +290,14 @@ func TestRegistryAuth(t *testing.T) {
 	})
 
 	t.Run("wrong password in the imagePullSecret", func(t *testing.T) {
-		inDownCleanup(t, "rg-wrong")
-		path := H.WriteManifest(t, "wrong.yaml", rgPod("rg-wrong", ref, "rg-wrong-cred", reg.Addr, rgUser, "not-the-password"))
+		downAndCheckOnCleanup(t, "rg-wrong")
+		path := H.WriteManifest(t, "wrong.yaml", registryPod("rg-wrong", ref, "rg-wrong-cred", reg.Addr, registryUser, "not-the-password"))
 		stdout, stderr, code := H.Podrun(t, "", "--registry-config", noCreds, "up", "--timeout", "2m", path)
 		if code != 1 || stdout != "" {
 			t.Fatalf("podrun up with a wrong password: exit %d, stdout %q; want exit 1; stderr:\n%s", code, stdout, stderr)
 		}
 		for _, want := range []string{"ErrImagePull", "401 Unauthorized",
-			fmt.Sprintf(`the registry refused the credentials of user %q from secret "default/rg-wrong-cred"`, rgUser)} {
+			fmt.Sprintf(`the registry refused the credentials of user %q from secret "default/rg-wrong-cred"`, registryUser)} {
 			if !strings.Contains(stderr, want) {
 				t.Errorf("stderr does not say %q:\n%s", want, stderr)
 			}
@@ -308,8 +308,8 @@ func TestRegistryAuth(t *testing.T) {
 	})
 
 	t.Run("with an imagePullSecret", func(t *testing.T) {
-		inDownCleanup(t, "rg-secret")
-		path := H.WriteManifest(t, "secret.yaml", rgPod("rg-secret", ref, "rg-cred", reg.Addr, rgUser, rgPass))
+		downAndCheckOnCleanup(t, "rg-secret")
+		path := H.WriteManifest(t, "secret.yaml", registryPod("rg-secret", ref, "rg-cred", reg.Addr, registryUser, registryPass))
 		stdout, stderr, code := H.Podrun(t, "", "--registry-config", noCreds, "up", "--timeout", "2m", path)
 		if code != 0 || stdout != "pod/default/rg-secret created (Running)\n" {
 			t.Fatalf("podrun up with an imagePullSecret: exit %d, stdout %q; stderr:\n%s\nregistry log:\n%s", code, stdout, stderr, reg.Log.String())
@@ -318,15 +318,15 @@ func TestRegistryAuth(t *testing.T) {
 		if img, err := c.GetImage(ctx, ref); err != nil || img.Target().Digest.String() != digest {
 			t.Errorf("after up, %s in containerd: %v; want digest %s", ref, err, digest)
 		}
-		if !strings.Contains(reg.Log.String(), fmt.Sprintf("auth.user.name=%q", rgUser)) &&
-			!strings.Contains(reg.Log.String(), "auth.user.name="+rgUser) {
-			t.Errorf("the registry's log shows no request authenticated as %s:\n%s", rgUser, reg.Log.String())
+		if !strings.Contains(reg.Log.String(), fmt.Sprintf("auth.user.name=%q", registryUser)) &&
+			!strings.Contains(reg.Log.String(), "auth.user.name="+registryUser) {
+			t.Errorf("the registry's log shows no request authenticated as %s:\n%s", registryUser, reg.Log.String())
 		}
 	})
 
 	t.Run("image pull with --registry-config", func(t *testing.T) {
-		rgDeleteImage(t, ref)
-		cfg := rgDockerConfig(t, reg.Addr, rgUser, rgPass)
+		deleteImage(t, ref)
+		cfg := writeDockerConfig(t, reg.Addr, registryUser, registryPass)
 		stdout, stderr, code := H.Podrun(t, "", "--registry-config", cfg, "image", "pull", ref)
 		if want := ref + "\t" + digest + "\n"; code != 0 || stdout != want {
 			t.Fatalf("podrun image pull with --registry-config: exit %d, stdout %q, want %q; stderr:\n%s", code, stdout, want, stderr)
@@ -334,11 +334,11 @@ func TestRegistryAuth(t *testing.T) {
 		if strings.Contains(stderr, "pulling ") {
 			t.Errorf("progress was shown on a stderr that is not a terminal:\n%q", stderr)
 		}
-		if !rgHasImage(t, ref) {
+		if !hasImage(t, ref) {
 			t.Errorf("%s is not in containerd after podrun image pull", ref)
 		}
 		// The same file through the environment.
-		rgDeleteImage(t, ref)
+		deleteImage(t, ref)
 		cmd := exec.Command(H.Bin, append(H.globalArgs(), "image", "pull", ref)...)
 		cmd.Env = append(os.Environ(), "PODRUN_REGISTRY_CONFIG="+cfg)
 		if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), ref+"\t") {
@@ -354,8 +354,8 @@ func TestRegistryAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 		H.ImportImage(t, testimage.Config{Ref: ref, Files: []testimage.File{{Path: "/rg-noise.bin", Data: noise}}})
-		digest := rgPush(t, reg, ref, ref, rgUser, rgPass)
-		cfg := rgDockerConfig(t, reg.Addr, rgUser, rgPass)
+		digest := pushImage(t, reg, ref, ref, registryUser, registryPass)
+		cfg := writeDockerConfig(t, reg.Addr, registryUser, registryPass)
 		args := append(H.globalArgs(), "--registry-config", cfg, "image", "pull", ref)
 		quoted := []string{"'" + H.Bin + "'"}
 		for _, a := range args {
@@ -387,7 +387,7 @@ func TestRegistryAuth(t *testing.T) {
 // invalid input (exit 2) and name the field or flag.
 func TestRegistryInputs(t *testing.T) {
 	H.require(t)
-	path := H.WriteManifest(t, "missing-secret.yaml", rgPod("rg-missing", "127.0.0.1:1/rg:1", "", "", "", "")+
+	path := H.WriteManifest(t, "missing-secret.yaml", registryPod("rg-missing", "127.0.0.1:1/rg:1", "", "", "", "")+
 		"  imagePullSecrets:\n  - name: rg-nowhere\n")
 	_, stderr, code := H.Podrun(t, "", "validate", path)
 	if code != 2 || !strings.Contains(stderr, `spec.imagePullSecrets[0].name: Secret "rg-nowhere" not found in namespace "default"`) {
@@ -423,12 +423,12 @@ spec:
     command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
 `, name)
 	}
-	t.Cleanup(func() { rgDeleteImage(t, "docker.io/library/rg-mirror:latest") })
+	t.Cleanup(func() { deleteImage(t, "docker.io/library/rg-mirror:latest") })
 	var addr string
 	t.Run("served", func(t *testing.T) {
-		reg := rgStartRegistry(t, "", "")
+		reg := startRegistry(t, "", "")
 		addr = reg.Addr
-		rgPush(t, reg, H.Image, reg.Addr+"/library/rg-mirror:latest", "", "")
+		pushImage(t, reg, H.Image, reg.Addr+"/library/rg-mirror:latest", "", "")
 		if err := os.MkdirAll(filepath.Join(hostsDir, "docker.io"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -437,21 +437,21 @@ spec:
 			t.Fatal(err)
 		}
 		file := H.WriteManifest(t, "rg-mirror.yaml", pod("rg-mirror"))
-		plDownOnCleanup(t, file)
+		downOnCleanup(t, file)
 		if out, stderr, code := H.Podrun(t, "", "--hosts-dir", hostsDir, "up", "--wait=running", file); code != 0 || !strings.Contains(out, "created (Running)") {
 			t.Fatalf("up through the mirror: exit %d, %q\n%s", code, out, stderr)
 		}
 		if !strings.Contains(reg.Access.String()+reg.Log.String(), "/v2/library/rg-mirror/manifests/latest") {
 			t.Errorf("the registry was not asked for library/rg-mirror; its log:\n%s", e2eClip(reg.Log.String()))
 		}
-		pod := plPod(t, "rg-mirror")
+		pod := podNamed(t, "rg-mirror")
 		if img := pod.Status.ContainerStatuses[0].Image; img != "docker.io/library/rg-mirror:latest" {
 			t.Errorf("status image %q", img)
 		}
 	})
 	// The registry is stopped now.
 	file := H.WriteManifest(t, "rg-mirror-down.yaml", pod("rg-mirror-down"))
-	plDownOnCleanup(t, file)
+	downOnCleanup(t, file)
 	_, stderr, code := H.Podrun(t, "", "--hosts-dir", hostsDir, "up", "--timeout", "5s", file)
 	if code != 1 || !strings.Contains(stderr, "ErrImagePull") || !strings.Contains(stderr, addr) {
 		t.Errorf("up with the mirror stopped: exit %d; want 1, ErrImagePull and %s\n%s", code, addr, stderr)
@@ -464,10 +464,10 @@ spec:
 func TestDaemonImagesDir(t *testing.T) {
 	H.require(t)
 	const ref = "podrun.test/rg-airgap:1"
-	t.Cleanup(func() { rgDeleteImage(t, ref) })
+	t.Cleanup(func() { deleteImage(t, ref) })
 	dir, images := t.TempDir(), t.TempDir()
-	plDownOnCleanup(t, "rg-airgap")
-	dmWrite(t, dir, "rg-airgap.yaml", `apiVersion: v1
+	downOnCleanup(t, "rg-airgap")
+	writeInPlace(t, dir, "rg-airgap.yaml", `apiVersion: v1
 kind: Pod
 metadata: {name: rg-airgap}
 spec:
@@ -478,9 +478,9 @@ spec:
     imagePullPolicy: Never
     command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
 `)
-	d := dmStart(t, dir, nil, "--resync", "2s", "--settle", "200ms", "--images-dir", images)
-	dmWaitSynced(t, d, 60*time.Second)
-	if p, ok := dmPods(t)["rg-airgap"]; ok && dmRunning(p) {
+	d := startDaemon(t, dir, nil, "--resync", "2s", "--settle", "200ms", "--images-dir", images)
+	waitDaemonSynced(t, d, 60*time.Second)
+	if p, ok := podsByName(t)["rg-airgap"]; ok && allRunning(p) {
 		t.Fatal("rg-airgap runs before its image is there")
 	}
 	var buf bytes.Buffer
@@ -499,9 +499,9 @@ spec:
 	if err := os.Rename(tmp, filepath.Join(images, "rg-airgap.tar.gz")); err != nil {
 		t.Fatal(err)
 	}
-	dmWaitRunning(t, 60*time.Second, nil, "rg-airgap")
+	waitPodsRunning(t, 60*time.Second, nil, "rg-airgap")
 	t.Logf("rg-airgap Running %v after its archive was dropped in", time.Since(start).Round(time.Millisecond))
-	dmWaitLog(t, d, "imported image archive", 5*time.Second)
+	waitDaemonLog(t, d, "imported image archive", 5*time.Second)
 }
 
 // TestDaemonPullBeforeReplace: a manifest edited to an image that cannot
@@ -516,23 +516,23 @@ func TestDaemonPullBeforeReplace(t *testing.T) {
 	down := l.Addr().String() // nothing listens there once closed
 	l.Close()
 	dir := t.TempDir()
-	plDownOnCleanup(t, "rg-pbk")
-	dmWrite(t, dir, "rg-pbk.yaml", dmPod{name: "rg-pbk", value: "v1"}.yaml())
-	d := dmStart(t, dir, nil, "--resync", "1s", "--settle", "100ms")
-	pods := dmWaitRunning(t, 60*time.Second, nil, "rg-pbk")
-	uid, tasks := pods["rg-pbk"].UID, dmTasks(t, "rg-pbk")
+	downOnCleanup(t, "rg-pbk")
+	writeInPlace(t, dir, "rg-pbk.yaml", daemonPod{name: "rg-pbk", value: "v1"}.yaml())
+	d := startDaemon(t, dir, nil, "--resync", "1s", "--settle", "100ms")
+	pods := waitPodsRunning(t, 60*time.Second, nil, "rg-pbk")
+	uid, tasks := pods["rg-pbk"].UID, podTasks(t, "rg-pbk")
 
-	bad := strings.Replace(dmPod{name: "rg-pbk", value: "v2"}.yaml(), "image: "+H.Image, "image: "+down+"/rg-pbk:1", 1)
-	dmRename(t, dir, "rg-pbk.yaml", bad)
-	dmWaitLog(t, d, "keeping the running pod until the new one's image is present", 30*time.Second)
-	dmWaitSyncs(t, d, 3, 30*time.Second)
-	if p := dmPods(t)["rg-pbk"]; p.UID != uid || !dmRunning(p) {
+	bad := strings.Replace(daemonPod{name: "rg-pbk", value: "v2"}.yaml(), "image: "+H.Image, "image: "+down+"/rg-pbk:1", 1)
+	writeByRename(t, dir, "rg-pbk.yaml", bad)
+	waitDaemonLog(t, d, "keeping the running pod until the new one's image is present", 30*time.Second)
+	waitDaemonSyncs(t, d, 3, 30*time.Second)
+	if p := podsByName(t)["rg-pbk"]; p.UID != uid || !allRunning(p) {
 		t.Errorf("with the new image unpullable: rg-pbk is %s %s, want still Running as %s", p.UID, p.Status.Phase, uid)
 	}
-	dmSameTasks(t, "rg-pbk", tasks)
+	checkSameTasks(t, "rg-pbk", tasks)
 
-	dmRename(t, dir, "rg-pbk.yaml", dmPod{name: "rg-pbk", value: "v3"}.yaml())
-	pods = dmWaitRunning(t, 60*time.Second, func(p corev1.Pod) bool { return dmValue(p) == "v3" }, "rg-pbk")
+	writeByRename(t, dir, "rg-pbk.yaml", daemonPod{name: "rg-pbk", value: "v3"}.yaml())
+	pods = waitPodsRunning(t, 60*time.Second, func(p corev1.Pod) bool { return valueEnv(p) == "v3" }, "rg-pbk")
 	if pods["rg-pbk"].UID == uid {
 		t.Error("the good edit did not replace the pod")
 	}

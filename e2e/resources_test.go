@@ -22,11 +22,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-const rsCgroupMount = "/sys/fs/cgroup"
+const cgroupMount = "/sys/fs/cgroup"
 
-// rsUnified reports whether the host has cgroup v2 only.
-func rsUnified() bool {
-	_, err := os.Stat(filepath.Join(rsCgroupMount, "cgroup.controllers"))
+// cgroupV2Only reports whether the host has cgroup v2 only.
+func cgroupV2Only() bool {
+	_, err := os.Stat(filepath.Join(cgroupMount, "cgroup.controllers"))
 	return err == nil
 }
 
@@ -37,10 +37,10 @@ func rsUnified() bool {
 func e2ePodCgroups() map[string]bool {
 	out := map[string]bool{}
 	for _, pattern := range []string{
-		filepath.Join(rsCgroupMount, e2eNamespace, "pod*"),
-		filepath.Join(rsCgroupMount, "*", e2eNamespace, "pod*"),
-		filepath.Join(rsCgroupMount, e2eNamespace, "keeper"),
-		filepath.Join(rsCgroupMount, "*", e2eNamespace, "keeper"),
+		filepath.Join(cgroupMount, e2eNamespace, "pod*"),
+		filepath.Join(cgroupMount, "*", e2eNamespace, "pod*"),
+		filepath.Join(cgroupMount, e2eNamespace, "keeper"),
+		filepath.Join(cgroupMount, "*", e2eNamespace, "keeper"),
 	} {
 		matches, _ := filepath.Glob(pattern)
 		for _, m := range matches {
@@ -75,8 +75,8 @@ func e2eRemoveCgroup(dir string) error {
 // suite's containerd namespace (/<namespace> in each hierarchy), once the
 // leak check has removed every pod cgroup below them.
 func e2eRemoveNamespaceCgroups() error {
-	dirs, _ := filepath.Glob(filepath.Join(rsCgroupMount, "*", e2eNamespace))
-	dirs = append(dirs, filepath.Join(rsCgroupMount, e2eNamespace))
+	dirs, _ := filepath.Glob(filepath.Join(cgroupMount, "*", e2eNamespace))
+	dirs = append(dirs, filepath.Join(cgroupMount, e2eNamespace))
 	var errs []error
 	for _, d := range dirs {
 		errs = append(errs, e2eRemoveCgroup(d))
@@ -84,16 +84,16 @@ func e2eRemoveNamespaceCgroups() error {
 	return errors.Join(errs...)
 }
 
-// rsPodCgroup is pod uid's cgroup path relative to a hierarchy's root.
-func rsPodCgroup(uid string) string { return filepath.Join(e2eNamespace, "pod"+uid) }
+// podCgroup is pod uid's cgroup path relative to a hierarchy's root.
+func podCgroup(uid string) string { return filepath.Join(e2eNamespace, "pod"+uid) }
 
-// rsRead returns the trimmed content of a cgroup file of controller (ignored
+// readCgroupFile returns the trimmed content of a cgroup file of controller (ignored
 // on v2) at rel.
-func rsRead(t *testing.T, controller, rel, file string) string {
+func readCgroupFile(t *testing.T, controller, rel, file string) string {
 	t.Helper()
-	dir := filepath.Join(rsCgroupMount, controller, rel)
-	if rsUnified() {
-		dir = filepath.Join(rsCgroupMount, rel)
+	dir := filepath.Join(cgroupMount, controller, rel)
+	if cgroupV2Only() {
+		dir = filepath.Join(cgroupMount, rel)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, file))
 	if err != nil {
@@ -102,8 +102,8 @@ func rsRead(t *testing.T, controller, rel, file string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// rsHogPod is a pod whose container hog fills memory past its 20Mi limit.
-func rsHogPod(name, restartPolicy string) string {
+// memoryHogPod is a pod whose container hog fills memory past its 20Mi limit.
+func memoryHogPod(name, restartPolicy string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -125,14 +125,14 @@ spec:
 // `up`'s message and in `podrun status`.
 func TestResourcesOOMKilled(t *testing.T) {
 	H.require(t)
-	_, stdout, stderr, code := plUp(t, "rs-oom", rsHogPod("rs-oom", "Never"))
+	_, stdout, stderr, code := runUp(t, "rs-oom", memoryHogPod("rs-oom", "Never"))
 	if code != 1 {
 		t.Fatalf("podrun up: exit %d, want 1 (pod failed); stdout %q stderr:\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stderr, `container "hog" exited with code 137 (OOMKilled)`) {
 		t.Errorf("up stderr does not name the OOM kill:\n%s", stderr)
 	}
-	pod := svStatus(t, "rs-oom")
+	pod := podStatus(t, "rs-oom")
 	if pod.Status.Phase != corev1.PodFailed {
 		t.Errorf("phase %s, want Failed", pod.Status.Phase)
 	}
@@ -146,7 +146,7 @@ func TestResourcesOOMKilled(t *testing.T) {
 	if term == nil || term.Reason != "OOMKilled" || term.ExitCode != 137 {
 		t.Errorf("state %+v, want terminated with reason OOMKilled and exit code 137", pod.Status.ContainerStatuses[0].State)
 	}
-	if row := plPsRow(t, "rs-oom", "-a"); len(row) < 4 || row[3] != "OOMKilled" {
+	if row := psRow(t, "rs-oom", "-a"); len(row) < 4 || row[3] != "OOMKilled" {
 		t.Errorf("ps -a row %q, want STATUS OOMKilled", row)
 	}
 }
@@ -158,7 +158,7 @@ func TestResourcesOOMKilled(t *testing.T) {
 // every hierarchy.
 func TestResourcesCgroups(t *testing.T) {
 	H.require(t)
-	file, _ := plMustUp(t, "rs-limits", `apiVersion: v1
+	file, _ := mustRunUp(t, "rs-limits", `apiVersion: v1
 kind: Pod
 metadata:
   name: rs-limits
@@ -166,34 +166,34 @@ spec:
   containers:
   - name: app
     image: `+H.Image+`
-    command: `+plSleeper+`
+    command: `+sleeperCommand+`
     resources:
       requests: {cpu: 100m, memory: 16Mi}
       limits: {cpu: 250m, memory: 32Mi}
   - name: side
     image: `+H.Image+`
-    command: `+plSleeper+`
+    command: `+sleeperCommand+`
     resources:
       limits: {cpu: 50m, memory: 16Mi}
 `)
-	pod := svStatus(t, "rs-limits")
+	pod := podStatus(t, "rs-limits")
 	uid := string(pod.UID)
 	ids := map[string]string{}
 	for _, cs := range pod.Status.ContainerStatuses {
 		ids[cs.Name] = strings.TrimPrefix(cs.ContainerID, "containerd://")
 	}
-	app := filepath.Join(rsPodCgroup(uid), ids["app"])
-	side := filepath.Join(rsPodCgroup(uid), ids["side"])
-	if rsUnified() {
+	app := filepath.Join(podCgroup(uid), ids["app"])
+	side := filepath.Join(podCgroup(uid), ids["side"])
+	if cgroupV2Only() {
 		for _, c := range []struct{ rel, file, want string }{
 			{app, "memory.max", "33554432"},
 			{app, "cpu.max", "25000 100000"},
 			{app, "memory.oom.group", "1"},
 			{side, "cpu.max", "5000 100000"},
-			{rsPodCgroup(uid), "memory.max", "50331648"},
-			{rsPodCgroup(uid), "cpu.max", "30000 100000"},
+			{podCgroup(uid), "memory.max", "50331648"},
+			{podCgroup(uid), "cpu.max", "30000 100000"},
 		} {
-			if got := rsRead(t, "", c.rel, c.file); got != c.want {
+			if got := readCgroupFile(t, "", c.rel, c.file); got != c.want {
 				t.Errorf("%s/%s = %q, want %q", c.rel, c.file, got, c.want)
 			}
 		}
@@ -206,16 +206,16 @@ spec:
 			{"cpu", side, "cpu.shares", "51"}, // the request defaults to the limit
 			{"cpu", side, "cpu.cfs_quota_us", "5000"},
 			{"memory", side, "memory.limit_in_bytes", "16777216"},
-			{"memory", rsPodCgroup(uid), "memory.limit_in_bytes", "50331648"},
-			{"cpu", rsPodCgroup(uid), "cpu.cfs_quota_us", "30000"},
-			{"cpu", rsPodCgroup(uid), "cpu.shares", "153"},
+			{"memory", podCgroup(uid), "memory.limit_in_bytes", "50331648"},
+			{"cpu", podCgroup(uid), "cpu.cfs_quota_us", "30000"},
+			{"cpu", podCgroup(uid), "cpu.shares", "153"},
 		} {
-			if got := rsRead(t, c.controller, c.rel, c.file); got != c.want {
+			if got := readCgroupFile(t, c.controller, c.rel, c.file); got != c.want {
 				t.Errorf("%s %s/%s = %q, want %q", c.controller, c.rel, c.file, got, c.want)
 			}
 		}
-		if _, err := os.Stat(filepath.Join(rsCgroupMount, "memory", "memory.memsw.limit_in_bytes")); err == nil {
-			if got := rsRead(t, "memory", app, "memory.memsw.limit_in_bytes"); got != "33554432" {
+		if _, err := os.Stat(filepath.Join(cgroupMount, "memory", "memory.memsw.limit_in_bytes")); err == nil {
+			if got := readCgroupFile(t, "memory", app, "memory.memsw.limit_in_bytes"); got != "33554432" {
 				t.Errorf("memory+swap limit %q, want the memory limit (no swap)", got)
 			}
 		}
@@ -228,7 +228,7 @@ spec:
 
 	// Burstable: 1000 - 1000*request/MemTotal, at least 3 and at most 999.
 	out, _, code := H.Podrun(t, "", "exec", "rs-limits", "-c", "app", "--", "cat", "/proc/self/oom_score_adj")
-	if want := strconv.Itoa(rsBurstableOOMScoreAdj(t, 16<<20)); code != 0 || strings.TrimSpace(out) != want {
+	if want := strconv.Itoa(burstableOOMScoreAdj(t, 16<<20)); code != 0 || strings.TrimSpace(out) != want {
 		t.Errorf("oom_score_adj inside %q (exit %d), want %s", out, code, want)
 	}
 
@@ -237,7 +237,7 @@ spec:
 		t.Errorf("status -o yaml (exit %d, stderr %q) has no qosClass: Burstable:\n%s", code, stderr, yaml)
 	}
 
-	cg := rsPodCgroup(uid)
+	cg := podCgroup(uid)
 	if !e2ePodCgroupsHave(cg) {
 		t.Fatalf("pod cgroup %s not found while the pod runs", cg)
 	}
@@ -259,9 +259,9 @@ func e2ePodCgroupsHave(rel string) bool {
 	return false
 }
 
-// rsBurstableOOMScoreAdj is the kubelet's oom_score_adj of a Burstable
+// burstableOOMScoreAdj is the kubelet's oom_score_adj of a Burstable
 // container requesting req bytes on this machine.
-func rsBurstableOOMScoreAdj(t *testing.T, req int64) int {
+func burstableOOMScoreAdj(t *testing.T, req int64) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
@@ -292,7 +292,7 @@ func rsBurstableOOMScoreAdj(t *testing.T, req int64) int {
 // unit-tested: run.TestOOMKillFromTheCgroup.)
 func TestResourcesOOMKilledUnwatched(t *testing.T) {
 	H.require(t)
-	_, stdout, stderr, code := plUp(t, "rs-oom-late", `apiVersion: v1
+	_, stdout, stderr, code := runUp(t, "rs-oom-late", `apiVersion: v1
 kind: Pod
 metadata:
   name: rs-oom-late
@@ -315,14 +315,14 @@ spec:
 		}
 		return pod.Status.ContainerStatuses[0].State.Terminated
 	}
-	svWaitStatus(t, "rs-oom-late", 60*time.Second, "the container terminated", func(pod corev1.Pod) (bool, string) {
+	waitStatus(t, "rs-oom-late", 60*time.Second, "the container terminated", func(pod corev1.Pod) (bool, string) {
 		return term(pod) != nil, fmt.Sprintf("%+v", pod.Status.ContainerStatuses)
 	})
-	pod := svStatus(t, "rs-oom-late")
+	pod := podStatus(t, "rs-oom-late")
 	if tm := term(pod); tm == nil || tm.Reason != "OOMKilled" || tm.ExitCode != 137 {
 		t.Errorf("state %+v, want terminated OOMKilled (137)", pod.Status.ContainerStatuses[0].State)
 	}
-	if row := plPsRow(t, "rs-oom-late", "-a"); len(row) < 4 || row[3] != "OOMKilled" {
+	if row := psRow(t, "rs-oom-late", "-a"); len(row) < 4 || row[3] != "OOMKilled" {
 		t.Errorf("ps -a row %q, want STATUS OOMKilled", row)
 	}
 }
@@ -333,8 +333,8 @@ spec:
 // or runs again.
 func TestResourcesOOMKilledLastState(t *testing.T) {
 	H.require(t)
-	svForeground(t, "rs-oom-always", rsHogPod("rs-oom-always", "Always"), "--wait", "running")
-	svWaitStatus(t, "rs-oom-always", 60*time.Second, "lastState OOMKilled", func(pod corev1.Pod) (bool, string) {
+	upForeground(t, "rs-oom-always", memoryHogPod("rs-oom-always", "Always"), "--wait", "running")
+	waitStatus(t, "rs-oom-always", 60*time.Second, "lastState OOMKilled", func(pod corev1.Pod) (bool, string) {
 		if len(pod.Status.ContainerStatuses) != 1 {
 			return false, "no container status"
 		}
@@ -368,14 +368,14 @@ spec:
     command: ["true"]
 `
 	before := e2ePodCgroups()
-	if _, _, stderr, code := plUp(t, "rs-rollback", manifest); code != 1 {
+	if _, _, stderr, code := runUp(t, "rs-rollback", manifest); code != 1 {
 		t.Fatalf("podrun up: exit %d, want 1; stderr:\n%s", code, stderr)
 	}
 	if left := e2eNew(before, e2ePodCgroups()); len(left) > 0 {
 		t.Errorf("pod cgroups left after the rollback: %v", left)
 	}
 
-	if _, _, stderr, code := plUp(t, "rs-rollback", manifest, "--keep-on-failure"); code != 1 {
+	if _, _, stderr, code := runUp(t, "rs-rollback", manifest, "--keep-on-failure"); code != 1 {
 		t.Fatalf("podrun up --keep-on-failure: exit %d, want 1; stderr:\n%s", code, stderr)
 	}
 	kept := e2eNew(before, e2ePodCgroups())
@@ -396,7 +396,7 @@ spec:
 // gets oom_score_adj -997, or podrun's own when podrun may not go lower.
 func TestResourcesPodLevel(t *testing.T) {
 	H.require(t)
-	plMustUp(t, "rs-podlevel", `apiVersion: v1
+	mustRunUp(t, "rs-podlevel", `apiVersion: v1
 kind: Pod
 metadata:
   name: rs-podlevel
@@ -406,13 +406,13 @@ spec:
   containers:
   - name: app
     image: `+H.Image+`
-    command: `+plSleeper+`
+    command: `+sleeperCommand+`
 `)
-	pod := svStatus(t, "rs-podlevel")
+	pod := podStatus(t, "rs-podlevel")
 	if pod.Status.QOSClass != corev1.PodQOSGuaranteed {
 		t.Errorf("qosClass %q, want Guaranteed", pod.Status.QOSClass)
 	}
-	pcg := rsPodCgroup(string(pod.UID))
+	pcg := podCgroup(string(pod.UID))
 	app := filepath.Join(pcg, strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://"))
 	checks := []struct{ controller, rel, file, want string }{
 		{"memory", pcg, "memory.limit_in_bytes", "67108864"},
@@ -421,7 +421,7 @@ spec:
 		{"memory", app, "memory.limit_in_bytes", "67108864"},
 		{"cpu", app, "cpu.cfs_quota_us", "50000"},
 	}
-	if rsUnified() {
+	if cgroupV2Only() {
 		checks = []struct{ controller, rel, file, want string }{
 			{"", pcg, "memory.max", "67108864"},
 			{"", pcg, "cpu.max", "50000 100000"},
@@ -430,12 +430,12 @@ spec:
 		}
 	}
 	for _, c := range checks {
-		if got := rsRead(t, c.controller, c.rel, c.file); got != c.want {
+		if got := readCgroupFile(t, c.controller, c.rel, c.file); got != c.want {
 			t.Errorf("%s %s/%s = %q, want %q", c.controller, c.rel, c.file, got, c.want)
 		}
 	}
 	want := -997
-	if own := rsOwnOOMScoreAdjFloor(t); own > want {
+	if own := oomScoreAdjFloor(t); own > want {
 		want = own
 	}
 	out, _, code := H.Podrun(t, "", "exec", "rs-podlevel", "--", "cat", "/proc/self/oom_score_adj")
@@ -444,9 +444,9 @@ spec:
 	}
 }
 
-// rsOwnOOMScoreAdjFloor is the lowest oom_score_adj a process started from
+// oomScoreAdjFloor is the lowest oom_score_adj a process started from
 // here may get: -1000 with CAP_SYS_RESOURCE, else this process's own.
-func rsOwnOOMScoreAdjFloor(t *testing.T) int {
+func oomScoreAdjFloor(t *testing.T) int {
 	t.Helper()
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {

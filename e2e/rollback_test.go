@@ -21,17 +21,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// rbPod is a one-container busybox pod: a long-running app unless exit is
+// rolloutPod is a one-container busybox pod: a long-running app unless exit is
 // set (the app exits 1 at once); with notReady, a readiness probe that
 // never passes; deadline sets podrun.io/progress-deadline-seconds.
-type rbPod struct {
+type rolloutPod struct {
 	name, value string
 	exit        bool
 	notReady    bool
 	deadline    int
 }
 
-func (p rbPod) yaml() string {
+func (p rolloutPod) yaml() string {
 	script := "trap 'exit 0' TERM; while true; do sleep 0.1; done"
 	if p.exit {
 		script = "echo bad version; exit 1"
@@ -58,23 +58,10 @@ func (p rbPod) yaml() string {
 	return b.String()
 }
 
-// rbStatusRolledBack is the daemon's status file's rolledBack entries.
-func rbStatusRolledBack(t *testing.T) []map[string]any {
+// waitValue waits until pod name runs VALUE value, Running and Ready.
+func waitValue(t *testing.T, name, value string, timeout time.Duration) corev1.Pod {
 	t.Helper()
-	var st struct {
-		RolledBack []map[string]any `json:"rolledBack"`
-	}
-	b, err := os.ReadFile(filepath.Join(H.Root, "daemon.json"))
-	if err != nil || json.Unmarshal(b, &st) != nil {
-		return nil
-	}
-	return st.RolledBack
-}
-
-// rbWaitValue waits until pod name runs VALUE value, Running and Ready.
-func rbWaitValue(t *testing.T, name, value string, timeout time.Duration) corev1.Pod {
-	t.Helper()
-	pods := dmWaitRunning(t, timeout, func(p corev1.Pod) bool { return e2eFileName(p) != name || dmValue(p) == value && dmReady(p) }, name)
+	pods := waitPodsRunning(t, timeout, func(p corev1.Pod) bool { return e2eFileName(p) != name || valueEnv(p) == value && isReady(p) }, name)
 	return pods[name]
 }
 
@@ -86,59 +73,59 @@ func rbWaitValue(t *testing.T, name, value string, timeout time.Duration) corev1
 func TestRollbackDaemonCrash(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
-	plDownOnCleanup(t, "rb-crash")
-	port := plFreePort(t)
+	downOnCleanup(t, "rb-crash")
+	port := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	d := dmStart(t, dir, nil, "--resync", "2s", "--listen", fmt.Sprintf("127.0.0.1:%d", port))
-	dmWaitSynced(t, d, 60*time.Second)
+	d := startDaemon(t, dir, nil, "--resync", "2s", "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+	waitDaemonSynced(t, d, 60*time.Second)
 
-	good := rbFirstVersion(t, dir, "rb-crash")
+	good := startFirstVersion(t, dir, "rb-crash")
 
 	start := time.Now()
-	dmRename(t, dir, "rb-crash.yaml", rbPod{name: "rb-crash", value: "v2", exit: true}.yaml())
-	svEventually(t, 60*time.Second, "rb-crash rolled back to v1 (its UID before the edit), RolledBack in ps", func() (bool, string) {
-		row := svQuietPsRow(t, "rb-crash")
-		p, ok := dmPods(t)["rb-crash"]
-		return ok && p.UID == good.UID && dmRunning(p) && len(row) > 3 && row[3] == "RolledBack", fmt.Sprintf("ps row %q, uid %s", row, p.UID)
+	writeByRename(t, dir, "rb-crash.yaml", rolloutPod{name: "rb-crash", value: "v2", exit: true}.yaml())
+	eventually(t, 60*time.Second, "rb-crash rolled back to v1 (its UID before the edit), RolledBack in ps", func() (bool, string) {
+		row := quietPsRow(t, "rb-crash")
+		p, ok := podsByName(t)["rb-crash"]
+		return ok && p.UID == good.UID && allRunning(p) && len(row) > 3 && row[3] == "RolledBack", fmt.Sprintf("ps row %q, uid %s", row, p.UID)
 	})
 	t.Logf("bad edit -> rolled back and Running after %v", time.Since(start).Round(time.Millisecond))
-	dmWaitLog(t, d, `msg="new version failed; rolling back until its file changes" pod=default/`+dmFull("rb-crash"), 5*time.Second)
-	if lines := dmLogged(d.stderr(), "new version failed; rolling back until its file changes", "rb-crash"); len(lines) != 1 ||
+	waitDaemonLog(t, d, `msg="new version failed; rolling back until its file changes" pod=default/`+staticPodName("rb-crash"), 5*time.Second)
+	if lines := daemonLogLines(d.stderr(), "new version failed; rolling back until its file changes", "rb-crash"); len(lines) != 1 ||
 		!strings.Contains(lines[0], "reason=CrashLoopBackOff") {
 		t.Errorf("daemon log: rollback lines %q, want one with reason=CrashLoopBackOff", lines)
 	}
-	p := dmPods(t)["rb-crash"]
-	if c := rbCondition(p); c == nil || c.Reason != "CrashLoopBackOff" || !strings.Contains(c.Message, "rolled back to revision 1") {
+	p := podsByName(t)["rb-crash"]
+	if c := progressingCondition(p); c == nil || c.Reason != "CrashLoopBackOff" || !strings.Contains(c.Message, "rolled back to revision 1") {
 		t.Errorf("podrun status: Progressing condition %+v, want False CrashLoopBackOff, rolled back to revision 1", c)
 	}
 	client := &http.Client{Timeout: 2 * time.Second}
-	svEventually(t, 10*time.Second, `podrun_rollbacks_total{reason="CrashLoopBackOff"} 1`, func() (bool, string) {
-		_, body, _ := dmGet(client, base+"/metrics")
-		n, _ := dmMetric(body, `podrun_rollbacks_total{reason="CrashLoopBackOff"}`)
+	eventually(t, 10*time.Second, `podrun_rollbacks_total{reason="CrashLoopBackOff"} 1`, func() (bool, string) {
+		_, body, _ := getWithTimeout(client, base+"/metrics")
+		n, _ := metricValue(body, `podrun_rollbacks_total{reason="CrashLoopBackOff"}`)
 		return n == 1, fmt.Sprint(n)
 	})
-	if rb := rbStatusRolledBack(t); len(rb) != 1 || rb[0]["reason"] != "CrashLoopBackOff" {
-		t.Errorf("status file rolledBack = %v, want rb-crash with reason CrashLoopBackOff", rb)
+	if st, _ := readDaemonStatus(); len(st.RolledBack) != 1 || st.RolledBack[0]["reason"] != "CrashLoopBackOff" {
+		t.Errorf("status file rolledBack = %v, want rb-crash with reason CrashLoopBackOff", st.RolledBack)
 	}
 
 	// The bad version is not tried again at the re-scans.
-	dmWaitSyncs(t, d, 3, 30*time.Second)
-	if p := dmPods(t)["rb-crash"]; p.UID != good.UID {
+	waitDaemonSyncs(t, d, 3, 30*time.Second)
+	if p := podsByName(t)["rb-crash"]; p.UID != good.UID {
 		t.Errorf("after re-scans rb-crash runs %s, want the rolled-back %s", p.UID, good.UID)
 	}
-	if n := len(dmLogged(d.stderr(), "pod replaced", "rb-crash")); n != 2 {
+	if n := len(daemonLogLines(d.stderr(), "pod replaced", "rb-crash")); n != 2 {
 		t.Errorf("daemon log: rb-crash replaced %d times, want 2 (the bad edit, the rollback)", n)
 	}
 
 	// A good edit applies normally, and is no longer RolledBack.
-	dmRename(t, dir, "rb-crash.yaml", rbPod{name: "rb-crash", value: "v3"}.yaml())
-	rbWaitValue(t, "rb-crash", "v3", 30*time.Second)
-	if row := svQuietPsRow(t, "rb-crash"); len(row) < 4 || row[3] != "Running" {
+	writeByRename(t, dir, "rb-crash.yaml", rolloutPod{name: "rb-crash", value: "v3"}.yaml())
+	waitValue(t, "rb-crash", "v3", 30*time.Second)
+	if row := quietPsRow(t, "rb-crash"); len(row) < 4 || row[3] != "Running" {
 		t.Errorf("after a good edit: ps row %q, want Running", row)
 	}
-	svEventually(t, 10*time.Second, "rollout history: revisions 1 and 2", func() (bool, string) {
-		out, _ := svQuiet(t, "rollout", "history", "rb-crash")
-		return rbHasRevision(out, 1) && rbHasRevision(out, 2), out
+	eventually(t, 10*time.Second, "rollout history: revisions 1 and 2", func() (bool, string) {
+		out, _ := podrunQuiet(t, "rollout", "history", "rb-crash")
+		return hasRevision(out, 1) && hasRevision(out, 2), out
 	})
 
 	// rollout undo of the daemon's pod: back to revision 1, nothing written
@@ -146,18 +133,18 @@ func TestRollbackDaemonCrash(t *testing.T) {
 	if out, stderr, code := H.Podrun(t, "", "rollout", "undo", "rb-crash"); code != 0 || !strings.Contains(out, "the daemon applies it") {
 		t.Fatalf("rollout undo: exit %d\n%s\n%s", code, out, stderr)
 	}
-	svEventually(t, 30*time.Second, "rb-crash back at v1 after undo", func() (bool, string) {
-		p := dmPods(t)["rb-crash"]
-		return p.UID == good.UID && dmRunning(p), string(p.UID)
+	eventually(t, 30*time.Second, "rb-crash back at v1 after undo", func() (bool, string) {
+		p := podsByName(t)["rb-crash"]
+		return p.UID == good.UID && allRunning(p), string(p.UID)
 	})
-	dmWaitSyncs(t, d, 2, 30*time.Second)
-	if p := dmPods(t)["rb-crash"]; p.UID != good.UID {
-		t.Errorf("after re-scans the undone rb-crash runs %s (VALUE %q), want v1", p.UID, dmValue(p))
+	waitDaemonSyncs(t, d, 2, 30*time.Second)
+	if p := podsByName(t)["rb-crash"]; p.UID != good.UID {
+		t.Errorf("after re-scans the undone rb-crash runs %s (VALUE %q), want v1", p.UID, valueEnv(p))
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "rb-crash.yaml")); !strings.Contains(string(b), `"v3"`) {
 		t.Errorf("rollout undo changed the daemon's file:\n%s", b)
 	}
-	if out, code := svQuiet(t, "rollout", "status", "rb-crash"); code != 0 || !strings.Contains(out, "successfully rolled out") {
+	if out, code := podrunQuiet(t, "rollout", "status", "rb-crash"); code != 0 || !strings.Contains(out, "successfully rolled out") {
 		t.Errorf("rollout status after undo: exit %d\n%s", code, out)
 	}
 }
@@ -167,51 +154,51 @@ func TestRollbackDaemonCrash(t *testing.T) {
 func TestRollbackDaemonReadinessDeadline(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
-	plDownOnCleanup(t, "rb-ready")
-	d := dmStart(t, dir, nil, "--resync", "2s")
-	dmWaitSynced(t, d, 60*time.Second)
-	good := rbFirstVersion(t, dir, "rb-ready")
+	downOnCleanup(t, "rb-ready")
+	d := startDaemon(t, dir, nil, "--resync", "2s")
+	waitDaemonSynced(t, d, 60*time.Second)
+	good := startFirstVersion(t, dir, "rb-ready")
 	start := time.Now()
-	dmRename(t, dir, "rb-ready.yaml", rbPod{name: "rb-ready", value: "v2", notReady: true, deadline: 5}.yaml())
-	dmWaitRunning(t, 30*time.Second, func(p corev1.Pod) bool { return dmValue(p) == "v2" }, "rb-ready")
-	svEventually(t, 60*time.Second, "rb-ready rolled back to v1", func() (bool, string) {
-		p := dmPods(t)["rb-ready"]
-		return p.UID == good.UID && dmRunning(p), string(p.UID)
+	writeByRename(t, dir, "rb-ready.yaml", rolloutPod{name: "rb-ready", value: "v2", notReady: true, deadline: 5}.yaml())
+	waitPodsRunning(t, 30*time.Second, func(p corev1.Pod) bool { return valueEnv(p) == "v2" }, "rb-ready")
+	eventually(t, 60*time.Second, "rb-ready rolled back to v1", func() (bool, string) {
+		p := podsByName(t)["rb-ready"]
+		return p.UID == good.UID && allRunning(p), string(p.UID)
 	})
 	took := time.Since(start)
 	t.Logf("never-ready edit -> rolled back after %v", took.Round(time.Millisecond))
 	if took < 5*time.Second {
 		t.Errorf("rolled back after %v, before its 5 s deadline", took)
 	}
-	if c := rbCondition(dmPods(t)["rb-ready"]); c == nil || c.Reason != "ProgressDeadlineExceeded" {
+	if c := progressingCondition(podsByName(t)["rb-ready"]); c == nil || c.Reason != "ProgressDeadlineExceeded" {
 		t.Errorf("Progressing condition %+v, want ProgressDeadlineExceeded", c)
 	}
-	if row := svQuietPsRow(t, "rb-ready"); len(row) < 4 || row[3] != "RolledBack" {
+	if row := quietPsRow(t, "rb-ready"); len(row) < 4 || row[3] != "RolledBack" {
 		t.Errorf("ps row %q, want STATUS RolledBack", row)
 	}
 }
 
-// rbFirstVersion puts version v1 of pod name into the daemon's directory
+// startFirstVersion puts version v1 of pod name into the daemon's directory
 // dir and waits until it runs and `rollout history` lists it as revision 1
 // (its version is recorded once Ready); it returns the pod.
-func rbFirstVersion(t *testing.T, dir, name string) corev1.Pod {
+func startFirstVersion(t *testing.T, dir, name string) corev1.Pod {
 	t.Helper()
-	dmRename(t, dir, name+".yaml", rbPod{name: name, value: "v1"}.yaml())
-	good := rbWaitValue(t, name, "v1", 30*time.Second)
-	svEventually(t, 10*time.Second, "rollout history lists revision 1 of "+name, func() (bool, string) {
-		out, _ := svQuiet(t, "rollout", "history", name)
-		return strings.Contains(out, "REVISION") && rbHasRevision(out, 1), out
+	writeByRename(t, dir, name+".yaml", rolloutPod{name: name, value: "v1"}.yaml())
+	good := waitValue(t, name, "v1", 30*time.Second)
+	eventually(t, 10*time.Second, "rollout history lists revision 1 of "+name, func() (bool, string) {
+		out, _ := podrunQuiet(t, "rollout", "history", name)
+		return strings.Contains(out, "REVISION") && hasRevision(out, 1), out
 	})
 	return good
 }
 
-// rbCondition is a pod's Progressing condition.
-func rbCondition(p corev1.Pod) *corev1.PodCondition {
-	return svCond(p, corev1.PodConditionType("Progressing"))
+// progressingCondition is a pod's Progressing condition.
+func progressingCondition(p corev1.Pod) *corev1.PodCondition {
+	return podCondition(p, corev1.PodConditionType("Progressing"))
 }
 
-// rbHasRevision reports whether `rollout history` output lists revision n.
-func rbHasRevision(out string, n int) bool {
+// hasRevision reports whether `rollout history` output lists revision n.
+func hasRevision(out string, n int) bool {
 	for _, l := range strings.Split(out, "\n") {
 		if f := strings.Fields(l); len(f) > 0 && f[0] == fmt.Sprint(n) {
 			return true
@@ -226,41 +213,41 @@ func rbHasRevision(out string, n int) bool {
 // left, as before. rollout history, undo and status on the pod of up.
 func TestRollbackUp(t *testing.T) {
 	H.require(t)
-	plDownOnCleanup(t, "rb-up")
-	v1 := H.WriteManifest(t, "rb-up-v1.yaml", rbPod{name: "rb-up", value: "v1"}.yaml())
+	downOnCleanup(t, "rb-up")
+	v1 := H.WriteManifest(t, "rb-up-v1.yaml", rolloutPod{name: "rb-up", value: "v1"}.yaml())
 	if _, stderr, code := H.Podrun(t, "", "up", v1); code != 0 {
 		t.Fatalf("up v1: exit %d\n%s", code, stderr)
 	}
-	good := dmPods(t)["rb-up"]
-	bad := H.WriteManifest(t, "rb-up-v2.yaml", rbPod{name: "rb-up", value: "v2", exit: true}.yaml())
+	good := podsByName(t)["rb-up"]
+	bad := H.WriteManifest(t, "rb-up-v2.yaml", rolloutPod{name: "rb-up", value: "v2", exit: true}.yaml())
 	_, stderr, code := H.Podrun(t, "", "up", "--timeout", "20s", bad)
 	if code != 1 || !strings.Contains(stderr, "rolled back to revision 1") {
 		t.Errorf("up of a failing change: exit %d, want 1 saying rolled back to revision 1; stderr:\n%s", code, stderr)
 	}
-	if p := dmPods(t)["rb-up"]; p.UID != good.UID || !dmRunning(p) || dmValue(p) != "v1" {
-		t.Errorf("after the rollback rb-up is %s (%s, VALUE %q), want v1 Running again (%s)", p.UID, p.Status.Phase, dmValue(p), good.UID)
+	if p := podsByName(t)["rb-up"]; p.UID != good.UID || !allRunning(p) || valueEnv(p) != "v1" {
+		t.Errorf("after the rollback rb-up is %s (%s, VALUE %q), want v1 Running again (%s)", p.UID, p.Status.Phase, valueEnv(p), good.UID)
 	}
-	out, _ := svQuiet(t, "rollout", "history", "rb-up")
-	if !strings.HasPrefix(out, "pod/rb-up\nREVISION  CHANGE-CAUSE\n") || !rbHasRevision(out, 1) {
+	out, _ := podrunQuiet(t, "rollout", "history", "rb-up")
+	if !strings.HasPrefix(out, "pod/rb-up\nREVISION  CHANGE-CAUSE\n") || !hasRevision(out, 1) {
 		t.Errorf("rollout history:\n%s", out)
 	}
-	if out, code := svQuiet(t, "rollout", "status", "rb-up"); code != 0 || !strings.Contains(out, `pod "rb-up" successfully rolled out`) {
+	if out, code := podrunQuiet(t, "rollout", "status", "rb-up"); code != 0 || !strings.Contains(out, `pod "rb-up" successfully rolled out`) {
 		t.Errorf("rollout status: exit %d\n%s", code, out)
 	}
 
 	// v3, good: revision 2; undo goes back to revision 1 (v1, its UID).
-	v3 := H.WriteManifest(t, "rb-up-v3.yaml", rbPod{name: "rb-up", value: "v3"}.yaml())
+	v3 := H.WriteManifest(t, "rb-up-v3.yaml", rolloutPod{name: "rb-up", value: "v3"}.yaml())
 	if _, stderr, code := H.Podrun(t, "", "up", v3); code != 0 {
 		t.Fatalf("up v3: exit %d\n%s", code, stderr)
 	}
-	if out, _ := svQuiet(t, "rollout", "history", "rb-up"); !rbHasRevision(out, 2) {
+	if out, _ := podrunQuiet(t, "rollout", "history", "rb-up"); !hasRevision(out, 2) {
 		t.Errorf("rollout history after v3:\n%s", out)
 	}
 	if out, stderr, code := H.Podrun(t, "", "rollout", "undo", "rb-up"); code != 0 || !strings.Contains(out, "rolled back to revision 1") {
 		t.Errorf("rollout undo: exit %d\n%s\n%s", code, out, stderr)
 	}
-	if p := dmPods(t)["rb-up"]; p.UID != good.UID || dmValue(p) != "v1" {
-		t.Errorf("after undo rb-up runs VALUE %q (%s), want v1 (%s)", dmValue(p), p.UID, good.UID)
+	if p := podsByName(t)["rb-up"]; p.UID != good.UID || valueEnv(p) != "v1" {
+		t.Errorf("after undo rb-up runs VALUE %q (%s), want v1 (%s)", valueEnv(p), p.UID, good.UID)
 	}
 	if out, stderr, code := H.Podrun(t, "", "rollout", "undo", "--to-revision", "9", "rb-up"); code == 0 || !strings.Contains(stderr, "revision 9 not found") {
 		t.Errorf("rollout undo --to-revision 9: exit %d\n%s\n%s", code, out, stderr)
@@ -268,12 +255,12 @@ func TestRollbackUp(t *testing.T) {
 
 	// --no-rollback: a change never Ready times out and is removed; the
 	// version before is gone too (today's behaviour).
-	never := H.WriteManifest(t, "rb-up-never.yaml", rbPod{name: "rb-up", value: "v4", notReady: true}.yaml())
+	never := H.WriteManifest(t, "rb-up-never.yaml", rolloutPod{name: "rb-up", value: "v4", notReady: true}.yaml())
 	if _, stderr, code := H.Podrun(t, "", "up", "--no-rollback", "--timeout", "5s", never); code != 1 || strings.Contains(stderr, "rolled back") {
 		t.Errorf("up --no-rollback of a change never Ready: exit %d, want 1 without a rollback; stderr:\n%s", code, stderr)
 	}
-	if p, ok := dmPods(t)["rb-up"]; ok {
-		t.Errorf("after up --no-rollback rb-up is still listed (%s, VALUE %q)", p.Status.Phase, dmValue(p))
+	if p, ok := podsByName(t)["rb-up"]; ok {
+		t.Errorf("after up --no-rollback rb-up is still listed (%s, VALUE %q)", p.Status.Phase, valueEnv(p))
 	}
 }
 
@@ -283,13 +270,13 @@ func TestRollbackUp(t *testing.T) {
 func TestRollbackDaemonKill9(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
-	plDownOnCleanup(t, "rb-kill")
-	d1 := dmStart(t, dir, nil, "--resync", "2s")
-	dmWaitSynced(t, d1, 60*time.Second)
-	good := rbFirstVersion(t, dir, "rb-kill")
+	downOnCleanup(t, "rb-kill")
+	d1 := startDaemon(t, dir, nil, "--resync", "2s")
+	waitDaemonSynced(t, d1, 60*time.Second)
+	good := startFirstVersion(t, dir, "rb-kill")
 	prefix := strings.ReplaceAll(string(good.UID), "-", "")[:12] // its containers' ids begin so
-	dmRename(t, dir, "rb-kill.yaml", rbPod{name: "rb-kill", value: "v2", exit: true}.yaml())
-	line := `msg="new version failed; rolling back until its file changes" pod=default/` + dmFull("rb-kill")
+	writeByRename(t, dir, "rb-kill.yaml", rolloutPod{name: "rb-kill", value: "v2", exit: true}.yaml())
+	line := `msg="new version failed; rolling back until its file changes" pod=default/` + staticPodName("rb-kill")
 	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(d1.stderr(), line) {
 		if time.Now().After(deadline) {
@@ -303,23 +290,23 @@ func TestRollbackDaemonKill9(t *testing.T) {
 	if !d1.wait(10 * time.Second) {
 		t.Fatalf("the daemon did not die of kill -9")
 	}
-	d2 := dmStart(t, dir, nil, "--resync", "2s")
-	dmWaitSynced(t, d2, 60*time.Second)
-	svEventually(t, 60*time.Second, "rb-kill back at v1, only its containers there", func() (bool, string) {
-		p := dmPods(t)["rb-kill"]
-		tasks := dmTasks(t, "rb-kill")
+	d2 := startDaemon(t, dir, nil, "--resync", "2s")
+	waitDaemonSynced(t, d2, 60*time.Second)
+	eventually(t, 60*time.Second, "rb-kill back at v1, only its containers there", func() (bool, string) {
+		p := podsByName(t)["rb-kill"]
+		tasks := podTasks(t, "rb-kill")
 		for id := range tasks {
 			if !strings.HasPrefix(id, prefix) {
 				return false, fmt.Sprintf("container %s of another version", id)
 			}
 		}
-		return p.UID == good.UID && dmRunning(p), fmt.Sprintf("uid %s, containers %v", p.UID, tasks)
+		return p.UID == good.UID && allRunning(p), fmt.Sprintf("uid %s, containers %v", p.UID, tasks)
 	})
-	dmWaitSyncs(t, d2, 2, 30*time.Second)
-	if p := dmPods(t)["rb-kill"]; p.UID != good.UID || !dmRunning(p) {
+	waitDaemonSyncs(t, d2, 2, 30*time.Second)
+	if p := podsByName(t)["rb-kill"]; p.UID != good.UID || !allRunning(p) {
 		t.Errorf("after re-scans rb-kill is %s (%s), want v1 Running", p.UID, p.Status.Phase)
 	}
-	if row := svQuietPsRow(t, "rb-kill"); len(row) < 4 || row[3] != "RolledBack" {
+	if row := quietPsRow(t, "rb-kill"); len(row) < 4 || row[3] != "RolledBack" {
 		t.Errorf("ps row %q, want STATUS RolledBack", row)
 	}
 }

@@ -16,9 +16,9 @@ import (
 	"github.com/podrun/podrun/internal/testimage"
 )
 
-// scStatusFields returns the "Field:\tvalue" lines of /proc/self/status a
+// procStatusFields returns the "Field:\tvalue" lines of /proc/self/status a
 // container printed, as a map.
-func scStatusFields(lines []string) map[string]string {
+func procStatusFields(lines []string) map[string]string {
 	out := map[string]string{}
 	for _, l := range lines {
 		if k, v, ok := strings.Cut(l, ":"); ok {
@@ -28,14 +28,14 @@ func scStatusFields(lines []string) map[string]string {
 	return out
 }
 
-// scLog returns the log of container c of the finished pod default/pod as one string.
-func scLog(t *testing.T, pod, c string) string {
+// finishedLog returns the log of container c of the finished pod default/pod as one string.
+func finishedLog(t *testing.T, pod, c string) string {
 	t.Helper()
-	return strings.Join(plLog(t, plPod(t, pod), c, 0), "\n")
+	return strings.Join(containerLog(t, podNamed(t, pod), c, 0), "\n")
 }
 
-// scWant fails the test unless log holds every string of want.
-func scWant(t *testing.T, container, log string, want ...string) {
+// wantInLog fails the test unless log holds every string of want.
+func wantInLog(t *testing.T, container, log string, want ...string) {
 	t.Helper()
 	for _, w := range want {
 		if !strings.Contains(log, w) {
@@ -51,7 +51,7 @@ func scWant(t *testing.T, container, log string, want ...string) {
 // readOnlyRootFilesystem refusing writes while volumes stay writable.
 func TestSecurityUsersGroupsAndFSGroup(t *testing.T) {
 	H.require(t)
-	_, stdout := plMustUp(t, "sc-ids", `apiVersion: v1
+	_, stdout := mustRunUp(t, "sc-ids", `apiVersion: v1
 kind: Pod
 metadata:
   name: sc-ids
@@ -90,10 +90,10 @@ spec:
 		t.Errorf("up stdout = %q, want created (Succeeded)", stdout)
 	}
 	// busybox prints numeric ids without names: the image's /etc/group has none of these.
-	scWant(t, "ids", scLog(t, "sc-ids", "ids"), "uid=1000 gid=3000 groups=2000,3000,4000", "file 1000 2000", "dir 2000 2777")
-	scWant(t, "override", scLog(t, "sc-ids", "override"), "uid=1001 gid=5000 groups=2000,4000,5000")
-	rofs := scLog(t, "sc-ids", "rofs")
-	scWant(t, "rofs", rofs, "sc-root-refused", "Read-only file system", "sc-volume-writable")
+	wantInLog(t, "ids", finishedLog(t, "sc-ids", "ids"), "uid=1000 gid=3000 groups=2000,3000,4000", "file 1000 2000", "dir 2000 2777")
+	wantInLog(t, "override", finishedLog(t, "sc-ids", "override"), "uid=1001 gid=5000 groups=2000,4000,5000")
+	rofs := finishedLog(t, "sc-ids", "rofs")
+	wantInLog(t, "rofs", rofs, "sc-root-refused", "Read-only file system", "sc-volume-writable")
 	if strings.Contains(rofs, "sc-root-writable") {
 		t.Errorf("readOnlyRootFilesystem: a write to / succeeded:\n%s", rofs)
 	}
@@ -109,7 +109,7 @@ func TestSecuritySupplementalGroupsPolicy(t *testing.T) {
 		{Path: "/etc/passwd", Data: []byte("root:x:0:0:root:/root:/bin/sh\nalice:x:1000:1000::/tmp:/bin/sh\n")},
 		{Path: "/etc/group", Data: []byte("root:x:0:\nalice:x:1000:\nvideo:x:44:alice\nbackup:x:34:bob,alice\nstaff:x:50:bob\n")},
 	}})
-	t.Cleanup(func() { rgDeleteImage(t, img) })
+	t.Cleanup(func() { deleteImage(t, img) })
 	for _, tc := range []struct{ policy, want string }{
 		{"", "1000 2000 34 44"},
 		{"Merge", "1000 2000 34 44"},
@@ -123,7 +123,7 @@ func TestSecuritySupplementalGroupsPolicy(t *testing.T) {
 		if tc.policy != "" {
 			policy = "\n    supplementalGroupsPolicy: " + tc.policy
 		}
-		plMustUp(t, name, `apiVersion: v1
+		mustRunUp(t, name, `apiVersion: v1
 kind: Pod
 metadata:
   name: `+name+`
@@ -138,10 +138,10 @@ spec:
     image: `+img+`
     command: ["sh", "-c", "id -G | tr ' ' '\\n' | sort | tr '\\n' ' '"]
 `)
-		if got := strings.TrimSpace(scLog(t, name, "ids")); got != tc.want {
+		if got := strings.TrimSpace(finishedLog(t, name, "ids")); got != tc.want {
 			t.Errorf("%s: id -G = %q, want %q", name, got, tc.want)
 		}
-		st := svStatus(t, name)
+		st := podStatus(t, name)
 		var got []string
 		if u := st.Status.ContainerStatuses[0].User; u != nil && u.Linux != nil {
 			for _, g := range u.Linux.SupplementalGroups {
@@ -164,7 +164,7 @@ spec:
 func TestSecurityDefaultsInProcStatus(t *testing.T) {
 	H.require(t)
 	const status = `["grep", "-E", "^(CapEff|CapBnd|Seccomp|NoNewPrivs):", "/proc/self/status"]`
-	_, stdout := plMustUp(t, "sc-defaults", `apiVersion: v1
+	_, stdout := mustRunUp(t, "sc-defaults", `apiVersion: v1
 kind: Pod
 metadata:
   name: sc-defaults
@@ -216,14 +216,14 @@ spec:
 		{"hardened", map[string]string{"CapEff": "0000000000000400", "CapBnd": "0000000000000400", "Seccomp": "2", "NoNewPrivs": "1"}},
 		{"netraw", map[string]string{"CapEff": "00000000a80425fa", "Seccomp": "2"}},
 	} {
-		got := scStatusFields(plLog(t, plPod(t, "sc-defaults"), tc.container, 0))
+		got := procStatusFields(containerLog(t, podNamed(t, "sc-defaults"), tc.container, 0))
 		for k, v := range tc.want {
 			if got[k] != v {
 				t.Errorf("%s: /proc/self/status %s = %q, want %q (all: %v)", tc.container, k, got[k], v, got)
 			}
 		}
 	}
-	if got := plLog(t, plPod(t, "sc-defaults"), "sysctls", 0); strings.Join(got, " ") != "80 1" {
+	if got := containerLog(t, podNamed(t, "sc-defaults"), "sysctls", 0); strings.Join(got, " ") != "80 1" {
 		t.Errorf("sysctls seen in the pod = %q, want [80 1]", got)
 	}
 }
@@ -233,8 +233,8 @@ spec:
 // and rolls everything back; an image whose user is 1000 runs.
 func TestSecurityRunAsNonRootRefusesRootImage(t *testing.T) {
 	H.require(t)
-	before := plCapture(t)
-	_, stdout, stderr, code := plUp(t, "sc-nonroot", `apiVersion: v1
+	before := captureHostState(t)
+	_, stdout, stderr, code := runUp(t, "sc-nonroot", `apiVersion: v1
 kind: Pod
 metadata:
   name: sc-nonroot
@@ -246,11 +246,11 @@ spec:
     image: `+H.Image+`
     command: ["sleep", "3600"]
 `)
-	plCheckRolledBack(t, "sc-nonroot", "the refused pod", before, stdout, stderr, code,
+	checkRolledBack(t, "sc-nonroot", "the refused pod", before, stdout, stderr, code,
 		"CreateContainerConfigError", "container has runAsNonRoot and image will run as root", `"sc-nonroot_default(`, "container: app")
 
 	image := H.ImportImage(t, testimage.Config{Ref: "podrun.test/sc-user1000:1", User: "1000:1000"})
-	_, stdout = plMustUp(t, "sc-nonroot-ok", `apiVersion: v1
+	_, stdout = mustRunUp(t, "sc-nonroot-ok", `apiVersion: v1
 kind: Pod
 metadata:
   name: sc-nonroot-ok
@@ -267,7 +267,7 @@ spec:
 	if !strings.Contains(stdout, "pod/default/sc-nonroot-ok created (Succeeded)") {
 		t.Errorf("up stdout = %q, want created (Succeeded)", stdout)
 	}
-	scWant(t, "app", scLog(t, "sc-nonroot-ok", "app"), "uid=1000 gid=1000")
+	wantInLog(t, "app", finishedLog(t, "sc-nonroot-ok", "app"), "uid=1000 gid=1000")
 }
 
 // TestSecurityValidation: what podrun cannot honour is refused before
@@ -305,7 +305,7 @@ spec:
 			t.Errorf("up stderr does not contain %q", want)
 		}
 	}
-	if ctrs := plContainers(t, "sc-invalid"); len(ctrs) != 0 {
+	if ctrs := podContainers(t, "sc-invalid"); len(ctrs) != 0 {
 		t.Errorf("an invalid pod created %d containers", len(ctrs))
 	}
 }
@@ -315,7 +315,7 @@ spec:
 // pod runs, as on a kubelet.
 func TestSELinuxOptionsOnAHostWithout(t *testing.T) {
 	H.require(t)
-	_, stdout, stderr, code := plUp(t, "sc-selinux", `apiVersion: v1
+	_, stdout, stderr, code := runUp(t, "sc-selinux", `apiVersion: v1
 kind: Pod
 metadata:
   name: sc-selinux

@@ -23,9 +23,9 @@ import (
 	"github.com/podrun/podrun/labels"
 )
 
-// shPod is a pod of n long-running containers c0..c(n-1); cpu, if set, is
+// manyContainersPod is a pod of n long-running containers c0..c(n-1); cpu, if set, is
 // each container's CPU limit.
-func shPod(name string, n int, cpu string) string {
+func manyContainersPod(name string, n int, cpu string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n  terminationGracePeriodSeconds: 0\n  containers:\n", name)
 	for i := range n {
@@ -37,9 +37,9 @@ func shPod(name string, n int, cpu string) string {
 	return b.String()
 }
 
-// shShimOf is the pid of the shim of container id's task: its process's
+// shimPID is the pid of the shim of container id's task: its process's
 // parent.
-func shShimOf(t testing.TB, c *containerd.Client, ctx context.Context, id string) int {
+func shimPID(t testing.TB, c *containerd.Client, ctx context.Context, id string) int {
 	t.Helper()
 	ctr, err := c.LoadContainer(ctx, id)
 	if err != nil {
@@ -64,17 +64,17 @@ func shShimOf(t testing.TB, c *containerd.Client, ctx context.Context, id string
 // restartCount 1, Running again), the others left alone.
 func TestKilledShimRestartsItsContainers(t *testing.T) {
 	H.require(t)
-	yaml := shPod("sh-kill-a", 3, "") + "---\n" + shPod("sh-kill-b", 3, "")
-	_, up := svForeground(t, "sh-kill", yaml)
+	yaml := manyContainersPod("sh-kill-a", 3, "") + "---\n" + manyContainersPod("sh-kill-b", 3, "")
+	_, up := upForeground(t, "sh-kill", yaml)
 	c, ctx := H.Client(t)
 	byShim := map[int][]string{} // shim pid -> pod/container
 	for _, pod := range []string{"sh-kill-a", "sh-kill-b"} {
-		for _, ctr := range plContainers(t, pod) {
+		for _, ctr := range podContainers(t, pod) {
 			l, _ := ctr.Labels(ctx)
 			if l[labels.Kind] != labels.KindApp {
 				continue
 			}
-			shim := shShimOf(t, c, ctx, ctr.ID())
+			shim := shimPID(t, c, ctx, ctr.ID())
 			byShim[shim] = append(byShim[shim], pod+"/"+l[labels.Container])
 		}
 	}
@@ -96,7 +96,7 @@ func TestKilledShimRestartsItsContainers(t *testing.T) {
 		killed[c] = true
 	}
 	for _, pod := range []string{"sh-kill-a", "sh-kill-b"} {
-		svWaitStatus(t, pod, 60*time.Second, pod+": the killed shim's containers restarted once and Running, the others untouched",
+		waitStatus(t, pod, 60*time.Second, pod+": the killed shim's containers restarted once and Running, the others untouched",
 			func(p corev1.Pod) (bool, string) {
 				ok := true
 				var seen []string
@@ -129,14 +129,14 @@ func BenchmarkLaneStall(b *testing.B) {
 	}
 	dir := b.TempDir()
 	fileA, fileB := dir+"/sh-lane-a.yaml", dir+"/sh-lane-b.yaml"
-	if err := os.WriteFile(fileA, []byte(shPod("sh-lane-a", 1, "")), 0o644); err != nil {
+	if err := os.WriteFile(fileA, []byte(manyContainersPod("sh-lane-a", 1, "")), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(fileB, []byte(shPod("sh-lane-b", 4, "10m")), 0o644); err != nil {
+	if err := os.WriteFile(fileB, []byte(manyContainersPod("sh-lane-b", 4, "10m")), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { bnPodrun(b, "down", "--grace-period", "0", fileA, fileB) })
-	if _, stderr, code := bnPodrun(b, "up", "--wait=running", fileA); code != 0 {
+	b.Cleanup(func() { benchPodrun(b, "down", "--grace-period", "0", fileA, fileB) })
+	if _, stderr, code := benchPodrun(b, "up", "--wait=running", fileA); code != 0 {
 		b.Fatalf("up A: exit %d\n%s", code, stderr)
 	}
 	c, err := containerd.New(H.Address)
@@ -206,7 +206,7 @@ func BenchmarkLaneStall(b *testing.B) {
 			default:
 			}
 			t0 := time.Now()
-			if _, stderr, code := bnPodrun(b, "exec", "sh-lane-a", "--", "true"); code != 0 {
+			if _, stderr, code := benchPodrun(b, "exec", "sh-lane-a", "--", "true"); code != 0 {
 				b.Fatalf("exec into A: exit %d\n%s", code, stderr)
 			}
 			execs = append(execs, time.Since(t0))
@@ -215,7 +215,7 @@ func BenchmarkLaneStall(b *testing.B) {
 		close(stop)
 		states = append(states, <-sampled...)
 		b.StopTimer()
-		if _, stderr, code := bnPodrun(b, "down", "--grace-period", "0", fileB); code != 0 {
+		if _, stderr, code := benchPodrun(b, "down", "--grace-period", "0", fileB); code != 0 {
 			b.Fatalf("down B: exit %d\n%s", code, stderr)
 		}
 		b.StartTimer()
@@ -228,7 +228,7 @@ func BenchmarkLaneStall(b *testing.B) {
 	}
 	b.ReportMetric(float64(pct(states, 1).Milliseconds()), "ms-state-max")
 	b.ReportMetric(float64(pct(execs, 1).Milliseconds()), "ms-exec-max")
-	fmt.Printf("\npod A while pod B (4 containers, cpu limit 10m each) is created, %d runs: B up→Running median %s\n", len(ups), bnMedian(ups))
+	fmt.Printf("\npod A while pod B (4 containers, cpu limit 10m each) is created, %d runs: B up→Running median %s\n", len(ups), median(ups))
 	fmt.Printf("  A task State:   %d samples, median %s, p90 %s, max %s\n", len(states), pct(states, 0.5), pct(states, 0.9), pct(states, 1))
 	fmt.Printf("  podrun exec A:  %d samples, median %s, p90 %s, max %s\n", len(execs), pct(execs, 0.5), pct(execs, 0.9), pct(execs, 1))
 }

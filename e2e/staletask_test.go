@@ -35,12 +35,12 @@ spec:
     image: `+H.Image+`
     command: ["sleep", "3600"]
 `)
-	plDownOnCleanup(t, file)
+	downOnCleanup(t, file)
 	for round := range 2 {
 		if _, stderr, code := H.Podrun(t, "", "up", "--wait=running", file); code != 0 {
 			t.Fatalf("round %d: up: exit %d\n%s", round, code, stderr)
 		}
-		ctrs := plContainers(t, "st-stale")
+		ctrs := podContainers(t, "st-stale")
 		id := ""
 		for _, c := range ctrs {
 			if strings.HasSuffix(c.ID(), "-app-0") {
@@ -50,7 +50,7 @@ spec:
 		if id == "" {
 			t.Fatalf("round %d: no app container among %d", round, len(ctrs))
 		}
-		stStaleTask(t, id)
+		makeStaleTask(t, id)
 		c, ctx := H.Client(t)
 		ctr, err := c.LoadContainer(ctx, id)
 		if err != nil {
@@ -67,22 +67,22 @@ spec:
 		if took := time.Since(start); took > 20*time.Second {
 			t.Errorf("round %d: down took %v: it waited for a create that was not in flight", round, took)
 		}
-		if _, err := os.Stat(stBundle(id)); !os.IsNotExist(err) {
+		if _, err := os.Stat(taskBundle(id)); !os.IsNotExist(err) {
 			t.Errorf("round %d: the task's bundle is left: %v", round, err)
 		}
 	}
 }
 
-// stBundle is the runtime's directory of task id.
-func stBundle(id string) string {
+// taskBundle is the runtime's directory of task id.
+func taskBundle(id string) string {
 	return filepath.Join(H.TmpDir, "containerd", "state", "io.containerd.runtime.v2.task", H.Namespace, id)
 }
 
-// stStaleTask kills task id and deletes it at its shim, leaving
+// makeStaleTask kills task id and deletes it at its shim, leaving
 // containerd's record of it.
-func stStaleTask(t *testing.T, id string) {
+func makeStaleTask(t *testing.T, id string) {
 	t.Helper()
-	addr, err := os.ReadFile(filepath.Join(stBundle(id), "address"))
+	addr, err := os.ReadFile(filepath.Join(taskBundle(id), "address"))
 	if err != nil {
 		t.Fatal(err)
 	}

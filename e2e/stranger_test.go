@@ -23,18 +23,18 @@ func TestRolloutUndoStaleDaemonStatus(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "st-undo.yaml")
-	plDownOnCleanup(t, "st-undo")
+	downOnCleanup(t, "st-undo")
 	for _, v := range []string{"v1", "v2"} {
-		if err := os.WriteFile(file, []byte(rbPod{name: "st-undo", value: v}.yaml()), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte(rolloutPod{name: "st-undo", value: v}.yaml()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if _, stderr, code := H.Podrun(t, "", "up", file); code != 0 {
 			t.Fatalf("up %s: exit %d\n%s", v, code, stderr)
 		}
 	}
-	svEventually(t, 10*time.Second, "rollout history: revisions 1 and 2", func() (bool, string) {
-		out, _ := svQuiet(t, "rollout", "history", "st-undo")
-		return rbHasRevision(out, 1) && rbHasRevision(out, 2), out
+	eventually(t, 10*time.Second, "rollout history: revisions 1 and 2", func() (bool, string) {
+		out, _ := podrunQuiet(t, "rollout", "history", "st-undo")
+		return hasRevision(out, 1) && hasRevision(out, 2), out
 	})
 
 	stranger := exec.Command("sleep", "600")
@@ -68,7 +68,7 @@ func TestRolloutUndoStaleDaemonStatus(t *testing.T) {
 	if !strings.Contains(stderr, "no podrun daemon runs") {
 		t.Errorf("rollout undo did not say that no daemon runs; stderr:\n%s", stderr)
 	}
-	if p := dmPods(t)["st-undo"]; dmValue(p) != "v1" || !dmRunning(p) {
-		t.Errorf("after undo st-undo runs VALUE %q (%s), want v1 Running", dmValue(p), p.Status.Phase)
+	if p := podsByName(t)["st-undo"]; valueEnv(p) != "v1" || !allRunning(p) {
+		t.Errorf("after undo st-undo runs VALUE %q (%s), want v1 Running", valueEnv(p), p.Status.Phase)
 	}
 }

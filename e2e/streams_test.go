@@ -17,9 +17,9 @@ import (
 	"time"
 )
 
-// stPrintfPod is a run-to-completion pod whose output ends without a
+// noNewlinePod is a run-to-completion pod whose output ends without a
 // newline.
-func stPrintfPod(name string) string {
+func noNewlinePod(name string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: %s}
@@ -37,8 +37,8 @@ spec:
 // returned, and right after `up --wait=completion`, 20 runs of 20 each.
 func TestLastPartialLineRightAfterUp(t *testing.T) {
 	H.require(t)
-	file := H.WriteManifest(t, "st-partial.yaml", stPrintfPod("st-partial"))
-	plDownOnCleanup(t, file)
+	file := H.WriteManifest(t, "st-partial.yaml", noNewlinePod("st-partial"))
+	downOnCleanup(t, file)
 	for _, wait := range []string{"--wait=ready", "--wait=completion"} { // --wait=ready: a plain up's
 		missed := 0
 		for run := range 20 {
@@ -68,13 +68,13 @@ func TestLastPartialLineRightAfterUp(t *testing.T) {
 func TestLastPartialLineUnderTheDaemon(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
-	name := dmFull("st-dpartial")
-	plDownOnCleanup(t, name)
-	d := dmStart(t, dir, nil)
-	dmWaitSynced(t, d, 60*time.Second)
-	dmRename(t, dir, "st-dpartial.yaml", stPrintfPod("st-dpartial"))
-	svEventually(t, 60*time.Second, name+" Succeeded", func() (bool, string) {
-		p, ok := dmPods(t)["st-dpartial"]
+	name := staticPodName("st-dpartial")
+	downOnCleanup(t, name)
+	d := startDaemon(t, dir, nil)
+	waitDaemonSynced(t, d, 60*time.Second)
+	writeByRename(t, dir, "st-dpartial.yaml", noNewlinePod("st-dpartial"))
+	eventually(t, 60*time.Second, name+" Succeeded", func() (bool, string) {
+		p, ok := podsByName(t)["st-dpartial"]
 		return ok && p.Status.Phase == "Succeeded", string(p.Status.Phase)
 	})
 	if out, _, code := H.Podrun(t, "", "logs", name); code != 0 || out != "first\nDONE\n" {
@@ -83,11 +83,11 @@ func TestLastPartialLineUnderTheDaemon(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "st-dpartial.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	dmWaitGone(t, 60*time.Second, name)
+	waitPodsGone(t, 60*time.Second, name)
 }
 
-// stCounterPod writes a numbered line every interval.
-func stCounterPod(name, interval string) string {
+// counterPod writes a numbered line every interval.
+func counterPod(name, interval string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: %s}
@@ -100,8 +100,8 @@ spec:
 `, name, H.Image, interval)
 }
 
-// stKeeperPid is the stream keeper's pid, from its lock file.
-func stKeeperPid(t *testing.T) int {
+// keeperPid is the stream keeper's pid, from its lock file.
+func keeperPid(t testing.TB) int {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(H.RunDir, "io", "keeper.lock"))
 	if err != nil {
@@ -114,8 +114,8 @@ func stKeeperPid(t *testing.T) int {
 	return pid
 }
 
-// stNumbers are the numbers of the "n N" lines of a log, in order.
-func stNumbers(t *testing.T, log string) []int {
+// countedNumbers are the numbers of the "n N" lines of a log, in order.
+func countedNumbers(t *testing.T, log string) []int {
 	t.Helper()
 	var ns []int
 	for _, l := range strings.Split(strings.TrimSpace(log), "\n") {
@@ -126,8 +126,8 @@ func stNumbers(t *testing.T, log string) []int {
 	return ns
 }
 
-// stCheckUnbroken fails the test unless ns counts up by one.
-func stCheckUnbroken(t *testing.T, ns []int) {
+// checkUnbroken fails the test unless ns counts up by one.
+func checkUnbroken(t *testing.T, ns []int) {
 	t.Helper()
 	for i := 1; i < len(ns); i++ {
 		if ns[i] != ns[i-1]+1 {
@@ -142,13 +142,13 @@ func stCheckUnbroken(t *testing.T, ns []int) {
 // every line written after the kill reaches the log, in order.
 func TestKeeperKilledMidStream(t *testing.T) {
 	H.require(t)
-	file := H.WriteManifest(t, "st-kill.yaml", stCounterPod("st-kill", "0.02"))
-	plDownOnCleanup(t, file)
+	file := H.WriteManifest(t, "st-kill.yaml", counterPod("st-kill", "0.02"))
+	downOnCleanup(t, file)
 	if _, stderr, code := H.Podrun(t, "", "up", file); code != 0 {
 		t.Fatalf("up: exit %d\n%s", code, stderr)
 	}
 	time.Sleep(500 * time.Millisecond)
-	pid := stKeeperPid(t)
+	pid := keeperPid(t)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -163,20 +163,20 @@ func TestKeeperKilledMidStream(t *testing.T) {
 	if _, _, code := H.Podrun(t, "", "ps"); code != 0 {
 		t.Fatal("ps failed")
 	}
-	if np := stKeeperPid(t); np == pid {
+	if np := keeperPid(t); np == pid {
 		t.Fatal("no new keeper after ps")
 	}
-	svEventually(t, 30*time.Second, "the lines written while no keeper ran in the log", func() (bool, string) {
+	eventually(t, 30*time.Second, "the lines written while no keeper ran in the log", func() (bool, string) {
 		out, _, _, _ := H.run(t, "", time.Minute, "logs", "st-kill")
-		ns := stNumbers(t, out)
+		ns := countedNumbers(t, out)
 		return len(ns) > 0 && ns[len(ns)-1] > a, fmt.Sprintf("%d lines", len(ns))
 	})
 	out, _, _ := H.Podrun(t, "", "logs", "st-kill")
-	ns := stNumbers(t, out)
+	ns := countedNumbers(t, out)
 	if ns[0] != 0 {
 		t.Errorf("the log starts at line %d", ns[0])
 	}
-	stCheckUnbroken(t, ns)
+	checkUnbroken(t, ns)
 }
 
 // TestLogDiskFullNeverBlocks: the container's log is on a filesystem that
@@ -190,7 +190,7 @@ func TestLogDiskFullNeverBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(logDir, syscall.MNT_DETACH) })
-	file := H.WriteManifest(t, "st-full.yaml", stCounterPod("st-full", "0.005"))
+	file := H.WriteManifest(t, "st-full.yaml", counterPod("st-full", "0.005"))
 	withLogDir := func(args ...string) []string { return append([]string{"--log-dir", logDir}, args...) }
 	t.Cleanup(func() { H.Podrun(t, "", withLogDir("down", file)...) })
 	if _, stderr, code := H.Podrun(t, "", withLogDir("up", file)...); code != 0 {
@@ -218,9 +218,9 @@ func TestLogDiskFullNeverBlocks(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	svEventually(t, 30*time.Second, "later lines in the log after the dropped ones", func() (bool, string) {
+	eventually(t, 30*time.Second, "later lines in the log after the dropped ones", func() (bool, string) {
 		out, _, _, _ := H.run(t, "", time.Minute, withLogDir("logs", "st-full")...)
-		ns := stNumbers(t, out)
+		ns := countedNumbers(t, out)
 		return strings.Contains(out, "of this container's output were dropped") && len(ns) > 0 && ns[len(ns)-1] > c1,
 			e2eClip(out)
 	})

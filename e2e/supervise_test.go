@@ -27,45 +27,45 @@ import (
 	"github.com/podrun/podrun/internal/testimage"
 )
 
-// svLoop is the tail of an app script: idle until SIGTERM, then exit 0
+// sleepLoop is the tail of an app script: idle until SIGTERM, then exit 0
 // (the trap runs once the current `sleep 0.1` returns).
-const svLoop = `trap 'exit 0' TERM; while true; do sleep 0.1; done`
+const sleepLoop = `trap 'exit 0' TERM; while true; do sleep 0.1; done`
 
 // ---- helpers ----
 
-// svUp writes yaml to a manifest, registers its down, and runs `podrun up
+// runUpTimed writes yaml to a manifest, registers its down, and runs `podrun up
 // extra... FILE`; it returns how long up took.
-func svUp(t *testing.T, name, yaml string, extra ...string) (file, stdout, stderr string, code int, took time.Duration) {
+func runUpTimed(t *testing.T, name, yaml string, extra ...string) (file, stdout, stderr string, code int, took time.Duration) {
 	t.Helper()
 	file = H.WriteManifest(t, name+".yaml", yaml)
-	plDownOnCleanup(t, file)
+	downOnCleanup(t, file)
 	start := time.Now()
 	stdout, stderr, code = H.Podrun(t, "", append(append([]string{"up"}, extra...), file)...)
 	return file, stdout, stderr, code, time.Since(start)
 }
 
-// svMustUp is svUp that fails the test unless up exits 0.
-func svMustUp(t *testing.T, name, yaml string, extra ...string) (file, stdout string, took time.Duration) {
+// mustRunUpTimed is runUpTimed that fails the test unless up exits 0.
+func mustRunUpTimed(t *testing.T, name, yaml string, extra ...string) (file, stdout string, took time.Duration) {
 	t.Helper()
-	file, stdout, stderr, code, took := svUp(t, name, yaml, extra...)
+	file, stdout, stderr, code, took := runUpTimed(t, name, yaml, extra...)
 	if code != 0 {
 		t.Fatalf("podrun up %s: exit %d, want 0; stderr:\n%s", name, code, stderr)
 	}
 	return file, stdout, took
 }
 
-// svQuiet runs podrun without logging the call (for polling loops) and
+// podrunQuiet runs podrun without logging the call (for polling loops) and
 // returns its stdout and exit code.
-func svQuiet(t *testing.T, args ...string) (string, int) {
+func podrunQuiet(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	H.require(t)
 	stdout, _, code, _ := H.run(t, "", 30*time.Second, args...)
 	return stdout, code
 }
 
-// svRun is H.Podrun with its own timeout: past it the process is killed by
+// podrunWithTimeout is H.Podrun with its own timeout: past it the process is killed by
 // PID and timedOut is true (the test is not failed for it).
-func svRun(t *testing.T, stdin string, timeout time.Duration, args ...string) (stdout, stderr string, code int, timedOut bool) {
+func podrunWithTimeout(t *testing.T, stdin string, timeout time.Duration, args ...string) (stdout, stderr string, code int, timedOut bool) {
 	t.Helper()
 	H.require(t)
 	start := time.Now()
@@ -75,8 +75,8 @@ func svRun(t *testing.T, stdin string, timeout time.Duration, args ...string) (s
 	return stdout, stderr, code, timedOut
 }
 
-// svDecodePod decodes `podrun status -o json` output.
-func svDecodePod(t *testing.T, out string) corev1.Pod {
+// decodePod decodes `podrun status -o json` output.
+func decodePod(t *testing.T, out string) corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
 	if err := json.Unmarshal([]byte(out), &pod); err != nil {
@@ -88,50 +88,50 @@ func svDecodePod(t *testing.T, out string) corev1.Pod {
 	return pod
 }
 
-// svStatus runs `podrun status NAME -o json` (logged) and decodes it.
-func svStatus(t *testing.T, name string) corev1.Pod {
+// podStatus runs `podrun status NAME -o json` (logged) and decodes it.
+func podStatus(t *testing.T, name string) corev1.Pod {
 	t.Helper()
 	stdout, stderr, code := H.Podrun(t, "", "status", name, "-o", "json")
 	if code != 0 {
 		t.Fatalf("podrun status %s -o json: exit %d; stderr:\n%s", name, code, stderr)
 	}
-	return svDecodePod(t, stdout)
+	return decodePod(t, stdout)
 }
 
-// svWaitStatus polls `podrun status NAME -o json` (not logged) until cond
+// waitStatus polls `podrun status NAME -o json` (not logged) until cond
 // holds for the pod and returns it; cond also says what it saw. Past timeout
 // it fails the test with what.
-func svWaitStatus(t *testing.T, name string, timeout time.Duration, what string, cond func(corev1.Pod) (bool, string)) corev1.Pod {
+func waitStatus(t *testing.T, name string, timeout time.Duration, what string, cond func(corev1.Pod) (bool, string)) corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
-	svEventually(t, timeout, what, func() (bool, string) {
-		out, code := svQuiet(t, "status", name, "-o", "json")
+	eventually(t, timeout, what, func() (bool, string) {
+		out, code := podrunQuiet(t, "status", name, "-o", "json")
 		if code != 0 {
 			return false, fmt.Sprintf("podrun status: exit %d", code)
 		}
-		pod = svDecodePod(t, out)
+		pod = decodePod(t, out)
 		return cond(pod)
 	})
 	return pod
 }
 
-// svQuietPsRow is plPsRow for polling (not logged): the fields of pod
+// quietPsRow is psRow for polling (not logged): the fields of pod
 // default/name's row in `podrun ps`, or nil.
-func svQuietPsRow(t *testing.T, name string) []string {
+func quietPsRow(t *testing.T, name string) []string {
 	t.Helper()
-	out, _ := svQuiet(t, "ps")
+	out, _ := podrunQuiet(t, "ps")
 	for _, l := range strings.Split(out, "\n") {
-		if f := strings.Fields(l); len(f) >= 7 && f[0] == "default" && (f[1] == name || f[1] == dmFull(name)) {
+		if f := strings.Fields(l); len(f) >= 7 && f[0] == "default" && (f[1] == name || f[1] == staticPodName(name)) {
 			return f
 		}
 	}
 	return nil
 }
 
-// svExec runs cmd in container (the first app container when "") of the
+// execIn runs cmd in container (the first app container when "") of the
 // running pod default/pod and returns its stdout; it fails the test unless
 // the command exits 0.
-func svExec(t *testing.T, pod, container string, cmd ...string) string {
+func execIn(t *testing.T, pod, container string, cmd ...string) string {
 	t.Helper()
 	args := []string{"exec", pod}
 	if container != "" {
@@ -144,8 +144,8 @@ func svExec(t *testing.T, pod, container string, cmd ...string) string {
 	return stdout
 }
 
-// svCond returns the pod's condition of type ct, or nil.
-func svCond(pod corev1.Pod, ct corev1.PodConditionType) *corev1.PodCondition {
+// podCondition returns the pod's condition of type ct, or nil.
+func podCondition(pod corev1.Pod, ct corev1.PodConditionType) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == ct {
 			return &pod.Status.Conditions[i]
@@ -154,8 +154,8 @@ func svCond(pod corev1.Pod, ct corev1.PodConditionType) *corev1.PodCondition {
 	return nil
 }
 
-// svCS returns the status of container name (app or init), or nil.
-func svCS(pod corev1.Pod, name string) *corev1.ContainerStatus {
+// containerStatus returns the status of container name (app or init), or nil.
+func containerStatus(pod corev1.Pod, name string) *corev1.ContainerStatus {
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
 		for i := range list {
 			if list[i].Name == name {
@@ -166,19 +166,19 @@ func svCS(pod corev1.Pod, name string) *corev1.ContainerStatus {
 	return nil
 }
 
-// svMustCS is svCS that fails the test when the container has no status.
-func svMustCS(t *testing.T, pod corev1.Pod, name string) *corev1.ContainerStatus {
+// mustContainerStatus is containerStatus that fails the test when the container has no status.
+func mustContainerStatus(t *testing.T, pod corev1.Pod, name string) *corev1.ContainerStatus {
 	t.Helper()
-	cs := svCS(pod, name)
+	cs := containerStatus(pod, name)
 	if cs == nil {
 		t.Fatalf("status of pod %s has no status for container %q: %+v", pod.Name, name, pod.Status)
 	}
 	return cs
 }
 
-// svEventually polls cond every 250 ms until it holds; past timeout it
+// eventually polls cond every 250 ms until it holds; past timeout it
 // fails the test with what and cond's last description.
-func svEventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -193,24 +193,24 @@ func svEventually(t *testing.T, timeout time.Duration, what string, cond func() 
 	}
 }
 
-// svProc is a podrun process running in the background.
-type svProc struct {
+// podrunProc is a podrun process running in the background.
+type podrunProc struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once cmd.Wait returned
 }
 
-// svStart starts podrun in the background (H.Start); when the test ends the
+// startPodrun starts podrun in the background (H.Start); when the test ends the
 // process is sent SIGTERM by PID (SIGKILL if it does not exit) and reaped.
-func svStart(t *testing.T, args ...string) *svProc {
+func startPodrun(t *testing.T, args ...string) *podrunProc {
 	t.Helper()
-	// Registered after H.Start's cleanup, so svTrack's runs before it.
-	return svTrack(t, H.Start(t, args...))
+	// Registered after H.Start's cleanup, so trackProcess's runs before it.
+	return trackProcess(t, H.Start(t, args...))
 }
 
-// svTrack reaps the started cmd in the background; when the test ends the
+// trackProcess reaps the started cmd in the background; when the test ends the
 // process is sent SIGTERM by PID (SIGKILL if it does not exit).
-func svTrack(t *testing.T, cmd *exec.Cmd) *svProc {
-	p := &svProc{cmd: cmd, done: make(chan struct{})}
+func trackProcess(t *testing.T, cmd *exec.Cmd) *podrunProc {
+	p := &podrunProc{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(p.done)
@@ -219,10 +219,10 @@ func svTrack(t *testing.T, cmd *exec.Cmd) *svProc {
 	return p
 }
 
-func (p *svProc) stdout() string { return p.cmd.Stdout.(*CmdOutput).String() }
-func (p *svProc) stderr() string { return p.cmd.Stderr.(*CmdOutput).String() }
+func (p *podrunProc) stdout() string { return p.cmd.Stdout.(*CmdOutput).String() }
+func (p *podrunProc) stderr() string { return p.cmd.Stderr.(*CmdOutput).String() }
 
-func (p *svProc) exited() bool {
+func (p *podrunProc) exited() bool {
 	select {
 	case <-p.done:
 		return true
@@ -232,7 +232,7 @@ func (p *svProc) exited() bool {
 }
 
 // wait waits up to timeout for the process to exit.
-func (p *svProc) wait(timeout time.Duration) bool {
+func (p *podrunProc) wait(timeout time.Duration) bool {
 	select {
 	case <-p.done:
 		return true
@@ -242,7 +242,7 @@ func (p *svProc) wait(timeout time.Duration) bool {
 }
 
 // stop sends SIGTERM by PID and waits; past timeout it sends SIGKILL.
-func (p *svProc) stop(t *testing.T, timeout time.Duration) {
+func (p *podrunProc) stop(t *testing.T, timeout time.Duration) {
 	if p.exited() {
 		return
 	}
@@ -257,7 +257,7 @@ func (p *svProc) stop(t *testing.T, timeout time.Duration) {
 
 // terminate sends SIGTERM by PID and returns the exit code and how long
 // the process took to exit (it fails the test past timeout).
-func (p *svProc) terminate(t *testing.T, timeout time.Duration) (int, time.Duration) {
+func (p *podrunProc) terminate(t *testing.T, timeout time.Duration) (int, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -269,14 +269,14 @@ func (p *svProc) terminate(t *testing.T, timeout time.Duration) (int, time.Durat
 	return p.cmd.ProcessState.ExitCode(), time.Since(start)
 }
 
-// svForeground writes yaml to a manifest, registers its down, starts
+// upForeground writes yaml to a manifest, registers its down, starts
 // `podrun up -f extra... FILE` and waits until it supervises.
-func svForeground(t *testing.T, name, yaml string, extra ...string) (file string, p *svProc) {
+func upForeground(t *testing.T, name, yaml string, extra ...string) (file string, p *podrunProc) {
 	t.Helper()
 	file = H.WriteManifest(t, name+".yaml", yaml)
-	plDownOnCleanup(t, file)
-	p = svStart(t, append(append([]string{"up", "--foreground"}, extra...), file)...)
-	svEventually(t, 90*time.Second, "podrun up -f supervising", func() (bool, string) {
+	downOnCleanup(t, file)
+	p = startPodrun(t, append(append([]string{"up", "--foreground"}, extra...), file)...)
+	eventually(t, 90*time.Second, "podrun up -f supervising", func() (bool, string) {
 		if p.exited() {
 			t.Fatalf("podrun up -f exited (%v) before supervising; stdout:\n%s\nstderr:\n%s", p.cmd.ProcessState, p.stdout(), p.stderr())
 		}
@@ -285,14 +285,14 @@ func svForeground(t *testing.T, name, yaml string, extra ...string) (file string
 	return file, p
 }
 
-// svLogDir is the log directory of a container of pod.
-func svLogDir(pod corev1.Pod, container string) string {
+// containerLogDir is the log directory of a container of pod.
+func containerLogDir(pod corev1.Pod, container string) string {
 	return filepath.Join(H.LogDir, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID), container)
 }
 
-// svFirstLogTime returns the time of the first record of a CRI log file,
+// firstLogTime returns the time of the first record of a CRI log file,
 // and false while the file has no complete first line.
-func svFirstLogTime(path string) (time.Time, bool) {
+func firstLogTime(path string) (time.Time, bool) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return time.Time{}, false
@@ -305,11 +305,11 @@ func svFirstLogTime(path string) (time.Time, bool) {
 	return ts, err == nil
 }
 
-// svGone checks that nothing of pod default/name is left: no containers, no
+// checkPodGone checks that nothing of pod default/name is left: no containers, no
 // network namespace, no pod directory, no row in `ps -a`.
-func svGone(t *testing.T, name, uid string) {
+func checkPodGone(t *testing.T, name, uid string) {
 	t.Helper()
-	if ctrs := plContainers(t, name); len(ctrs) != 0 {
+	if ctrs := podContainers(t, name); len(ctrs) != 0 {
 		var ids []string
 		for _, c := range ctrs {
 			ids = append(ids, c.ID())
@@ -317,20 +317,20 @@ func svGone(t *testing.T, name, uid string) {
 		t.Errorf("containers of %s left: %v", name, ids)
 	}
 	if uid != "" {
-		if plNetns(t)["podrun-"+uid] {
+		if listNetns(t)["podrun-"+uid] {
 			t.Errorf("netns /run/netns/podrun-%s of %s left", uid, name)
 		}
 		if _, err := os.Lstat(filepath.Join(H.Root, "pods", uid)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("pod directory of %s left (err %v)", name, err)
 		}
 	}
-	if row := plPsRow(t, name, "-a"); row != nil {
+	if row := psRow(t, name, "-a"); row != nil {
 		t.Errorf("podrun ps -a still lists %s: %q", name, row)
 	}
 }
 
-// svLineWith returns the first line of s that contains sub, or "".
-func svLineWith(s, sub string) string {
+// lineWith returns the first line of s that contains sub, or "".
+func lineWith(s, sub string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if strings.Contains(l, sub) {
 			return l
@@ -339,9 +339,9 @@ func svLineWith(s, sub string) string {
 	return ""
 }
 
-// svGRPCImage builds e2e/testdata/grpchealth and imports an image with it
+// grpcHealthImage builds e2e/testdata/grpchealth and imports an image with it
 // as /bin/grpchealth.
-func svGRPCImage(t *testing.T) string {
+func grpcHealthImage(t *testing.T) string {
 	t.Helper()
 	H.require(t)
 	goBin, err := exec.LookPath("go") // go test puts its own GOROOT/bin first in PATH
@@ -369,7 +369,7 @@ func svGRPCImage(t *testing.T) string {
 
 func TestSuperviseReadinessHTTP(t *testing.T) {
 	H.require(t)
-	_, stdout, took := svMustUp(t, "ready-http", `apiVersion: v1
+	_, stdout, took := mustRunUpTimed(t, "ready-http", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-ready-http
@@ -403,11 +403,11 @@ spec:
 		t.Errorf("up stdout = %q, want pod/default/sv-ready-http created (Running)", stdout)
 	}
 
-	pod := svStatus(t, "sv-ready-http")
+	pod := podStatus(t, "sv-ready-http")
 	if pod.Status.Phase != corev1.PodRunning {
 		t.Errorf("phase = %q, want Running", pod.Status.Phase)
 	}
-	sched, ready, cready := svCond(pod, corev1.PodScheduled), svCond(pod, corev1.PodReady), svCond(pod, corev1.ContainersReady)
+	sched, ready, cready := podCondition(pod, corev1.PodScheduled), podCondition(pod, corev1.PodReady), podCondition(pod, corev1.ContainersReady)
 	if sched == nil || ready == nil || cready == nil {
 		t.Fatalf("conditions %+v: want PodScheduled, Ready and ContainersReady", pod.Status.Conditions)
 	}
@@ -432,7 +432,7 @@ spec:
 	if pod.Status.StartTime == nil {
 		t.Errorf("status.startTime not set")
 	}
-	cs := svMustCS(t, pod, "web")
+	cs := mustContainerStatus(t, pod, "web")
 	if !cs.Ready || cs.Started == nil || !*cs.Started {
 		t.Errorf("container web: ready=%v started=%v, want both true", cs.Ready, cs.Started)
 	}
@@ -444,7 +444,7 @@ spec:
 	if cs.RestartCount != 0 || cs.ContainerID == "" || cs.ImageID == "" {
 		t.Errorf("container web: restartCount %d, containerID %q, imageID %q; want 0 and both set", cs.RestartCount, cs.ContainerID, cs.ImageID)
 	}
-	row := plPsRow(t, "sv-ready-http")
+	row := psRow(t, "sv-ready-http")
 	if row == nil || row[2] != "1/1" || row[3] != "Running" {
 		t.Errorf("podrun ps row = %q, want READY 1/1 and STATUS Running", row)
 	}
@@ -452,16 +452,16 @@ spec:
 	if ip == nil {
 		t.Fatalf("status.podIP = %q, not an IP", pod.Status.PodIP)
 	}
-	if body := plHTTPGet(t, "http://"+net.JoinHostPort(ip.String(), "8080")+"/index.html"); body != "sv-ready\n" {
+	if body := httpGetRetry(t, "http://"+net.JoinHostPort(ip.String(), "8080")+"/index.html"); body != "sv-ready\n" {
 		t.Errorf("GET of the probed page = %q, want %q", body, "sv-ready\n")
 	}
 }
 
 // ---- 2. exec, httpGet, tcpSocket and grpc readiness probes pass and fail ----
 
-// svProbePod is a pod whose container (named after the probe kind) has the
+// probePod is a pod whose container (named after the probe kind) has the
 // given readinessProbe handler (YAML at 6 spaces) and command.
-func svProbePod(name, container, image, command, ports, handler string) string {
+func probePod(name, container, image, command, ports, handler string) string {
 	return `apiVersion: v1
 kind: Pod
 metadata:
@@ -481,9 +481,9 @@ spec:
 
 func TestSuperviseProbeKinds(t *testing.T) {
 	H.require(t)
-	grpcImage := svGRPCImage(t)
+	grpcImage := grpcHealthImage(t)
 	httpd := `["sh", "-c", "trap 'exit 0' TERM; mkdir -p /tmp/www; echo sv-ok > /tmp/www/index.html; httpd -f -p 8080 -h /tmp/www & wait"]`
-	touch := `["sh", "-c", "touch /tmp/ready; ` + svLoop + `"]`
+	touch := `["sh", "-c", "touch /tmp/ready; ` + sleepLoop + `"]`
 	grpc := `["/bin/grpchealth", "-port", "50051", "-unhealthy", "down"]`
 	web := `[{name: web, containerPort: 8080}]`
 	type probeCase struct {
@@ -513,37 +513,37 @@ func TestSuperviseProbeKinds(t *testing.T) {
 	t.Run("pass", func(t *testing.T) {
 		var docs []string
 		for _, c := range cases {
-			docs = append(docs, svProbePod("sv-probe-"+c.kind+"-ok", c.container, c.image, c.command, c.ports, c.pass))
+			docs = append(docs, probePod("sv-probe-"+c.kind+"-ok", c.container, c.image, c.command, c.ports, c.pass))
 		}
-		_, stdout, _ := svMustUp(t, "probes-ok", strings.Join(docs, "---\n"))
+		_, stdout, _ := mustRunUpTimed(t, "probes-ok", strings.Join(docs, "---\n"))
 		for _, c := range cases {
 			name := "sv-probe-" + c.kind + "-ok"
 			if !strings.Contains(stdout, "pod/default/"+name+" created (Running)") {
 				t.Errorf("up stdout = %q, want pod/default/%s created (Running)", stdout, name)
 			}
-			row := plPsRow(t, name)
+			row := psRow(t, name)
 			if row == nil || row[2] != "1/1" || row[3] != "Running" {
 				t.Errorf("%s probe: podrun ps row = %q, want READY 1/1 and STATUS Running", c.kind, row)
 			}
-			pod := svStatus(t, name)
-			if cs := svMustCS(t, pod, c.container); !cs.Ready {
+			pod := podStatus(t, name)
+			if cs := mustContainerStatus(t, pod, c.container); !cs.Ready {
 				t.Errorf("%s probe: container %s not ready: %+v", c.kind, c.container, cs)
 			}
-			if r := svCond(pod, corev1.PodReady); r == nil || r.Status != corev1.ConditionTrue {
+			if r := podCondition(pod, corev1.PodReady); r == nil || r.Status != corev1.ConditionTrue {
 				t.Errorf("%s probe: Ready condition %+v, want True", c.kind, r)
 			}
 		}
 	})
 
 	t.Run("fail", func(t *testing.T) {
-		before := plCapture(t)
+		before := captureHostState(t)
 		var docs []string
 		for _, c := range cases {
 			// The delay lets the servers listen first: the failure is the probe's own.
-			docs = append(docs, svProbePod("sv-probe-"+c.kind+"-bad", c.container, c.image, c.command, c.ports,
+			docs = append(docs, probePod("sv-probe-"+c.kind+"-bad", c.container, c.image, c.command, c.ports,
 				c.fail+"      initialDelaySeconds: 2\n"))
 		}
-		_, stdout, stderr, code, took := svUp(t, "probes-bad", strings.Join(docs, "---\n"), "--timeout", "8s")
+		_, stdout, stderr, code, took := runUpTimed(t, "probes-bad", strings.Join(docs, "---\n"), "--timeout", "8s")
 		if code != 1 {
 			t.Errorf("up --timeout 8s of pods whose readiness probes fail: exit %d, want 1", code)
 		}
@@ -558,7 +558,7 @@ func TestSuperviseProbeKinds(t *testing.T) {
 			if !strings.Contains(stderr, name) {
 				t.Errorf("up stderr does not name the pod %s", name)
 			}
-			line := svLineWith(stderr, fmt.Sprintf("container %q:", c.container))
+			line := lineWith(stderr, fmt.Sprintf("container %q:", c.container))
 			if line == "" {
 				t.Errorf("%s probe: up stderr has no line naming container %q", c.kind, c.container)
 				continue
@@ -566,31 +566,31 @@ func TestSuperviseProbeKinds(t *testing.T) {
 			if !strings.Contains(line, "readiness probe failed") || !strings.Contains(line, c.failOutput) {
 				t.Errorf("%s probe: up stderr says %q, want it to say readiness probe failed with %q", c.kind, line, c.failOutput)
 			}
-			if ctrs := plContainers(t, name); len(ctrs) != 0 {
+			if ctrs := podContainers(t, name); len(ctrs) != 0 {
 				t.Errorf("%d containers of %s left after the failed up (no rollback)", len(ctrs), name)
 			}
-			if row := plPsRow(t, name, "-a"); row != nil {
+			if row := psRow(t, name, "-a"); row != nil {
 				t.Errorf("podrun ps -a lists the rolled-back pod: %q", row)
 			}
 		}
-		plNothingLeft(t, before, "the failed pods")
+		checkNothingLeft(t, before, "the failed pods")
 	})
 
 	t.Run("the last failure's output is reported", func(t *testing.T) {
 		// The first attempts find no server (connection refused); from 2 s on
 		// every attempt gets a 404. Up's error must quote the probe's last output.
-		_, _, stderr, code, _ := svUp(t, "probe-last", svProbePod("sv-probe-last", "late-app", H.Image,
+		_, _, stderr, code, _ := runUpTimed(t, "probe-last", probePod("sv-probe-last", "late-app", H.Image,
 			`["sh", "-c", "trap 'exit 0' TERM; mkdir -p /tmp/www; sleep 2; httpd -f -p 8080 -h /tmp/www & wait"]`, "[]",
 			"      httpGet: {path: /sv-missing.html, port: 8080}\n"), "--timeout", "7s")
 		if code != 1 {
 			t.Errorf("up --timeout 7s: exit %d, want 1", code)
 		}
-		line := svLineWith(stderr, `container "late-app":`)
+		line := lineWith(stderr, `container "late-app":`)
 		if !strings.Contains(line, "readiness probe failed") || !strings.Contains(line, "statuscode: 404") {
 			t.Errorf("up stderr says %q: want the last probe output (HTTP probe failed with statuscode: 404), "+
 				"not the first failure's, which was stale for 4 s", line)
 		}
-		if ctrs := plContainers(t, "sv-probe-last"); len(ctrs) != 0 {
+		if ctrs := podContainers(t, "sv-probe-last"); len(ctrs) != 0 {
 			t.Errorf("%d containers of sv-probe-last left after the failed up", len(ctrs))
 		}
 	})
@@ -602,7 +602,7 @@ func TestSuperviseLivenessRestart(t *testing.T) {
 	H.require(t)
 	// Each instance counts itself in an emptyDir (kept across restarts); the
 	// first one removes its liveness file after 2 s.
-	_, up := svForeground(t, "liveness", `apiVersion: v1
+	_, up := upForeground(t, "liveness", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-liveness
@@ -634,22 +634,22 @@ spec:
 	if out := up.stdout(); !strings.Contains(out, "pod/default/sv-liveness created (Running)") {
 		t.Errorf("up -f stdout = %q, want created (Running)", out)
 	}
-	pod := svStatus(t, "sv-liveness")
+	pod := podStatus(t, "sv-liveness")
 	uid := string(pod.UID)
-	if cs := svMustCS(t, pod, "app"); cs.RestartCount != 0 || cs.State.Running == nil {
+	if cs := mustContainerStatus(t, pod, "app"); cs.RestartCount != 0 || cs.State.Running == nil {
 		t.Errorf("right after up: container app restartCount %d state %+v, want 0 and running", cs.RestartCount, cs.State)
 	}
 
 	// Killed at about 3 s, restarted at once (its first restart).
-	svEventually(t, 45*time.Second, "RESTARTS >= 1 in podrun ps", func() (bool, string) {
-		row := svQuietPsRow(t, "sv-liveness")
+	eventually(t, 45*time.Second, "RESTARTS >= 1 in podrun ps", func() (bool, string) {
+		row := quietPsRow(t, "sv-liveness")
 		if len(row) < 5 {
 			return false, fmt.Sprintf("row %q", row)
 		}
 		n, err := strconv.Atoi(row[4])
 		return err == nil && n >= 1 && row[3] == "Running", fmt.Sprintf("row %q", row)
 	})
-	row := plPsRow(t, "sv-liveness")
+	row := psRow(t, "sv-liveness")
 	if row == nil || row[4] != "1" || row[3] != "Running" {
 		t.Errorf("podrun ps row = %q, want STATUS Running and RESTARTS 1", row)
 	}
@@ -657,8 +657,8 @@ spec:
 		t.Errorf("up -f stderr does not report the liveness failure:\n%s", up.stderr())
 	}
 	// The second instance must have started (its log says so).
-	svEventually(t, 10*time.Second, "second instance's log", func() (bool, string) {
-		out, _ := svQuiet(t, "logs", "sv-liveness")
+	eventually(t, 10*time.Second, "second instance's log", func() (bool, string) {
+		out, _ := podrunQuiet(t, "logs", "sv-liveness")
 		return strings.Contains(out, "sv-instance-2 started"), out
 	})
 	prev, stderr, code := H.Podrun(t, "", "logs", "sv-liveness", "--previous")
@@ -677,8 +677,8 @@ spec:
 	if code != 0 || !strings.Contains(cur, "sv-instance-2 started") || strings.Contains(cur, "sv-instance-1") {
 		t.Errorf("logs (exit %d) = %q, want only the second instance's output", code, cur)
 	}
-	pod = svStatus(t, "sv-liveness")
-	cs := svMustCS(t, pod, "app")
+	pod = podStatus(t, "sv-liveness")
+	cs := mustContainerStatus(t, pod, "app")
 	if cs.RestartCount != 1 || cs.State.Running == nil || cs.LastTerminationState.Terminated == nil {
 		t.Errorf("container app: restartCount %d, state %+v, lastState %+v; want 1, running, terminated",
 			cs.RestartCount, cs.State, cs.LastTerminationState)
@@ -692,9 +692,9 @@ spec:
 	if took > 10*time.Second {
 		t.Errorf("up -f took %v to stop a pod that exits on SIGTERM", took)
 	}
-	svGone(t, "sv-liveness", uid)
+	checkPodGone(t, "sv-liveness", uid)
 	// Gracefully: the running instance got SIGTERM (its log is kept).
-	log1 := strings.Join(plLog(t, pod, "app", 1), "\n")
+	log1 := strings.Join(containerLog(t, pod, "app", 1), "\n")
 	if !strings.Contains(log1, "sv-instance-2 got TERM") {
 		t.Errorf("the second instance's log %q does not show SIGTERM: not terminated gracefully", log1)
 	}
@@ -704,7 +704,7 @@ spec:
 
 func TestSuperviseCrashLoopBackOff(t *testing.T) {
 	H.require(t)
-	_, up := svForeground(t, "crash", `apiVersion: v1
+	_, up := upForeground(t, "crash", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-crash
@@ -715,20 +715,20 @@ spec:
     image: `+H.Image+`
     command: ["sh", "-c", "echo sv-crash-x; exit 1"]
 `, "--wait=running")
-	svStatus(t, "sv-crash")
+	podStatus(t, "sv-crash")
 
 	// The first exit restarts it at once; the second waits 10 s.
-	svEventually(t, 8*time.Second, "STATUS CrashLoopBackOff in podrun ps", func() (bool, string) {
-		row := svQuietPsRow(t, "sv-crash")
+	eventually(t, 8*time.Second, "STATUS CrashLoopBackOff in podrun ps", func() (bool, string) {
+		row := quietPsRow(t, "sv-crash")
 		return len(row) > 3 && row[3] == "CrashLoopBackOff", fmt.Sprintf("row %q", row)
 	})
 	start := time.Now()
-	row := plPsRow(t, "sv-crash")
+	row := psRow(t, "sv-crash")
 	if row == nil || row[3] != "CrashLoopBackOff" || row[2] != "0/1" || row[4] != "1" {
 		t.Errorf("podrun ps row = %q, want READY 0/1 STATUS CrashLoopBackOff RESTARTS 1", row)
 	}
-	pod := svStatus(t, "sv-crash")
-	cs := svMustCS(t, pod, "app")
+	pod := podStatus(t, "sv-crash")
+	cs := mustContainerStatus(t, pod, "app")
 	wantMsg := fmt.Sprintf("back-off 10s restarting failed container=app pod=sv-crash_default(%s)", pod.UID)
 	if w := cs.State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" || w.Message != wantMsg {
 		t.Errorf("container app state = %+v, want waiting with reason CrashLoopBackOff and message %q", cs.State, wantMsg)
@@ -745,13 +745,13 @@ spec:
 
 	// The fourth attempt starts at once + 10 s + 20 s after the first. Only
 	// the previous attempt's log is kept, so each start is read as it comes.
-	dir := svLogDir(pod, "app")
+	dir := containerLogDir(pod, "app")
 	starts := make([]time.Time, 4)
-	svEventually(t, 50*time.Second, "the fourth attempt's log "+filepath.Join(dir, "3.log"), func() (bool, string) {
+	eventually(t, 50*time.Second, "the fourth attempt's log "+filepath.Join(dir, "3.log"), func() (bool, string) {
 		for i := range starts {
-			if ts, ok := svFirstLogTime(filepath.Join(dir, fmt.Sprintf("%d.log", i))); ok && starts[i].IsZero() {
+			if ts, ok := firstLogTime(filepath.Join(dir, fmt.Sprintf("%d.log", i))); ok && starts[i].IsZero() {
 				starts[i] = ts
-				if got := plLog(t, pod, "app", i); len(got) != 1 || got[0] != "sv-crash-x" {
+				if got := containerLog(t, pod, "app", i); len(got) != 1 || got[0] != "sv-crash-x" {
 					t.Errorf("attempt %d's log = %q, want one line sv-crash-x", i, got)
 				}
 			}
@@ -775,24 +775,24 @@ spec:
 		}
 	}
 
-	svWaitStatus(t, "sv-crash", 5*time.Second, "CrashLoopBackOff with 3 restarts", func(p corev1.Pod) (bool, string) {
-		c := svCS(p, "app")
+	waitStatus(t, "sv-crash", 5*time.Second, "CrashLoopBackOff with 3 restarts", func(p corev1.Pod) (bool, string) {
+		c := containerStatus(p, "app")
 		return c != nil && c.RestartCount == 3 && c.State.Waiting != nil && c.State.Waiting.Reason == "CrashLoopBackOff",
 			fmt.Sprintf("%+v", c)
 	})
-	row = plPsRow(t, "sv-crash")
+	row = psRow(t, "sv-crash")
 	if row == nil || row[3] != "CrashLoopBackOff" || row[4] != "3" {
 		t.Errorf("podrun ps row = %q, want STATUS CrashLoopBackOff RESTARTS 3", row)
 	}
-	pod = svStatus(t, "sv-crash")
-	if cs := svMustCS(t, pod, "app"); cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 ||
+	pod = podStatus(t, "sv-crash")
+	if cs := mustContainerStatus(t, pod, "app"); cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 ||
 		cs.State.Waiting == nil || !strings.HasPrefix(cs.State.Waiting.Message, "back-off 40s restarting failed container=app ") {
 		t.Errorf("after 3 restarts: state %+v, lastState = %+v, want back-off 40s over a termination with exitCode 1", cs.State, cs.LastTerminationState)
 	}
 	if code, _ := up.terminate(t, 30*time.Second); code != 0 {
 		t.Errorf("up -f after SIGTERM: exit %d, want 0; stderr:\n%s", code, up.stderr())
 	}
-	svGone(t, "sv-crash", string(pod.UID))
+	checkPodGone(t, "sv-crash", string(pod.UID))
 }
 
 // ---- 5. lifecycle hooks ----
@@ -800,7 +800,7 @@ spec:
 func TestSuperviseHooks(t *testing.T) {
 	H.require(t)
 	t.Run("postStart writes a file the app reads", func(t *testing.T) {
-		svMustUp(t, "poststart", `apiVersion: v1
+		mustRunUpTimed(t, "poststart", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-poststart
@@ -821,18 +821,18 @@ spec:
       postStart:
         exec: {command: ["sh", "-c", "echo sv-poststart-was-here > /tmp/poststart"]}
 `)
-		svEventually(t, 10*time.Second, "the app's log line", func() (bool, string) {
-			out, _ := svQuiet(t, "logs", "sv-poststart")
+		eventually(t, 10*time.Second, "the app's log line", func() (bool, string) {
+			out, _ := podrunQuiet(t, "logs", "sv-poststart")
 			return strings.Contains(out, "app read: sv-poststart-was-here"), out
 		})
-		pod := svStatus(t, "sv-poststart")
-		if cs := svMustCS(t, pod, "app"); cs.State.Running == nil || !cs.Ready || cs.RestartCount != 0 {
+		pod := podStatus(t, "sv-poststart")
+		if cs := mustContainerStatus(t, pod, "app"); cs.State.Running == nil || !cs.Ready || cs.RestartCount != 0 {
 			t.Errorf("container app: %+v, want running, ready, no restart", cs)
 		}
 	})
 
 	t.Run("a failing postStart kills the container", func(t *testing.T) {
-		_, stdout, stderr, code, took := svUp(t, "poststart-fail", `apiVersion: v1
+		_, stdout, stderr, code, took := runUpTimed(t, "poststart-fail", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-poststart-fail
@@ -859,11 +859,11 @@ spec:
 		if strings.Contains(stdout, "created (Succeeded)") || strings.Contains(stdout, "created (Running)") {
 			t.Errorf("up stdout = %q", stdout)
 		}
-		pod := svStatus(t, "sv-poststart-fail")
+		pod := podStatus(t, "sv-poststart-fail")
 		if pod.Status.Phase != corev1.PodFailed {
 			t.Errorf("phase = %q, want Failed", pod.Status.Phase)
 		}
-		cs := svMustCS(t, pod, "app")
+		cs := mustContainerStatus(t, pod, "app")
 		if term := cs.State.Terminated; term == nil || term.ExitCode != 3 {
 			t.Errorf("container app state = %+v, want terminated with the exit code of its SIGTERM trap (3)", cs.State)
 		}
@@ -874,7 +874,7 @@ spec:
 
 	t.Run("preStop exec runs before SIGTERM", func(t *testing.T) {
 		host := t.TempDir()
-		file, _, _ := svMustUp(t, "prestop-exec", `apiVersion: v1
+		file, _, _ := mustRunUpTimed(t, "prestop-exec", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-prestop-exec
@@ -895,7 +895,7 @@ spec:
 		if b, err := os.ReadFile(filepath.Join(host, "order")); err == nil {
 			t.Fatalf("order file written before down: %q", b)
 		}
-		if d := plTimeDown(t, file); d > 4*time.Second {
+		if d := timeDown(t, file); d > 4*time.Second {
 			t.Errorf("down took %v for a pod that exits on SIGTERM", d)
 		}
 		b, err := os.ReadFile(filepath.Join(host, "order"))
@@ -908,7 +908,7 @@ spec:
 	})
 
 	t.Run("preStop sleep counts against the grace period", func(t *testing.T) {
-		file, _, _ := svMustUp(t, "prestop-sleep", `apiVersion: v1
+		file, _, _ := mustRunUpTimed(t, "prestop-sleep", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-prestop-sleep
@@ -922,14 +922,14 @@ spec:
       preStop:
         sleep: {seconds: 3}
 `)
-		d := plTimeDown(t, file)
+		d := timeDown(t, file)
 		// 3 s of sleep, then SIGTERM (ignored) and what is left of the 5 s: 2 s.
 		if d < 4500*time.Millisecond || d >= 12*time.Second {
 			t.Errorf("down took %v, want >= 4.5 s and < 12 s (3 s preStop sleep + the remaining 2 s of a 5 s grace period)", d)
 		} else if d >= 7500*time.Millisecond {
 			t.Errorf("down took %v, want about 5 s: the preStop sleep was not counted against the 5 s grace period (3 + 5 = 8 s)", d)
 		}
-		svGone(t, "sv-prestop-sleep", "")
+		checkPodGone(t, "sv-prestop-sleep", "")
 	})
 }
 
@@ -939,7 +939,7 @@ func TestSuperviseNativeSidecar(t *testing.T) {
 	H.require(t)
 	host := t.TempDir()
 	stopFile := filepath.Join(host, "stop")
-	_, up := svForeground(t, "sidecar", `apiVersion: v1
+	_, up := upForeground(t, "sidecar", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-sidecar
@@ -985,7 +985,7 @@ spec:
       echo "app saw: $(cat /shared/sidecar)"
       while true; do sleep 0.1; done
 `)
-	pod := svStatus(t, "sv-sidecar")
+	pod := podStatus(t, "sv-sidecar")
 	uid := string(pod.UID)
 	if pod.Status.Phase != corev1.PodRunning {
 		t.Errorf("phase = %q, want Running", pod.Status.Phase)
@@ -993,43 +993,43 @@ spec:
 	if len(pod.Status.InitContainerStatuses) != 2 {
 		t.Fatalf("initContainerStatuses = %+v, want sidecar and check", pod.Status.InitContainerStatuses)
 	}
-	side := svMustCS(t, pod, "sidecar")
+	side := mustContainerStatus(t, pod, "sidecar")
 	if side.State.Running == nil || side.Started == nil || !*side.Started || side.RestartCount != 0 {
 		t.Errorf("sidecar status %+v, want running, started, restartCount 0", side)
 	}
-	if check := svMustCS(t, pod, "check"); check.State.Terminated == nil || check.State.Terminated.ExitCode != 0 {
+	if check := mustContainerStatus(t, pod, "check"); check.State.Terminated == nil || check.State.Terminated.ExitCode != 0 {
 		t.Errorf("init container check status %+v, want terminated with exit code 0", check.State)
 	}
-	if app := svMustCS(t, pod, "app"); app.State.Running == nil || !app.Ready {
+	if app := mustContainerStatus(t, pod, "app"); app.State.Running == nil || !app.Ready {
 		t.Errorf("app status %+v, want running and ready", app)
 	}
-	if c := svCond(pod, corev1.PodInitialized); c == nil || c.Status != corev1.ConditionTrue {
+	if c := podCondition(pod, corev1.PodInitialized); c == nil || c.Status != corev1.ConditionTrue {
 		t.Errorf("Initialized condition %+v, want True", c)
 	}
 	// It started before what follows it: the init container and the app saw its file.
 	if out, _, _ := H.Podrun(t, "", "logs", "sv-sidecar", "-c", "check"); !strings.Contains(out, "check saw: sidecar started") {
 		t.Errorf("init container check's log = %q, want it to have seen the sidecar's file", out)
 	}
-	svEventually(t, 5*time.Second, "the app's first log line", func() (bool, string) {
-		out, _ := svQuiet(t, "logs", "sv-sidecar", "-c", "app")
+	eventually(t, 5*time.Second, "the app's first log line", func() (bool, string) {
+		out, _ := podrunQuiet(t, "logs", "sv-sidecar", "-c", "app")
 		return strings.Contains(out, "app saw: sidecar started"), out
 	})
-	if row := plPsRow(t, "sv-sidecar"); row == nil || row[2] != "1/1" || row[3] != "Running" {
+	if row := psRow(t, "sv-sidecar"); row == nil || row[2] != "1/1" || row[3] != "Running" {
 		t.Errorf("podrun ps row = %q, want READY 1/1 STATUS Running", row)
 	}
 
 	// Killed, it is restarted (at once: its first restart).
-	svExec(t, "sv-sidecar", "sidecar", "kill", "1")
-	svWaitStatus(t, "sv-sidecar", 30*time.Second, "the sidecar restarted", func(p corev1.Pod) (bool, string) {
-		c := svCS(p, "sidecar")
+	execIn(t, "sv-sidecar", "sidecar", "kill", "1")
+	waitStatus(t, "sv-sidecar", 30*time.Second, "the sidecar restarted", func(p corev1.Pod) (bool, string) {
+		c := containerStatus(p, "sidecar")
 		return c != nil && c.RestartCount == 1 && c.State.Running != nil, fmt.Sprintf("%+v", c)
 	})
-	pod = svStatus(t, "sv-sidecar")
-	side = svMustCS(t, pod, "sidecar")
+	pod = podStatus(t, "sv-sidecar")
+	side = mustContainerStatus(t, pod, "sidecar")
 	if side.RestartCount != 1 || side.State.Running == nil || side.LastTerminationState.Terminated == nil {
 		t.Errorf("sidecar after kill: %+v, want restartCount 1, running, lastState terminated", side)
 	}
-	if app := svMustCS(t, pod, "app"); app.RestartCount != 0 || app.State.Running == nil {
+	if app := mustContainerStatus(t, pod, "app"); app.RestartCount != 0 || app.State.Running == nil {
 		t.Errorf("the app was disturbed by the sidecar's restart: %+v", app)
 	}
 	if out, _, code := H.Podrun(t, "", "exec", "sv-sidecar", "--", "cat", "/shared/sidecar"); code != 0 || out != "sidecar started\nsidecar started\n" {
@@ -1054,14 +1054,14 @@ spec:
 	if string(b) != "app stopping\nsidecar stopping\n" {
 		t.Errorf("stop file = %q, want the app's line then the sidecar's: the sidecar must stop after the app", b)
 	}
-	svGone(t, "sv-sidecar", uid)
+	checkPodGone(t, "sv-sidecar", uid)
 }
 
 // ---- 7. exec and logs -f ----
 
 func TestSuperviseExecAndLogs(t *testing.T) {
 	H.require(t)
-	svMustUp(t, "exec", `apiVersion: v1
+	mustRunUpTimed(t, "exec", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-exec
@@ -1073,13 +1073,13 @@ spec:
     command: ["sh", "-c", "trap 'exit 0' TERM; i=0; while true; do i=$((i+1)); echo sv-tick $i; sleep 0.3; done"]
 `)
 	// stdin reaches the command (head exits after one line, whatever EOF does).
-	stdout, stderr, code, timedOut := svRun(t, "hello\nworld\n", 20*time.Second, "exec", "sv-exec", "-i", "--", "head", "-n", "1")
+	stdout, stderr, code, timedOut := podrunWithTimeout(t, "hello\nworld\n", 20*time.Second, "exec", "sv-exec", "-i", "--", "head", "-n", "1")
 	if code != 0 || timedOut || stdout != "hello\n" {
 		t.Errorf("printf 'hello\\nworld\\n' | exec -i -- head -n 1: exit %d (timed out: %v), stdout %q, want 0 and %q; stderr:\n%s",
 			code, timedOut, stdout, "hello\n", stderr)
 	}
 	// The end of stdin reaches it too: cat exits.
-	stdout, stderr, code, timedOut = svRun(t, "hello\n", 15*time.Second, "exec", "sv-exec", "-i", "--", "cat")
+	stdout, stderr, code, timedOut = podrunWithTimeout(t, "hello\n", 15*time.Second, "exec", "sv-exec", "-i", "--", "cat")
 	if code != 0 || timedOut || stdout != "hello\n" {
 		t.Errorf("echo hello | exec -i -- cat: exit %d (timed out and killed: %v), stdout %q; want exit 0 and %q: "+
 			"the end of podrun's stdin must close the command's stdin, as kubectl exec -i does; stderr:\n%s",
@@ -1096,7 +1096,7 @@ spec:
 		t.Errorf("exec -c nosuch: exit %d, want 2 (usage)", code)
 	}
 
-	logs := svStart(t, "logs", "-f", "sv-exec")
+	logs := startPodrun(t, "logs", "-f", "sv-exec")
 	ticks := func() []int {
 		var out []int
 		for _, l := range strings.Split(logs.stdout(), "\n") {
@@ -1108,11 +1108,11 @@ spec:
 		}
 		return out
 	}
-	svEventually(t, 10*time.Second, "logs -f prints the ticks so far", func() (bool, string) {
+	eventually(t, 10*time.Second, "logs -f prints the ticks so far", func() (bool, string) {
 		return len(ticks()) > 0, logs.stdout()
 	})
 	first := ticks()
-	svEventually(t, 10*time.Second, "logs -f follows: 4 more ticks", func() (bool, string) {
+	eventually(t, 10*time.Second, "logs -f follows: 4 more ticks", func() (bool, string) {
 		return len(ticks()) >= len(first)+4, logs.stdout()
 	})
 	if logs.exited() {
@@ -1136,7 +1136,7 @@ spec:
 	}
 	for _, l := range lines {
 		ts, text, _ := strings.Cut(l, " ")
-		if !plValidTime(ts) || !strings.HasPrefix(text, "sv-tick ") {
+		if !validRFC3339Nano(ts) || !strings.HasPrefix(text, "sv-tick ") {
 			t.Errorf("logs --timestamps line %q, want <RFC 3339 time> sv-tick N", l)
 		}
 	}
@@ -1147,7 +1147,7 @@ spec:
 func TestSuperviseWaitModes(t *testing.T) {
 	H.require(t)
 	t.Run("running returns before a slow readiness probe passes", func(t *testing.T) {
-		_, stdout, took := svMustUp(t, "wait-running", `apiVersion: v1
+		_, stdout, took := mustRunUpTimed(t, "wait-running", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-wait-running
@@ -1170,20 +1170,20 @@ spec:
 		if _, _, code := H.Podrun(t, "", "exec", "sv-wait-running", "--", "test", "-f", "/tmp/ready"); code != 1 {
 			t.Errorf("exec test -f /tmp/ready: exit %d, want 1 (the probe cannot have passed yet)", code)
 		}
-		pod := svStatus(t, "sv-wait-running")
-		cs := svMustCS(t, pod, "app")
+		pod := podStatus(t, "sv-wait-running")
+		cs := mustContainerStatus(t, pod, "app")
 		if cs.Ready || cs.State.Running == nil || cs.Started == nil || !*cs.Started {
 			t.Errorf("container app: ready %v, started %v, state %+v; want running, started, not ready", cs.Ready, cs.Started, cs.State)
 		}
-		if c := svCond(pod, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
+		if c := podCondition(pod, corev1.PodReady); c == nil || c.Status != corev1.ConditionFalse {
 			t.Errorf("Ready condition %+v, want False", c)
 		}
-		if row := plPsRow(t, "sv-wait-running"); row == nil || row[2] != "0/1" || row[3] != "Running" {
+		if row := psRow(t, "sv-wait-running"); row == nil || row[2] != "0/1" || row[3] != "Running" {
 			t.Errorf("podrun ps row = %q, want READY 0/1 STATUS Running", row)
 		}
 	})
 	t.Run("none is accepted", func(t *testing.T) {
-		_, stdout, _ := svMustUp(t, "wait-none", `apiVersion: v1
+		_, stdout, _ := mustRunUpTimed(t, "wait-none", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-wait-none
@@ -1192,17 +1192,17 @@ spec:
   containers:
   - name: app
     image: `+H.Image+`
-    command: ["sh", "-c", "`+svLoop+`"]
+    command: ["sh", "-c", "`+sleepLoop+`"]
 `, "--wait=none")
 		if !strings.Contains(stdout, "pod/default/sv-wait-none created (Running)") {
 			t.Errorf("up --wait=none stdout = %q, want created (Running)", stdout)
 		}
-		if row := plPsRow(t, "sv-wait-none"); row == nil || row[3] != "Running" {
+		if row := psRow(t, "sv-wait-none"); row == nil || row[3] != "Running" {
 			t.Errorf("podrun ps row = %q, want STATUS Running", row)
 		}
 	})
 	t.Run("an unknown value is a usage error", func(t *testing.T) {
-		_, _, stderr, code, _ := svUp(t, "wait-bogus", `apiVersion: v1
+		_, _, stderr, code, _ := runUpTimed(t, "wait-bogus", `apiVersion: v1
 kind: Pod
 metadata:
   name: sv-wait-bogus
@@ -1210,12 +1210,12 @@ spec:
   containers:
   - name: app
     image: `+H.Image+`
-    command: ["sh", "-c", "`+svLoop+`"]
+    command: ["sh", "-c", "`+sleepLoop+`"]
 `, "--wait=bogus")
 		if code != 2 || !strings.Contains(stderr, "--wait") {
 			t.Errorf("up --wait=bogus: exit %d, stderr %q; want 2 and a message about --wait", code, stderr)
 		}
-		if row := plPsRow(t, "sv-wait-bogus", "-a"); row != nil {
+		if row := psRow(t, "sv-wait-bogus", "-a"); row != nil {
 			t.Errorf("up --wait=bogus created the pod: %q", row)
 		}
 	})
@@ -1243,18 +1243,18 @@ spec:
     image: `+H.Image+`
     command: ["sleep", "3600"]
 `)
-	plDownOnCleanup(t, file)
-	up := svStart(t, "up", "--foreground", "--timeout", "120s", file)
-	svEventually(t, 9*time.Second, "STATUS Init:CrashLoopBackOff in podrun ps", func() (bool, string) {
-		row := svQuietPsRow(t, "sv-initcrash")
+	downOnCleanup(t, file)
+	up := startPodrun(t, "up", "--foreground", "--timeout", "120s", file)
+	eventually(t, 9*time.Second, "STATUS Init:CrashLoopBackOff in podrun ps", func() (bool, string) {
+		row := quietPsRow(t, "sv-initcrash")
 		return len(row) > 3 && row[3] == "Init:CrashLoopBackOff", fmt.Sprintf("row %q", row)
 	})
-	pod := svStatus(t, "sv-initcrash")
+	pod := podStatus(t, "sv-initcrash")
 	uid := string(pod.UID)
 	if pod.Status.Phase != corev1.PodPending {
 		t.Errorf("phase %q, want Pending while an init container crash-loops", pod.Status.Phase)
 	}
-	cs := svMustCS(t, pod, "setup")
+	cs := mustContainerStatus(t, pod, "setup")
 	if w := cs.State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" {
 		t.Errorf("init container setup state = %+v, want waiting with reason CrashLoopBackOff", cs.State)
 	}
@@ -1262,8 +1262,8 @@ spec:
 		t.Errorf("init container setup lastState = %+v, want terminated with exitCode 3", cs.LastTerminationState)
 	}
 	// The crash loop: restarted at once, then after 10 s.
-	svEventually(t, 30*time.Second, "restart 1 of the init container", func() (bool, string) {
-		p := svStatus(t, "sv-initcrash")
+	eventually(t, 30*time.Second, "restart 1 of the init container", func() (bool, string) {
+		p := podStatus(t, "sv-initcrash")
 		for _, s := range p.Status.InitContainerStatuses {
 			if s.Name == "setup" && s.RestartCount >= 1 {
 				return true, ""
@@ -1274,5 +1274,5 @@ spec:
 	if code, _ := up.terminate(t, 30*time.Second); code == 0 {
 		t.Errorf("up -f stopped while its pod never initialized: exit 0, want a failure; stderr:\n%s", up.stderr())
 	}
-	svGone(t, "sv-initcrash", uid)
+	checkPodGone(t, "sv-initcrash", uid)
 }

@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// tdSlowPod ignores SIGTERM, so that its removal lasts its whole grace
+// slowTeardownPod ignores SIGTERM, so that its removal lasts its whole grace
 // period, and holds a host port (portmap rules to remove).
-func tdSlowPod(name string, port int) string {
+func slowTeardownPod(name string, port int) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -42,11 +42,11 @@ func TestDaemonStoppedWhileRemovingAPod(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			name := fmt.Sprintf("td-slow-%d", i)
 			dir := t.TempDir()
-			dmRename(t, dir, name+".yaml", tdSlowPod(name, 18090+i))
-			d := dmStart(t, dir, nil, "--resync", "2s")
-			pods := dmWaitRunning(t, 60*time.Second, dmRunning, name)
+			writeByRename(t, dir, name+".yaml", slowTeardownPod(name, 18090+i))
+			d := startDaemon(t, dir, nil, "--resync", "2s")
+			pods := waitPodsRunning(t, 60*time.Second, allRunning, name)
 			uid := string(pods[name].UID)
-			sandboxID := plSandboxID(t, plContainers(t, name))
+			sandboxID := findSandboxID(t, podContainers(t, name))
 			if err := os.Remove(filepath.Join(dir, name+".yaml")); err != nil {
 				t.Fatal(err)
 			}
@@ -59,15 +59,15 @@ func TestDaemonStoppedWhileRemovingAPod(t *testing.T) {
 			}
 			if sig == syscall.SIGKILL {
 				start := time.Now()
-				d2 := dmStart(t, dir, nil, "--resync", "2s")
-				dmWaitGone(t, 30*time.Second, name)
+				d2 := startDaemon(t, dir, nil, "--resync", "2s")
+				waitPodsGone(t, 30*time.Second, name)
 				if took := time.Since(start); took > 20*time.Second {
 					t.Errorf("the restarted daemon took %v to finish the removal: not the pod's 6 s grace period", took)
 				}
 				d2.stop(t, 30*time.Second)
 			}
-			svGone(t, name, uid)
-			if traces := plNetworkTraces(t, sandboxID); len(traces) != 0 {
+			checkPodGone(t, name, uid)
+			if traces := networkTraces(t, sandboxID); len(traces) != 0 {
 				t.Errorf("network state of the pod left: %v", traces)
 			}
 		})
@@ -80,26 +80,26 @@ func TestDaemonStoppedWhileRemovingAPod(t *testing.T) {
 func TestDaemonSlowStopDelaysNoOtherPod(t *testing.T) {
 	H.require(t)
 	dir := t.TempDir()
-	slow := strings.Replace(tdSlowPod("td-slowstop", 18092), "terminationGracePeriodSeconds: 6", "terminationGracePeriodSeconds: 20", 1)
-	dmRename(t, dir, "td-slowstop.yaml", slow)
-	d := dmStart(t, dir, nil, "--resync", "2s")
-	dmWaitRunning(t, 60*time.Second, dmRunning, "td-slowstop")
+	slow := strings.Replace(slowTeardownPod("td-slowstop", 18092), "terminationGracePeriodSeconds: 6", "terminationGracePeriodSeconds: 20", 1)
+	writeByRename(t, dir, "td-slowstop.yaml", slow)
+	d := startDaemon(t, dir, nil, "--resync", "2s")
+	waitPodsRunning(t, 60*time.Second, allRunning, "td-slowstop")
 	if err := os.Remove(filepath.Join(dir, "td-slowstop.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // its removal waits out the grace period meanwhile
 	start := time.Now()
-	dmRename(t, dir, "td-new.yaml", dmDocs(dmPod{name: "td-new"}))
-	dmWaitRunning(t, 60*time.Second, dmRunning, "td-new")
+	writeByRename(t, dir, "td-new.yaml", joinDocuments(daemonPod{name: "td-new"}))
+	waitPodsRunning(t, 60*time.Second, allRunning, "td-new")
 	took := time.Since(start)
 	t.Logf("the new pod was Running %v after its file appeared", took.Round(time.Millisecond))
-	if _, still := dmPods(t)["td-slowstop"]; !still {
+	if _, still := podsByName(t)["td-slowstop"]; !still {
 		t.Errorf("the new pod was Running only after the slow removal ended (%v): it waited for it", took)
 	}
-	dmWaitGone(t, 60*time.Second, "td-slowstop")
+	waitPodsGone(t, 60*time.Second, "td-slowstop")
 	if err := os.Remove(filepath.Join(dir, "td-new.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	dmWaitGone(t, 60*time.Second, "td-new")
+	waitPodsGone(t, 60*time.Second, "td-new")
 	d.stop(t, 30*time.Second)
 }

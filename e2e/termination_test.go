@@ -13,7 +13,7 @@ import (
 // `podrun status` run after `up` has exited.
 func TestTerminationMessages(t *testing.T) {
 	H.require(t)
-	_, stdout, stderr, code := plUp(t, "tm.yaml", `apiVersion: v1
+	_, stdout, stderr, code := runUp(t, "tm.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: tm
@@ -36,14 +36,14 @@ spec:
 	if code != 1 {
 		t.Fatalf("up: exit %d, want 1 (container fallback fails); stdout %q stderr:\n%s", code, stdout, stderr)
 	}
-	pod := svStatus(t, "tm")
+	pod := podStatus(t, "tm")
 	want := map[string]string{"file": "written to the file", "custom": "1000\ndone\n", "fallback": "first\nDONE"}
-	if u := svMustCS(t, pod, "custom").User; u == nil || u.Linux == nil || u.Linux.UID != 1000 || u.Linux.GID != 1000 ||
+	if u := mustContainerStatus(t, pod, "custom").User; u == nil || u.Linux == nil || u.Linux.UID != 1000 || u.Linux.GID != 1000 ||
 		len(u.Linux.SupplementalGroups) != 1 || u.Linux.SupplementalGroups[0] != 1000 {
 		t.Errorf("container custom: user %+v, want user.linux uid 1000, gid 1000, groups [1000]", u)
 	}
 	for name, msg := range want {
-		cs := svMustCS(t, pod, name)
+		cs := mustContainerStatus(t, pod, name)
 		if tm := cs.State.Terminated; tm == nil || tm.Message != msg {
 			t.Errorf("container %s: state %+v, want terminated with message %q", name, cs.State, msg)
 		}

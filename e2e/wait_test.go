@@ -16,7 +16,7 @@ import (
 // --for delete` returns once a `down` has removed it.
 func TestUpWaitsForReadyNotForTheEnd(t *testing.T) {
 	H.require(t)
-	file, stdout, stderr, code := plUp(t, "dapi-envars-fieldref", `apiVersion: v1
+	file, stdout, stderr, code := runUp(t, "dapi-envars-fieldref", `apiVersion: v1
 kind: Pod
 metadata:
   name: dapi-envars-fieldref
@@ -47,7 +47,7 @@ spec:
 		t.Fatalf("up: exit %d, stdout %q, want created (Running); stderr:\n%s", code, stdout, stderr)
 	}
 	time.Sleep(2 * time.Second)
-	if p := svStatus(t, "dapi-envars-fieldref"); p.Status.Phase != corev1.PodRunning {
+	if p := podStatus(t, "dapi-envars-fieldref"); p.Status.Phase != corev1.PodRunning {
 		t.Errorf("phase %s after up returned, want Running (a healthy pod is not killed for not finishing)", p.Status.Phase)
 	}
 	if out, stderr, code := H.Podrun(t, "", "wait", "dapi-envars-fieldref", "--for", "ready", "--timeout", "10s"); code != 0 ||
@@ -57,7 +57,7 @@ spec:
 	if _, _, code := H.Podrun(t, "", "wait", "dapi-envars-fieldref", "--for", "completion", "--timeout", "1s"); code != 1 {
 		t.Errorf("wait --for completion of a pod that never ends: exit %d, want 1 (timed out)", code)
 	}
-	waiter := svStart(t, "wait", "dapi-envars-fieldref", "--for", "delete", "--timeout", "60s")
+	waiter := startPodrun(t, "wait", "dapi-envars-fieldref", "--for", "delete", "--timeout", "60s")
 	if _, stderr, code := H.Podrun(t, "", "down", file); code != 0 {
 		t.Fatalf("down: exit %d\n%s", code, stderr)
 	}
@@ -72,7 +72,7 @@ spec:
 // completion` gives the result of a pod already finished.
 func TestUpWaitCompletion(t *testing.T) {
 	H.require(t)
-	_, stdout, stderr, code := plUp(t, "wt-job", `apiVersion: v1
+	_, stdout, stderr, code := runUp(t, "wt-job", `apiVersion: v1
 kind: Pod
 metadata:
   name: wt-job
@@ -89,8 +89,8 @@ spec:
 	if _, stderr, code := H.Podrun(t, "", "wait", "wt-job", "--for", "completion"); code != 1 || !strings.Contains(stderr, `container "work" exited with code 3`) {
 		t.Errorf("wait --for completion: exit %d, want 1 naming the failure; stderr:\n%s", code, stderr)
 	}
-	_, _, stderr, code = plUp(t, "wt-always", adPod("wt-always", ""), "--wait=completion")
-	if code != 2 || !strings.Contains(stderr, "restartPolicy Always: it never completes") || plPsRow(t, "wt-always", "-a") != nil {
+	_, _, stderr, code = runUp(t, "wt-always", admissionPod("wt-always", ""), "--wait=completion")
+	if code != 2 || !strings.Contains(stderr, "restartPolicy Always: it never completes") || psRow(t, "wt-always", "-a") != nil {
 		t.Errorf("up --wait=completion of an Always pod: exit %d, want 2 and nothing made; stderr:\n%s", code, stderr)
 	}
 }
@@ -117,9 +117,9 @@ spec:
   containers:
   - {name: b, image: `+H.Image+`, command: ["sh", "-c", "sleep 3; exit 0"]}
 `)
-	plDownOnCleanup(t, file)
+	downOnCleanup(t, file)
 	start := time.Now()
-	up := svStart(t, "up", "--foreground", file)
+	up := startPodrun(t, "up", "--foreground", file)
 	if !up.wait(60 * time.Second) {
 		t.Fatalf("up -f of pods that all finished did not exit; stderr:\n%s", up.stderr())
 	}
@@ -128,7 +128,7 @@ spec:
 	}
 	t.Logf("up -f returned after %v", time.Since(start))
 	for _, name := range []string{"wt-f-ok", "wt-f-bad"} {
-		if p := svStatus(t, name); p.Status.Phase != corev1.PodSucceeded {
+		if p := podStatus(t, name); p.Status.Phase != corev1.PodSucceeded {
 			t.Errorf("%s: phase %s, want Succeeded (kept for status and logs)", name, p.Status.Phase)
 		}
 	}

@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// wlDeployment is a Deployment of replicas pods of the test image, VALUE in
+// deploymentBundle is a Deployment of replicas pods of the test image, VALUE in
 // its template, with a Service and a Job beside it (a bundle as people
 // have them).
-func wlDeployment(replicas, value string) string {
+func deploymentBundle(replicas, value string) string {
 	return `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: wl-web}
@@ -56,11 +56,11 @@ spec:
 `
 }
 
-// wlJobPods lists the pods of Job name by name, with their phase.
-func wlJobPods(t *testing.T, name string) map[string]corev1.PodPhase {
+// jobPods lists the pods of Job name by name, with their phase.
+func jobPods(t *testing.T, name string) map[string]corev1.PodPhase {
 	t.Helper()
 	out := map[string]corev1.PodPhase{}
-	for _, p := range plPods(t) {
+	for _, p := range listPods(t) {
 		if ref := metav1.GetControllerOf(&p); ref != nil && ref.Kind == "Job" && ref.Name == name {
 			out[p.Name] = p.Status.Phase
 		}
@@ -68,19 +68,19 @@ func wlJobPods(t *testing.T, name string) map[string]corev1.PodPhase {
 	return out
 }
 
-// wlPods lists the pods of Deployment wl-web by name, with VALUE.
-func wlPods(t *testing.T) map[string]string {
+// deploymentPods lists the pods of Deployment wl-web by name, with VALUE.
+func deploymentPods(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, p := range plPods(t) {
+	for _, p := range listPods(t) {
 		if ref := metav1.GetControllerOf(&p); ref != nil && strings.HasPrefix(ref.Name, "wl-web-") && p.Status.Phase == corev1.PodRunning {
-			out[p.Name] = dmValue(p)
+			out[p.Name] = valueEnv(p)
 		}
 	}
 	return out
 }
 
-func wlNames(m map[string]string) []string {
+func sortedNames(m map[string]string) []string {
 	var names []string
 	for n := range m {
 		names = append(names, n)
@@ -97,8 +97,8 @@ func wlNames(m map[string]string) []string {
 // Ready, never more than 3 pods), and down FILE removes it all.
 func TestWorkloadDeployment(t *testing.T) {
 	H.require(t)
-	file := H.WriteManifest(t, "wl-web.yaml", wlDeployment("2", "v1"))
-	plDownOnCleanup(t, file)
+	file := H.WriteManifest(t, "wl-web.yaml", deploymentBundle("2", "v1"))
+	downOnCleanup(t, file)
 	stdout, stderr, code := H.Podrun(t, "", "up", file)
 	if code != 0 || strings.Count(stdout, " created (Running)") != 2 || !strings.Contains(stdout, "job/default/wl-migrate complete (succeeded 2, failed 0)") {
 		t.Fatalf("up: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
@@ -106,21 +106,21 @@ func TestWorkloadDeployment(t *testing.T) {
 	if !strings.Contains(stderr, `note: `+file+` (document 2): Service "wl-web" skipped`) {
 		t.Errorf("up stderr lacks the note on the skipped Service:\n%s", stderr)
 	}
-	two := wlPods(t)
+	two := deploymentPods(t)
 	if len(two) != 2 {
 		t.Fatalf("pods of wl-web: %v, want 2", two)
 	}
-	for _, name := range wlNames(two) {
-		if row := plPsRow(t, name, "-o", "wide"); len(row) < 10 || row[9] != "Deployment/wl-web" {
+	for _, name := range sortedNames(two) {
+		if row := psRow(t, name, "-o", "wide"); len(row) < 10 || row[9] != "Deployment/wl-web" {
 			t.Errorf("ps -o wide row %q: want OWNER Deployment/wl-web", row)
 		}
 	}
-	job := wlJobPods(t, "wl-migrate")
+	job := jobPods(t, "wl-migrate")
 	if len(job) != 2 {
 		t.Errorf("pods of Job wl-migrate: %v, want 2 Succeeded", job)
 	}
 	for name, phase := range job {
-		if row := plPsRow(t, name, "-a", "-o", "wide"); phase != corev1.PodSucceeded || len(row) < 10 || row[9] != "Job/wl-migrate" {
+		if row := psRow(t, name, "-a", "-o", "wide"); phase != corev1.PodSucceeded || len(row) < 10 || row[9] != "Job/wl-migrate" {
 			t.Errorf("Job pod %s: phase %s, ps -a -o wide row %q: want Succeeded, OWNER Job/wl-migrate", name, phase, row)
 		}
 	}
@@ -134,15 +134,15 @@ func TestWorkloadDeployment(t *testing.T) {
 			t.Fatalf("up: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 		}
 	}
-	up(wlDeployment("2", "v1"))
-	if again := wlPods(t); strings.Join(wlNames(again), ",") != strings.Join(wlNames(two), ",") {
-		t.Errorf("the same file applied again: pods %v, were %v", wlNames(again), wlNames(two))
+	up(deploymentBundle("2", "v1"))
+	if again := deploymentPods(t); strings.Join(sortedNames(again), ",") != strings.Join(sortedNames(two), ",") {
+		t.Errorf("the same file applied again: pods %v, were %v", sortedNames(again), sortedNames(two))
 	}
-	if again := wlJobPods(t, "wl-migrate"); len(again) != 2 {
+	if again := jobPods(t, "wl-migrate"); len(again) != 2 {
 		t.Errorf("the same file applied again: the Job's pods %v, want the 2 that completed", again)
 	}
-	up(wlDeployment("3", "v1"))
-	three := wlPods(t)
+	up(deploymentBundle("3", "v1"))
+	three := deploymentPods(t)
 	kept := 0
 	for n := range two {
 		if _, ok := three[n]; ok {
@@ -150,12 +150,12 @@ func TestWorkloadDeployment(t *testing.T) {
 		}
 	}
 	if len(three) != 3 || kept != 2 {
-		t.Errorf("scaled to 3: pods %v (%d of the 2 kept)", wlNames(three), kept)
+		t.Errorf("scaled to 3: pods %v (%d of the 2 kept)", sortedNames(three), kept)
 	}
-	up(wlDeployment("2", "v1"))
-	back := wlPods(t)
+	up(deploymentBundle("2", "v1"))
+	back := deploymentPods(t)
 	if len(back) != 2 {
-		t.Errorf("scaled to 2: pods %v", wlNames(back))
+		t.Errorf("scaled to 2: pods %v", sortedNames(back))
 	}
 	for n := range back {
 		if _, ok := three[n]; !ok {
@@ -196,7 +196,7 @@ func TestWorkloadDeployment(t *testing.T) {
 			samples <- s
 		}
 	}()
-	if err := os.WriteFile(file, []byte(wlDeployment("2", "v2")), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(deploymentBundle("2", "v2")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stdout, stderr, code = H.Podrun(t, "", "up", file)
@@ -225,17 +225,17 @@ func TestWorkloadDeployment(t *testing.T) {
 	if n < 3 || minReady < 2 || maxPods > 3 {
 		t.Errorf("rollout of a changed template: %d samples, Ready at least %d (want 2), at most %d pods (want 3)", n, minReady, maxPods)
 	}
-	changed := wlPods(t)
+	changed := deploymentPods(t)
 	for n, v := range changed {
 		if _, old := back[n]; old || v != "v2" {
 			t.Errorf("after a template change: pod %s VALUE %s (old: %v), want a new pod with v2", n, v, old)
 		}
 	}
 	if len(changed) != 2 {
-		t.Errorf("after a template change: pods %v, want 2", wlNames(changed))
+		t.Errorf("after a template change: pods %v, want 2", sortedNames(changed))
 	}
-	if stdout, stderr, code := H.Podrun(t, "", "down", file); code != 0 || len(wlPods(t)) != 0 || len(wlJobPods(t, "wl-migrate")) != 0 {
-		t.Errorf("down: exit %d, stdout %q, pods left %v, %v; stderr:\n%s", code, stdout, wlPods(t), wlJobPods(t, "wl-migrate"), stderr)
+	if stdout, stderr, code := H.Podrun(t, "", "down", file); code != 0 || len(deploymentPods(t)) != 0 || len(jobPods(t, "wl-migrate")) != 0 {
+		t.Errorf("down: exit %d, stdout %q, pods left %v, %v; stderr:\n%s", code, stdout, deploymentPods(t), jobPods(t, "wl-migrate"), stderr)
 	}
 }
 
@@ -269,7 +269,7 @@ spec:
 		job("wl-deadline", "  activeDeadlineSeconds: 2", "trap 'exit 0' TERM; while true; do sleep 0.1; done") +
 		job("wl-ttl", "  ttlSecondsAfterFinished: 0", "true")
 	file := H.WriteManifest(t, "wl-jobs.yaml", doc)
-	plDownOnCleanup(t, file)
+	downOnCleanup(t, file)
 	if out, _, code := H.Podrun(t, "", "validate", file); code != 0 || !strings.Contains(out, "job/default/wl-indexed valid ("+file+" (document 1))\n") {
 		t.Errorf("validate: exit %d, %q", code, out)
 	}
@@ -294,36 +294,36 @@ spec:
 		t.Errorf("up took %v: the second attempt of wl-fail came before its 10 s back-off", took)
 	}
 	indexes := map[string]bool{}
-	for name, phase := range wlJobPods(t, "wl-indexed") {
-		p := plPod(t, name)
+	for name, phase := range jobPods(t, "wl-indexed") {
+		p := podNamed(t, name)
 		if phase != corev1.PodSucceeded || !strings.HasPrefix(name, "wl-indexed-"+p.Annotations["batch.kubernetes.io/job-completion-index"]+"-") {
 			t.Errorf("pod %s: phase %s, annotations %v", name, phase, p.Annotations)
 		}
-		for _, line := range plLog(t, p, "work", 0) {
+		for _, line := range containerLog(t, p, "work", 0) {
 			indexes[line[strings.LastIndex(line, " ")+1:]] = true
 		}
 	}
 	if len(indexes) != 3 || !indexes["0"] || !indexes["1"] || !indexes["2"] {
 		t.Errorf("the indexed Job's pods wrote indexes %v, want 0, 1 and 2", indexes)
 	}
-	if fail := wlJobPods(t, "wl-fail"); len(fail) != 2 {
+	if fail := jobPods(t, "wl-fail"); len(fail) != 2 {
 		t.Errorf("pods of wl-fail: %v, want 2 Failed (backoffLimit 1)", fail)
 	}
-	if pods := wlJobPods(t, "wl-deadline"); len(pods) != 0 {
+	if pods := jobPods(t, "wl-deadline"); len(pods) != 0 {
 		t.Errorf("pods of wl-deadline: %v, want none (deleted at the deadline)", pods)
 	}
-	if pods := wlJobPods(t, "wl-ttl"); len(pods) != 0 {
+	if pods := jobPods(t, "wl-ttl"); len(pods) != 0 {
 		t.Errorf("pods of wl-ttl: %v, want none (ttlSecondsAfterFinished 0)", pods)
 	}
 	// Applied again: the finished Jobs stay as they ended, nothing runs
 	// again but the Job its TTL removed (as applying it to a cluster again).
 	stdout, stderr, code = H.Podrun(t, "", "up", file)
 	if code != 1 || !strings.Contains(stdout, "job/default/wl-indexed complete (succeeded 3, failed 0)") ||
-		!strings.Contains(stderr, "job default/wl-deadline failed: DeadlineExceeded") || len(wlJobPods(t, "wl-fail")) != 2 ||
-		len(wlJobPods(t, "wl-indexed")) != 3 {
+		!strings.Contains(stderr, "job default/wl-deadline failed: DeadlineExceeded") || len(jobPods(t, "wl-fail")) != 2 ||
+		len(jobPods(t, "wl-indexed")) != 3 {
 		t.Errorf("up again: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 	}
-	if stdout, stderr, code := H.Podrun(t, "", "down", file); code != 0 || len(wlJobPods(t, "wl-indexed")) != 0 || len(wlJobPods(t, "wl-fail")) != 0 {
+	if stdout, stderr, code := H.Podrun(t, "", "down", file); code != 0 || len(jobPods(t, "wl-indexed")) != 0 || len(jobPods(t, "wl-fail")) != 0 {
 		t.Errorf("down: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
 	}
 }
@@ -359,7 +359,7 @@ spec:
         command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"]
         volumeMounts: [{name: data, mountPath: /data}]
 `
-	file, _, stderr, code := plUp(t, "wl-db", doc)
+	file, _, stderr, code := runUp(t, "wl-db", doc)
 	if code != 0 {
 		t.Fatalf("up: exit %d\n%s", code, stderr)
 	}
@@ -378,7 +378,7 @@ spec:
 	if _, _, code := H.Podrun(t, "", "down", file); code != 0 {
 		t.Fatalf("down: exit %d", code)
 	}
-	if _, _, stderr, code := plUp(t, "wl-db", doc); code != 0 {
+	if _, _, stderr, code := runUp(t, "wl-db", doc); code != 0 {
 		t.Fatalf("up again: exit %d\n%s", code, stderr)
 	}
 	for _, name := range []string{"wl-db-0", "wl-db-1"} {
@@ -418,21 +418,21 @@ spec:
           restartPolicy: OnFailure
           containers: [{name: tick, image: ` + H.Image + `, command: ["sh", "-c", "echo tick"]}]
 `
-	d := dmStart(t, dir, nil, "--resync", "1m")
-	dmWaitSynced(t, d, 60*time.Second)
+	d := startDaemon(t, dir, nil, "--resync", "1m")
+	waitDaemonSynced(t, d, 60*time.Second)
 	t.Cleanup(func() {
 		if _, stderr, code := H.Podrun(t, doc, "down", "-"); code != 0 {
 			t.Errorf("cleanup: down: exit %d; stderr:\n%s", code, stderr)
 		}
 	})
-	dmRename(t, dir, "dm-jobs.yaml", doc)
-	dmWaitLog(t, d, `msg="job Complete" job=default/dm-job succeeded=2 failed=0`, 30*time.Second)
-	if pods := wlJobPods(t, "dm-job"); len(pods) != 2 {
+	writeByRename(t, dir, "dm-jobs.yaml", doc)
+	waitDaemonLog(t, d, `msg="job Complete" job=default/dm-job succeeded=2 failed=0`, 30*time.Second)
+	if pods := jobPods(t, "dm-job"); len(pods) != 2 {
 		t.Errorf("pods of Job dm-job: %v, want 2 Succeeded", pods)
 	}
 	var cron corev1.Pod
-	svEventually(t, 80*time.Second, "a Succeeded pod of CronJob dm-cron", func() (bool, string) {
-		for _, p := range plPods(t) {
+	eventually(t, 80*time.Second, "a Succeeded pod of CronJob dm-cron", func() (bool, string) {
+		for _, p := range listPods(t) {
 			if strings.HasPrefix(p.Name, "dm-cron-") && p.Status.Phase == corev1.PodSucceeded {
 				cron = p
 				return true, ""
@@ -449,9 +449,9 @@ spec:
 	if err := os.Remove(file); err != nil {
 		t.Fatal(err)
 	}
-	svEventually(t, 30*time.Second, "the pods of the removed file gone", func() (bool, string) {
+	eventually(t, 30*time.Second, "the pods of the removed file gone", func() (bool, string) {
 		var left []string
-		for _, p := range plPods(t) {
+		for _, p := range listPods(t) {
 			if strings.HasPrefix(p.Name, "dm-job-") || strings.HasPrefix(p.Name, "dm-cron-") {
 				left = append(left, p.Name)
 			}
@@ -477,17 +477,17 @@ spec:
       restartPolicy: Never
       containers: [{name: work, image: ` + H.Image + `, command: ["dm-no-such-command"]}]
 `
-	d := dmStart(t, dir, nil, "--resync", "1m")
-	dmWaitSynced(t, d, 60*time.Second)
+	d := startDaemon(t, dir, nil, "--resync", "1m")
+	waitDaemonSynced(t, d, 60*time.Second)
 	t.Cleanup(func() {
 		if _, stderr, code := H.Podrun(t, doc, "down", "-"); code != 0 {
 			t.Errorf("cleanup: down: exit %d; stderr:\n%s", code, stderr)
 		}
 	})
-	dmRename(t, dir, "dm-nocmd-job.yaml", doc)
-	dmWaitLog(t, d, `msg="job failed" job=default/dm-nocmd-job err="job default/dm-nocmd-job failed: BackoffLimitExceeded`, 90*time.Second)
+	writeByRename(t, dir, "dm-nocmd-job.yaml", doc)
+	waitDaemonLog(t, d, `msg="job failed" job=default/dm-nocmd-job err="job default/dm-nocmd-job failed: BackoffLimitExceeded`, 90*time.Second)
 	var failed []string
-	for _, p := range plPods(t) {
+	for _, p := range listPods(t) {
 		if ref := metav1.GetControllerOf(&p); ref == nil || ref.Name != "dm-nocmd-job" {
 			continue
 		}

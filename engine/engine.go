@@ -1,6 +1,6 @@
 // Package engine is podrun's one seam over the container runtime. It speaks
 // podrun's own plain types so that the in-memory fake (engine/fake) imports
-// nothing from containerd; engine/containerd is the only code that knows the
+// nothing from containerd; engine/ctrd is the only code that knows the
 // containerd client.
 package engine
 

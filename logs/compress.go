@@ -13,7 +13,7 @@ import (
 )
 
 // compress gzips path to path.gz (through a temporary file) and removes it.
-// A file removed meanwhile (over MaxFiles: removeOld, in the write path)
+// A file removed meanwhile (over MaxFiles: removeOver, in the write path)
 // leaves no .gz behind.
 func compress(path string) error {
 	in, err := os.Open(path)

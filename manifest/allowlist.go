@@ -109,7 +109,7 @@ var supportedPodFields = join(
 	// rules (supervisor/supervisor.go).
 	[]string{"spec.initContainers[].restartPolicy", "spec.initContainers[].restartPolicyRules"},
 	prefixed("spec.containers[].", supportedContainerFields),
-	// A container's own restart policy and rules (supervisor/restart.go).
+	// A container's own restart policy and rules (package supervisor).
 	[]string{"spec.containers[].restartPolicy", "spec.containers[].restartPolicyRules"},
 )
 

@@ -24,7 +24,7 @@ type Found struct {
 // Extract returns the string expressions of a Go package (its files by name)
 // that can be evaluated without running it and hold "kind: Pod": sums of
 // literals, constants and env values, fmt.Sprintf, strings.Replace(All) and
-// calls of the package's one-statement functions (`func adPod(name, extra
+// calls of the package's one-statement functions (`func admissionPod(name, extra
 // string) string { return ... }`) with such arguments. An expression that
 // cannot be evaluated (it uses a variable, another call) is not cut into the
 // parts that can: a part of a manifest is not the manifest.

@@ -3,7 +3,7 @@
 // kubelet oracle (`make kubelet-diff`, bench/kubelet-diff.sh). It reads the
 // suite's Go sources without running them: every string expression made of
 // literals, the suite's image (H.Image), package constants, fmt.Sprintf,
-// strings.Replace and the suite's one-statement helpers (adPod(name, extra))
+// strings.Replace and the suite's one-statement helpers (admissionPod(name, extra))
 // that holds a Pod document (Extract). What it leaves out it lists on stderr,
 // one line per pod with the reason (Select).
 //
