@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/podrun/podrun/daemon"
+	"github.com/podrun/podrun/jobs"
 	"github.com/podrun/podrun/plan"
 	"github.com/podrun/podrun/run"
 )
@@ -64,7 +65,7 @@ func upCommand() *cli.Command {
 					}
 					printResult(r)
 				}
-				for _, r := range h.RunJobs(ctx, set.Jobs, o) {
+				for _, r := range jobs.New(h, c.String("root")).RunJobs(ctx, set.Jobs, o) {
 					for _, p := range r.Pods {
 						printResult(p)
 					}

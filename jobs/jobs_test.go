@@ -1,4 +1,4 @@
-package run
+package jobs
 
 import (
 	"context"
@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podrun/podrun/engine"
-	"github.com/podrun/podrun/engine/fake"
-	"github.com/podrun/podrun/labels"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/plan"
+	"github.com/podrun/podrun/run"
+	"github.com/podrun/podrun/status"
 )
 
 // jobOf parses one Job.
@@ -37,96 +39,66 @@ spec:
 	return set.Jobs[0]
 }
 
-// exitWork ends running tasks of containers "work" as they come, the k-th
-// with codes[k], until every code is used; it returns their pods' names.
-func exitWork(ctx context.Context, t *testing.T, eng *fake.Engine, codes ...uint32) []string {
-	t.Helper()
-	var pods []string
-	done := map[string]bool{}
-	for len(pods) < len(codes) {
-		ctrs, err := eng.List(ctx, map[string]string{labels.Container: "work"})
-		if err != nil || ctx.Err() != nil {
-			t.Fatalf("listing: %v %v", err, ctx.Err())
-		}
-		for _, c := range ctrs {
-			if c.Task.State == engine.TaskRunning && !done[c.ID] && len(pods) < len(codes) {
-				done[c.ID] = true
-				eng.Exit(c.ID, codes[len(pods)])
-				pods = append(pods, c.Labels[labels.PodName])
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return pods
-}
-
 // TestRunJobCompletions: completions 3, parallelism 2: two pods at once,
 // the third once one has succeeded; the Job is Complete, recorded, and run
 // again it makes nothing.
 func TestRunJobCompletions(t *testing.T) {
-	tp := newTwoProcesses(t)
-	h := tp.host(t)
+	n := newFakeNode()
+	c := New(n, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	j := jobOf(t, "  completions: 3\n  parallelism: 2")
 	res := make(chan JobResult, 1)
-	go func() { res <- h.RunJob(ctx, j, UpOptions{Timeout: waitTimeout}) }()
-	running := func() int {
-		ctrs, _ := tp.eng.List(ctx, map[string]string{labels.Container: "work"})
-		n := 0
-		for _, c := range ctrs {
-			if c.Task.State == engine.TaskRunning {
-				n++
-			}
-		}
-		return n
-	}
-	for running() < 2 && ctx.Err() == nil {
+	go func() { res <- c.RunJob(ctx, j, run.UpOptions{Timeout: waitTimeout}) }()
+	for len(n.running()) < 2 && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)
-	if n := running(); n != 2 {
-		t.Errorf("%d pods running at once, want parallelism 2", n)
+	if r := len(n.running()); r != 2 {
+		t.Errorf("%d pods running at once, want parallelism 2", r)
 	}
-	names := exitWork(ctx, t, tp.eng, 0, 0, 0)
+	names := endRunning(ctx, t, n, 0, 0, 0)
 	r := <-res
 	if r.Err != nil || r.Status.Condition != plan.JobComplete || r.Status.Succeeded != 3 || len(r.Pods) != 3 {
 		t.Fatalf("result %+v, want Complete with 3 pods", r)
 	}
-	for _, n := range names {
-		if !strings.HasPrefix(n, "pi-") || len(n) != len("pi-")+5 {
-			t.Errorf("pod name %q, want pi-<5>", n)
+	for _, name := range names {
+		if !strings.HasPrefix(name, "pi-") || len(name) != len("pi-")+5 {
+			t.Errorf("pod name %q, want pi-<5>", name)
 		}
 	}
-	again := h.RunJob(ctx, j, UpOptions{Timeout: waitTimeout})
-	if again.Err != nil || again.Status.Condition != plan.JobComplete || len(again.Pods) != 0 {
-		t.Errorf("run again: %+v, want Complete and nothing made", again)
+	if st, err := c.jobRecord(j); err != nil || st.Condition != plan.JobComplete {
+		t.Errorf("record %+v, %v; want Complete", st, err)
+	}
+	again := c.RunJob(ctx, j, run.UpOptions{Timeout: waitTimeout})
+	if again.Err != nil || again.Status.Condition != plan.JobComplete || len(again.Pods) != 0 || len(n.made) != 3 {
+		t.Errorf("run again: %+v (pods made %v), want Complete and nothing made", again, n.made)
 	}
 }
 
 // TestRunJobBackoffLimit: backoffLimit 0: the first failure fails the Job
-// with the pod's failure; its record keeps it Failed.
+// with the pod's failure; its record keeps it Failed, until ForgetJob.
 func TestRunJobBackoffLimit(t *testing.T) {
-	tp := newTwoProcesses(t)
-	h := tp.host(t)
+	n := newFakeNode()
+	c := New(n, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	j := jobOf(t, "  backoffLimit: 0")
 	res := make(chan JobResult, 1)
-	go func() { res <- h.RunJob(ctx, j, UpOptions{Timeout: waitTimeout}) }()
-	exitWork(ctx, t, tp.eng, 3)
+	go func() { res <- c.RunJob(ctx, j, run.UpOptions{Timeout: waitTimeout}) }()
+	endRunning(ctx, t, n, 3)
 	r := <-res
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "job default/pi failed: BackoffLimitExceeded") ||
 		!strings.Contains(r.Err.Error(), `container "work" exited with code 3`) || r.Status.Failed != 1 {
 		t.Fatalf("result %+v (err %v), want BackoffLimitExceeded naming the exit code", r, r.Err)
 	}
-	if st, err := h.jobRecord(j); err != nil || st.Condition != plan.JobFailed {
+	if st, err := c.jobRecord(j); err != nil || st.Condition != plan.JobFailed {
 		t.Errorf("record %+v, %v; want Failed", st, err)
 	}
-	if err := h.ForgetJob(j.Namespace, j.Name); err != nil {
+	if err := c.ForgetJob(j.Namespace, j.Name); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := h.jobRecord(j); err != nil || st.Condition != "" {
+	if st, err := c.jobRecord(j); err != nil || st.Condition != "" {
 		t.Errorf("record after ForgetJob: %+v, %v", st, err)
 	}
 }
@@ -147,30 +119,24 @@ func cpuTime(t *testing.T) time.Duration {
 // around a select on its ended context: a core's worth of CPU for as long
 // as an undo lasted).
 func TestRunJobDrainReceivesOnly(t *testing.T) {
-	tp := newTwoProcesses(t)
-	h := tp.host(t)
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
+	n := newFakeNode()
 	undoing, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	tp.m.mu.Lock()
-	tp.m.before = func(op string) error {
-		if strings.HasPrefix(op, "netns.remove") {
-			once.Do(func() { close(undoing) })
-			<-release
-		}
-		return nil
+	n.undo = func() {
+		once.Do(func() { close(undoing) })
+		<-release
 	}
-	tp.m.mu.Unlock()
+	c := New(n, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
 	jctx, stop := context.WithCancel(ctx)
 	res := make(chan JobResult, 1)
-	go func() { res <- h.RunJob(jctx, jobOf(t, "  completions: 1"), UpOptions{Timeout: waitTimeout}) }()
-	for running := false; !running; time.Sleep(5 * time.Millisecond) {
-		ctrs, err := tp.eng.List(ctx, map[string]string{labels.Container: "work"})
-		if err != nil || ctx.Err() != nil {
-			t.Fatalf("waiting for the Job's pod: %v %v", err, ctx.Err())
+	go func() { res <- c.RunJob(jctx, jobOf(t, "  completions: 1"), run.UpOptions{Timeout: waitTimeout}) }()
+	for len(n.running()) != 1 {
+		if ctx.Err() != nil {
+			t.Fatalf("waiting for the Job's pod: %v", ctx.Err())
 		}
-		running = len(ctrs) == 1 && ctrs[0].Task.State == engine.TaskRunning
+		time.Sleep(5 * time.Millisecond)
 	}
 	stop()
 	select {
@@ -190,7 +156,21 @@ func TestRunJobDrainReceivesOnly(t *testing.T) {
 	if len(r.Pods) != 1 || r.Err == nil {
 		t.Errorf("result %+v, want the pod's outcome and the context's end", r)
 	}
-	if left := tp.m.left(); len(left) != 0 {
+	if left, _ := n.Pods(ctx); len(left) != 0 {
 		t.Errorf("left: %v", left)
+	}
+}
+
+// TestJobPodNeverStartedKeepsItsStart: a Job's pod whose container never
+// started (StartError, started at the zero of Unix time) is as old as its
+// start time, not 56 years (activeDeadlineSeconds, pod ages).
+func TestJobPodNeverStartedKeepsItsStart(t *testing.T) {
+	start := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	p := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, StartTime: &metav1.Time{Time: start},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "work", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 128, Reason: status.ReasonStartError, StartedAt: metav1.NewTime(time.Unix(0, 0)), FinishedAt: metav1.NewTime(start.Add(time.Second))}}}}}}
+	jp := jobPod(&run.PodInfo{UID: "u", Pod: p}, start.Add(time.Minute))
+	if !jp.Created.Equal(start) || !jp.Finished.Equal(start.Add(time.Second)) {
+		t.Errorf("created %v finished %v, want %v and a second later", jp.Created, jp.Finished, start)
 	}
 }
