@@ -55,7 +55,7 @@ func downCommand() *cli.Command {
 				var errs []error
 				for _, j := range set.Jobs {
 					// As deleting the Job: applied again, it runs again.
-					if err := jobs.New(h, c.String("root")).ForgetJob(j.Namespace, j.Name); err != nil {
+					if err := jobs.New(h, c.String("root")).Forget(j.Namespace, j.Name); err != nil {
 						errs = append(errs, err)
 					} else {
 						fmt.Printf("job/%s deleted\n", j.Key())

@@ -33,7 +33,7 @@ func (d *Daemon) syncJobs(ctx context.Context, broken map[string]bool) {
 		<-jr.done
 	}
 	for _, jr := range forget {
-		if err := d.jobController().ForgetJob(jr.ns, jr.name); err != nil {
+		if err := d.jobController().Forget(jr.ns, jr.name); err != nil {
 			d.log.Error("forgetting a removed Job", "job", jr.ns+"/"+jr.name, "err", err)
 		}
 	}
@@ -129,7 +129,7 @@ func (d *Daemon) stopJobs() {
 }
 
 // logJob logs how a Job ended.
-func (d *Daemon) logJob(r jobs.JobResult) {
+func (d *Daemon) logJob(r jobs.Result) {
 	for _, p := range r.Pods {
 		if p.Err != nil {
 			d.log.Error("job pod", "job", r.Job, "pod", p.Pod, "err", p.Err)

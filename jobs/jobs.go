@@ -22,8 +22,8 @@ import (
 	"github.com/podrun/podrun/run"
 )
 
-// JobResult is where a Job stands when RunJob returns.
-type JobResult struct {
+// Result is where a Job stands when RunJob returns.
+type Result struct {
 	Job    string // namespace/name
 	Status plan.JobStatus
 	// Pods are the outcomes of the pods it made, or deleted, meanwhile.
@@ -47,8 +47,8 @@ const jobPodPoll = time.Second
 // what is there; with WaitRunning and Foreground (the daemon) the pods are
 // supervised and looked at every second until they end. When ctx ends, the
 // pods being made are undone before it returns.
-func (c *Controller) RunJob(ctx context.Context, j *manifest.Job, o run.UpOptions) JobResult {
-	r := &jobRun{c: c, j: j, o: o, po: o, res: JobResult{Job: j.Key()}, inflight: map[string]*jobPodRun{}, done: make(chan *jobPodRun)}
+func (c *Controller) RunJob(ctx context.Context, j *manifest.Job, o run.UpOptions) Result {
+	r := &jobRun{c: c, j: j, o: o, po: o, res: Result{Job: j.Key()}, inflight: map[string]*jobPodRun{}, done: make(chan *jobPodRun)}
 	if r.po.Wait != run.WaitRunning {
 		r.po.Wait = run.WaitCompletion
 	}
@@ -59,8 +59,8 @@ func (c *Controller) RunJob(ctx context.Context, j *manifest.Job, o run.UpOption
 
 // RunJobs runs the Jobs concurrently (RunJob) and returns their results in
 // order.
-func (c *Controller) RunJobs(ctx context.Context, jobs []*manifest.Job, o run.UpOptions) []JobResult {
-	out := make([]JobResult, len(jobs))
+func (c *Controller) RunJobs(ctx context.Context, jobs []*manifest.Job, o run.UpOptions) []Result {
+	out := make([]Result, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
 		wg.Go(func() { out[i] = c.RunJob(ctx, j, o) })
@@ -75,7 +75,7 @@ type jobRun struct {
 	j        *manifest.Job
 	o        run.UpOptions
 	po       run.UpOptions // the options its pods are made with
-	res      JobResult
+	res      Result
 	recorded plan.JobStatus
 	// inflight are the pods being made (by UID); each one's result comes
 	// on done, once.
@@ -113,7 +113,7 @@ func (r *jobRun) run(ctx context.Context) error {
 		r.delete(ctx, a.Delete, node)
 		if a.Expired {
 			// The TTL controller deletes the Job: applied again, it runs again.
-			if err := r.c.ForgetJob(r.j.Namespace, r.j.Name); err != nil {
+			if err := r.c.Forget(r.j.Namespace, r.j.Name); err != nil {
 				return err
 			}
 		}
@@ -378,9 +378,9 @@ func (c *Controller) jobRecord(j *manifest.Job) (plan.JobStatus, error) {
 	return st, nil
 }
 
-// ForgetJob removes the records of the Jobs named namespace/name (down, a
+// Forget removes the records of the Jobs named namespace/name (down, a
 // Job past its TTL).
-func (c *Controller) ForgetJob(namespace, name string) error {
+func (c *Controller) Forget(namespace, name string) error {
 	files, err := c.jobFiles(namespace, name)
 	for _, f := range files {
 		err = errors.Join(err, c.disk.RemoveFile(f))

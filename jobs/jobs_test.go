@@ -48,7 +48,7 @@ func TestRunJobCompletions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	j := jobOf(t, "  completions: 3\n  parallelism: 2")
-	res := make(chan JobResult, 1)
+	res := make(chan Result, 1)
 	go func() { res <- c.RunJob(ctx, j, run.UpOptions{Timeout: waitTimeout}) }()
 	for len(n.running()) < 2 && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
@@ -77,14 +77,14 @@ func TestRunJobCompletions(t *testing.T) {
 }
 
 // TestRunJobBackoffLimit: backoffLimit 0: the first failure fails the Job
-// with the pod's failure; its record keeps it Failed, until ForgetJob.
+// with the pod's failure; its record keeps it Failed, until Forget.
 func TestRunJobBackoffLimit(t *testing.T) {
 	n := newFakeNode()
 	c := New(n, t.TempDir())
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	j := jobOf(t, "  backoffLimit: 0")
-	res := make(chan JobResult, 1)
+	res := make(chan Result, 1)
 	go func() { res <- c.RunJob(ctx, j, run.UpOptions{Timeout: waitTimeout}) }()
 	endRunning(ctx, t, n, 3)
 	r := <-res
@@ -95,11 +95,11 @@ func TestRunJobBackoffLimit(t *testing.T) {
 	if st, err := c.jobRecord(j); err != nil || st.Condition != plan.JobFailed {
 		t.Errorf("record %+v, %v; want Failed", st, err)
 	}
-	if err := c.ForgetJob(j.Namespace, j.Name); err != nil {
+	if err := c.Forget(j.Namespace, j.Name); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := c.jobRecord(j); err != nil || st.Condition != "" {
-		t.Errorf("record after ForgetJob: %+v, %v", st, err)
+		t.Errorf("record after Forget: %+v, %v", st, err)
 	}
 }
 
@@ -130,7 +130,7 @@ func TestRunJobDrainReceivesOnly(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	jctx, stop := context.WithCancel(ctx)
-	res := make(chan JobResult, 1)
+	res := make(chan Result, 1)
 	go func() { res <- c.RunJob(jctx, jobOf(t, "  completions: 1"), run.UpOptions{Timeout: waitTimeout}) }()
 	for len(n.running()) != 1 {
 		if ctx.Err() != nil {
