@@ -65,7 +65,7 @@ func upCommand() *cli.Command {
 					}
 					printResult(r)
 				}
-				for _, r := range jobs.New(h, c.String("root")).RunJobs(ctx, set.Jobs, o) {
+				for _, r := range jobs.New(h, c.String("root")).RunJobs(ctx, set.Jobs, jobs.Options{UpOptions: o}) {
 					for _, p := range r.Pods {
 						printResult(p)
 					}

@@ -49,7 +49,7 @@ func (d *Daemon) assignJobs(ctx context.Context, broken map[string]bool) (stoppe
 	names := map[string]bool{} // kind/namespace/name
 	d.jobsMu.Lock()
 	defer d.jobsMu.Unlock()
-	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, AwaitTTL: true, RetryStartErrors: true}
+	opts := jobs.Options{UpOptions: run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, RetryStartErrors: true}, AwaitTTL: true}
 	for _, j := range js {
 		names["Job/"+j.Key()] = true
 		wanted[j.UID] = func(jctx context.Context) { d.logJob(ctl.RunJob(jctx, j, opts)) }

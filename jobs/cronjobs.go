@@ -29,7 +29,7 @@ const cronRetry = 10 * time.Second
 // since is when the CronJob was first seen: the first time it runs for
 // is the first scheduled after it, or after the newest Job of it on the
 // node.
-func (c *Controller) RunCronJob(ctx context.Context, cj *manifest.CronJob, o run.UpOptions, since time.Time, report func(Result)) {
+func (c *Controller) RunCronJob(ctx context.Context, cj *manifest.CronJob, o Options, since time.Time, report func(Result)) {
 	runners := map[string]context.CancelFunc{} // the Jobs this process runs, by name
 	finished := make(chan string)
 	defer func() {
@@ -56,7 +56,7 @@ func (c *Controller) RunCronJob(ctx context.Context, cj *manifest.CronJob, o run
 }
 
 // cronSync is one decision of RunCronJob; it returns when to decide again.
-func (c *Controller) cronSync(ctx context.Context, cj *manifest.CronJob, o run.UpOptions, node []*run.PodInfo, last *time.Time,
+func (c *Controller) cronSync(ctx context.Context, cj *manifest.CronJob, o Options, node []*run.PodInfo, last *time.Time,
 	runners map[string]context.CancelFunc, finished chan<- string, report func(Result)) time.Time {
 	active := map[string][]string{} // the Jobs of cj with pods not finished: their pods' UIDs
 	for _, p := range node {

@@ -22,6 +22,15 @@ import (
 	"github.com/podrun/podrun/run"
 )
 
+// Options tune RunJob: its pods are made with UpOptions (Wait completion,
+// unless WaitRunning).
+type Options struct {
+	run.UpOptions
+	// AwaitTTL: RunJob returns only once a finished Job's
+	// ttlSecondsAfterFinished has removed it (the daemon, which stays).
+	AwaitTTL bool
+}
+
 // Result is where a Job stands when RunJob returns.
 type Result struct {
 	Job    string // namespace/name
@@ -47,8 +56,8 @@ const jobPodPoll = time.Second
 // what is there; with WaitRunning and Foreground (the daemon) the pods are
 // supervised and looked at every second until they end. When ctx ends, the
 // pods being made are undone before it returns.
-func (c *Controller) RunJob(ctx context.Context, j *manifest.Job, o run.UpOptions) Result {
-	r := &jobRun{c: c, j: j, o: o, po: o, res: Result{Job: j.Key()}, inflight: map[string]*jobPodRun{}, done: make(chan *jobPodRun)}
+func (c *Controller) RunJob(ctx context.Context, j *manifest.Job, o Options) Result {
+	r := &jobRun{c: c, j: j, o: o, po: o.UpOptions, res: Result{Job: j.Key()}, inflight: map[string]*jobPodRun{}, done: make(chan *jobPodRun)}
 	if r.po.Wait != run.WaitRunning {
 		r.po.Wait = run.WaitCompletion
 	}
@@ -59,7 +68,7 @@ func (c *Controller) RunJob(ctx context.Context, j *manifest.Job, o run.UpOption
 
 // RunJobs runs the Jobs concurrently (RunJob) and returns their results in
 // order.
-func (c *Controller) RunJobs(ctx context.Context, jobs []*manifest.Job, o run.UpOptions) []Result {
+func (c *Controller) RunJobs(ctx context.Context, jobs []*manifest.Job, o Options) []Result {
 	out := make([]Result, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
@@ -73,7 +82,7 @@ func (c *Controller) RunJobs(ctx context.Context, jobs []*manifest.Job, o run.Up
 type jobRun struct {
 	c        *Controller
 	j        *manifest.Job
-	o        run.UpOptions
+	o        Options
 	po       run.UpOptions // the options its pods are made with
 	res      Result
 	recorded plan.JobStatus

@@ -49,7 +49,7 @@ func TestRunJobCompletions(t *testing.T) {
 	defer cancel()
 	j := jobOf(t, "  completions: 3\n  parallelism: 2")
 	res := make(chan Result, 1)
-	go func() { res <- c.RunJob(ctx, j, run.UpOptions{Timeout: waitTimeout}) }()
+	go func() { res <- c.RunJob(ctx, j, Options{UpOptions: run.UpOptions{Timeout: waitTimeout}}) }()
 	for len(n.running()) < 2 && ctx.Err() == nil {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -70,7 +70,7 @@ func TestRunJobCompletions(t *testing.T) {
 	if st, err := c.jobRecord(j); err != nil || st.Condition != plan.JobComplete {
 		t.Errorf("record %+v, %v; want Complete", st, err)
 	}
-	again := c.RunJob(ctx, j, run.UpOptions{Timeout: waitTimeout})
+	again := c.RunJob(ctx, j, Options{UpOptions: run.UpOptions{Timeout: waitTimeout}})
 	if again.Err != nil || again.Status.Condition != plan.JobComplete || len(again.Pods) != 0 || len(n.made) != 3 {
 		t.Errorf("run again: %+v (pods made %v), want Complete and nothing made", again, n.made)
 	}
@@ -85,7 +85,7 @@ func TestRunJobBackoffLimit(t *testing.T) {
 	defer cancel()
 	j := jobOf(t, "  backoffLimit: 0")
 	res := make(chan Result, 1)
-	go func() { res <- c.RunJob(ctx, j, run.UpOptions{Timeout: waitTimeout}) }()
+	go func() { res <- c.RunJob(ctx, j, Options{UpOptions: run.UpOptions{Timeout: waitTimeout}}) }()
 	endRunning(ctx, t, n, 3)
 	r := <-res
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "job default/pi failed: BackoffLimitExceeded") ||
@@ -131,7 +131,9 @@ func TestRunJobDrainReceivesOnly(t *testing.T) {
 	defer cancel()
 	jctx, stop := context.WithCancel(ctx)
 	res := make(chan Result, 1)
-	go func() { res <- c.RunJob(jctx, jobOf(t, "  completions: 1"), run.UpOptions{Timeout: waitTimeout}) }()
+	go func() {
+		res <- c.RunJob(jctx, jobOf(t, "  completions: 1"), Options{UpOptions: run.UpOptions{Timeout: waitTimeout}})
+	}()
 	for len(n.running()) != 1 {
 		if ctx.Err() != nil {
 			t.Fatalf("waiting for the Job's pod: %v", ctx.Err())
