@@ -107,6 +107,20 @@ func (n *fakeNode) Report(e run.Event) {
 	n.events = append(n.events, e.Pod+" "+e.Msg)
 }
 
+// wentDown reports whether pod uid was taken down (DownUID).
+func (n *fakeNode) wentDown(uid string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Contains(n.down, uid)
+}
+
+// said reports whether event ("pod msg") was reported.
+func (n *fakeNode) said(event string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Contains(n.events, event)
+}
+
 // end ends pod uid's container with code: the pod is Succeeded (0) or
 // Failed, and its SyncPod, if it waits, returns.
 func (n *fakeNode) end(uid string, code uint32) {

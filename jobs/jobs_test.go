@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/plan"
@@ -174,5 +175,54 @@ func TestJobPodNeverStartedKeepsItsStart(t *testing.T) {
 	jp := jobPod(&run.PodInfo{UID: "u", Pod: p}, start.Add(time.Minute))
 	if !jp.Created.Equal(start) || !jp.Finished.Equal(start.Add(time.Second)) {
 		t.Errorf("created %v finished %v, want %v and a second later", jp.Created, jp.Finished, start)
+	}
+}
+
+// TestRunJobAwaitTTL, as the daemon runs a Job: its pod is made Running
+// (WaitRunning) and looked at every second until it ends; the Job is
+// Complete and recorded, and once its ttlSecondsAfterFinished has passed
+// its pod is taken down and its record forgotten before RunJob returns.
+func TestRunJobAwaitTTL(t *testing.T) {
+	n := newFakeNode()
+	c := New(n, t.TempDir())
+	fc := clocktesting.NewFakeClock(t0)
+	c.clock = fc
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	j := jobOf(t, "  ttlSecondsAfterFinished: 30")
+	res := make(chan Result, 1)
+	go func() {
+		res <- c.RunJob(ctx, j, Options{UpOptions: run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: waitTimeout}, AwaitTTL: true})
+	}()
+	tick(ctx, t, fc, func() bool { return len(n.running()) == 1 })
+	p := n.running()[0]
+	n.end(p.UID, 0)
+	var st plan.JobStatus
+	tick(ctx, t, fc, func() bool {
+		var err error
+		st, err = c.jobRecord(j)
+		return err == nil && st.Condition == plan.JobComplete
+	})
+	tick(ctx, t, fc, func() bool { return !fc.Now().Before(st.End.Add(25 * time.Second)) })
+	if len(res) != 0 || n.wentDown(p.Key()+"/"+p.UID) {
+		t.Fatalf("before its TTL: RunJob returned (%d) or its pod went (%v)", len(res), n.wentDown(p.Key()+"/"+p.UID))
+	}
+	var r Result
+	tick(ctx, t, fc, func() bool {
+		select {
+		case r = <-res:
+			return true
+		default:
+			return false
+		}
+	})
+	if r.Err != nil || r.Status.Condition != plan.JobComplete || len(r.Pods) != 2 || r.Pods[1].Action != run.Removed {
+		t.Errorf("result %+v, want Complete, its pod made then removed", r)
+	}
+	if !n.wentDown(p.Key() + "/" + p.UID) {
+		t.Errorf("pod %s not taken down", p.Key())
+	}
+	if st, err := c.jobRecord(j); err != nil || st.Condition != "" {
+		t.Errorf("record past the TTL: %+v, %v; want none", st, err)
 	}
 }
