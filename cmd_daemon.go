@@ -116,7 +116,7 @@ func daemonOptions(c *cli.Context) (daemon.Options, error) {
 	return daemon.Options{
 		ManifestDir: dir, URL: c.String("manifest-url"), URLHeaderFile: c.String("manifest-url-header-file"),
 		Resync: c.Duration("resync"), Settle: c.Duration("settle"),
-		StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: daemon.StatusFile(root), PodTimeout: c.Duration("pod-timeout"),
+		StopPodsOnExit: c.Bool("stop-pods-on-exit"), StatusFile: daemon.StatusFile(root), Root: root, PodTimeout: c.Duration("pod-timeout"),
 		ProgressDeadline: c.Duration("progress-deadline"),
 		History:          rollout.Open(root),
 		Admission:        admit, LogRetention: retention, ImagesDir: images, ImageGC: imagePolicy,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/podrun/podrun/jobs"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
 )
@@ -56,7 +57,7 @@ func downCommand() *cli.Command {
 				var errs []error
 				for _, j := range set.Jobs {
 					// As deleting the Job: applied again, it runs again.
-					if err := h.ForgetJob(j.Namespace, j.Name); err != nil {
+					if err := jobs.New(h, c.String("root")).Forget(j.Namespace, j.Name); err != nil {
 						errs = append(errs, err)
 					} else {
 						fmt.Printf("job/%s deleted\n", j.Key())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/podrun/podrun/jobs"
 	"github.com/podrun/podrun/plan"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/waves"
@@ -62,7 +63,7 @@ func upCommand() *cli.Command {
 					}
 					printResult(r)
 				}
-				for _, r := range h.RunJobs(ctx, set.Jobs, o) {
+				for _, r := range jobs.New(h, c.String("root")).RunJobs(ctx, set.Jobs, jobs.Options{UpOptions: o}) {
 					for _, p := range r.Pods {
 						printResult(p)
 					}

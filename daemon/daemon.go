@@ -46,6 +46,7 @@ type Options struct {
 	// running, like the kubelet's.
 	StopPodsOnExit bool
 	StatusFile     string        // where ps and status read the daemon's problems
+	Root           string        // podrun's state directory: the Jobs' records are kept under it
 	PodTimeout     time.Duration // for starting one pod
 	// ProgressDeadline is how long a new version of a pod has to become
 	// Ready before the last Ready version replaces it (rollback.go), when

@@ -4,18 +4,22 @@ import (
 	"context"
 	"time"
 
+	"github.com/podrun/podrun/jobs"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
 )
 
 // jobRun is a Job or CronJob of the sources, run by its own goroutine
-// (run.RunJob, run.RunCronJob) for as long as the sources define it.
+// (jobs.Controller.RunJob, RunCronJob) for as long as the sources define it.
 type jobRun struct {
 	kind, ns, name string
 	source         string
 	cancel         context.CancelFunc
 	done           chan struct{}
 }
+
+// jobController is the controller of the node's Jobs and CronJobs.
+func (d *Daemon) jobController() *jobs.Controller { return jobs.New(d.h, d.o.Root) }
 
 // syncJobs starts a goroutine for each Job and CronJob of the sources that
 // has none (a changed one is another one, by UID), and stops those of the
@@ -29,7 +33,7 @@ func (d *Daemon) syncJobs(ctx context.Context, broken map[string]bool) {
 		<-jr.done
 	}
 	for _, jr := range forget {
-		if err := d.h.ForgetJob(jr.ns, jr.name); err != nil {
+		if err := d.jobController().Forget(jr.ns, jr.name); err != nil {
 			d.log.Error("forgetting a removed Job", "job", jr.ns+"/"+jr.name, "err", err)
 		}
 	}
@@ -39,22 +43,23 @@ func (d *Daemon) syncJobs(ctx context.Context, broken map[string]bool) {
 // wanted, cancels those not, and returns them and the Jobs to forget once
 // they have ended.
 func (d *Daemon) assignJobs(ctx context.Context, broken map[string]bool) (stopped, forget []*jobRun) {
-	jobs, cronJobs := d.src.Jobs()
+	js, cronJobs := d.src.Jobs()
+	ctl := d.jobController()
 	wanted := map[string]func(context.Context){}
 	names := map[string]bool{} // kind/namespace/name
 	d.jobsMu.Lock()
 	defer d.jobsMu.Unlock()
-	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, AwaitTTL: true, RetryStartErrors: true}
-	for _, j := range jobs {
+	opts := jobs.Options{UpOptions: run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, RetryStartErrors: true}, AwaitTTL: true}
+	for _, j := range js {
 		names["Job/"+j.Key()] = true
-		wanted[j.UID] = func(jctx context.Context) { d.logJob(d.h.RunJob(jctx, j, opts)) }
+		wanted[j.UID] = func(jctx context.Context) { d.logJob(ctl.RunJob(jctx, j, opts)) }
 		if d.jobRuns[j.UID] == nil {
 			d.jobRuns[j.UID] = &jobRun{kind: "Job", ns: j.Namespace, name: j.Name, source: j.Source.Origin()}
 		}
 	}
 	for _, cj := range cronJobs {
 		names["CronJob/"+cj.Key()] = true
-		wanted[cj.UID] = func(jctx context.Context) { d.h.RunCronJob(jctx, cj, opts, time.Now(), d.logJob) }
+		wanted[cj.UID] = func(jctx context.Context) { ctl.RunCronJob(jctx, cj, opts, time.Now(), d.logJob) }
 		if d.jobRuns[cj.UID] == nil {
 			d.jobRuns[cj.UID] = &jobRun{kind: "CronJob", ns: cj.Namespace, name: cj.Name, source: cj.Source.Origin()}
 		}
@@ -124,7 +129,7 @@ func (d *Daemon) stopJobs() {
 }
 
 // logJob logs how a Job ended.
-func (d *Daemon) logJob(r run.JobResult) {
+func (d *Daemon) logJob(r jobs.Result) {
 	for _, p := range r.Pods {
 		if p.Err != nil {
 			d.log.Error("job pod", "job", r.Job, "pod", p.Pod, "err", p.Err)

@@ -13,7 +13,7 @@ import (
 )
 
 // CronJob is a batch/v1 CronJob: the daemon makes its Jobs on its schedule
-// (plan.DecideCronJob, run.RunCronJob); `up` refuses it.
+// (plan.DecideCronJob, jobs.Controller.RunCronJob); `up` refuses it.
 type CronJob struct {
 	Namespace, Name string
 	UID             string              // derived from its content

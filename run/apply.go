@@ -1,13 +1,11 @@
 // What `podrun up` asks of the node for a set of manifests: its pods, with
-// the pods its workloads no longer make pruned, then its Jobs.
+// the pods its workloads no longer make pruned (its Jobs: package jobs).
 
 package run
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -29,18 +27,6 @@ func WantSet(set *manifest.Set) Want {
 		want.Prune = true
 	}
 	return want
-}
-
-// RunJobs runs the Jobs concurrently (RunJob) and returns their results in
-// order.
-func (h *Host) RunJobs(ctx context.Context, jobs []*manifest.Job, o UpOptions) []JobResult {
-	out := make([]JobResult, len(jobs))
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Go(func() { out[i] = h.RunJob(ctx, j, o) })
-	}
-	wg.Wait()
-	return out
 }
 
 // DownTargets are the pods `down` of targets removes when its manifests

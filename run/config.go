@@ -115,9 +115,6 @@ type UpOptions struct {
 	// (`up`; the daemon rolls back on its own).
 	Rollback bool
 	minReady time.Duration // a replacing pod's (readySettle, with Rollback)
-	// AwaitTTL: RunJob returns only once a finished Job's
-	// ttlSecondsAfterFinished has removed it (the daemon, which stays).
-	AwaitTTL bool
 }
 
 // DownOptions tune Down.

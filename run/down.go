@@ -108,9 +108,15 @@ func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration)
 	return err
 }
 
-// removePod takes pod uid, named key, down under its lock (a Job's
+// DownUID takes pod uid down (downUID) without its lock: a CronJob's
+// replaced Jobs' pods and those past its history limits.
+func (h *Host) DownUID(ctx context.Context, uid string) error {
+	return h.downUID(ctx, uid, nil)
+}
+
+// RemovePod takes pod uid, named key, down under its lock (a Job's
 // deleted pod, a foreground up's pod at its end).
-func (h *Host) removePod(ctx context.Context, key, uid string) error {
+func (h *Host) RemovePod(ctx context.Context, key, uid string) error {
 	unlock, err := h.lockPod(ctx, key, 0)
 	if err != nil {
 		return err

@@ -125,6 +125,10 @@ func (h *Host) ObserveProbes(fn func(kind probes.Kind, o probes.Outcome, took ti
 	h.observeProbe = fn
 }
 
+// Report tells the host's Reporter what happened outside a pod's steps
+// (the Job and CronJob controllers).
+func (h *Host) Report(e Event) { h.report(e) }
+
 // Engine exposes the runtime for image commands.
 func (h *Host) Engine() engine.Engine { return h.engine }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
@@ -113,20 +112,6 @@ func TestAdoptedStartErrorKeepsItsBackOff(t *testing.T) {
 	hs.r.w.Adopt(hs.container("app"), supervisor.RoleApp, attempts)
 	if asked := hs.clk.waitAsked(t, 1); asked[0] != 20*time.Second {
 		t.Errorf("back-off after adoption %v, want 20s (the third attempt's)", asked)
-	}
-}
-
-// TestJobPodNeverStartedKeepsItsStart: a Job's pod whose container never
-// started (StartError, started at the zero of Unix time) is as old as its
-// start time, not 56 years (activeDeadlineSeconds, pod ages).
-func TestJobPodNeverStartedKeepsItsStart(t *testing.T) {
-	start := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
-	p := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, StartTime: &metav1.Time{Time: start},
-		ContainerStatuses: []corev1.ContainerStatus{{Name: "work", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: 128, Reason: status.ReasonStartError, StartedAt: metav1.NewTime(time.Unix(0, 0)), FinishedAt: metav1.NewTime(start.Add(time.Second))}}}}}}
-	jp := jobPod(&PodInfo{UID: "u", Pod: p}, start.Add(time.Minute))
-	if !jp.Created.Equal(start) || !jp.Finished.Equal(start.Add(time.Second)) {
-		t.Errorf("created %v finished %v, want %v and a second later", jp.Created, jp.Finished, start)
 	}
 }
 

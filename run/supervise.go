@@ -156,7 +156,7 @@ func (h *Host) TerminateAll(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = h.removePod(ctx, r.key, r.pod.UID)
+			errs[i] = h.RemovePod(ctx, r.key, r.pod.UID)
 		}()
 	}
 	wg.Wait()

@@ -1,4 +1,4 @@
-package run
+package jobs
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/plan"
+	"github.com/podrun/podrun/run"
 )
 
 // cronRetry is how soon a CronJob whose pods could not be listed is looked
@@ -28,7 +29,7 @@ const cronRetry = 10 * time.Second
 // since is when the CronJob was first seen: the first time it runs for
 // is the first scheduled after it, or after the newest Job of it on the
 // node.
-func (h *Host) RunCronJob(ctx context.Context, cj *manifest.CronJob, o UpOptions, since time.Time, report func(JobResult)) {
+func (c *Controller) RunCronJob(ctx context.Context, cj *manifest.CronJob, o Options, since time.Time, report func(Result)) {
 	runners := map[string]context.CancelFunc{} // the Jobs this process runs, by name
 	finished := make(chan string)
 	defer func() {
@@ -41,22 +42,22 @@ func (h *Host) RunCronJob(ctx context.Context, cj *manifest.CronJob, o UpOptions
 	}()
 	last := since
 	for ctx.Err() == nil {
-		next := h.clock.Now().Add(cronRetry)
-		if node, err := h.Pods(ctx); err == nil {
-			next = h.cronSync(ctx, cj, o, node, &last, runners, finished, report)
+		next := c.clock.Now().Add(cronRetry)
+		if node, err := c.life.Pods(ctx); err == nil {
+			next = c.cronSync(ctx, cj, o, node, &last, runners, finished, report)
 		}
 		select {
 		case name := <-finished:
 			delete(runners, name)
-		case <-h.clock.After(max(next.Sub(h.clock.Now()), 0)):
+		case <-c.clock.After(max(next.Sub(c.clock.Now()), 0)):
 		case <-ctx.Done():
 		}
 	}
 }
 
 // cronSync is one decision of RunCronJob; it returns when to decide again.
-func (h *Host) cronSync(ctx context.Context, cj *manifest.CronJob, o UpOptions, node []*PodInfo, last *time.Time,
-	runners map[string]context.CancelFunc, finished chan<- string, report func(JobResult)) time.Time {
+func (c *Controller) cronSync(ctx context.Context, cj *manifest.CronJob, o Options, node []*run.PodInfo, last *time.Time,
+	runners map[string]context.CancelFunc, finished chan<- string, report func(Result)) time.Time {
 	active := map[string][]string{} // the Jobs of cj with pods not finished: their pods' UIDs
 	for _, p := range node {
 		if p.Pod == nil || p.Namespace != cj.Namespace || manifest.CronJobOf(p.Pod) != cj.Name {
@@ -75,9 +76,9 @@ func (h *Host) cronSync(ctx context.Context, cj *manifest.CronJob, o UpOptions, 
 			active[name] = nil
 		}
 	}
-	a := plan.DecideCronJob(cj.Spec, cj.Schedule, *last, len(active), h.clock.Now())
+	a := plan.DecideCronJob(cj.Spec, cj.Schedule, *last, len(active), c.clock.Now())
 	if a.Skipped != "" {
-		h.report(Event{Pod: cj.Key(), Msg: "cronjob: scheduled Job skipped: " + a.Skipped})
+		c.life.Report(run.Event{Pod: cj.Key(), Msg: "cronjob: scheduled Job skipped: " + a.Skipped})
 	}
 	if a.ReplaceActive {
 		for name, uids := range active {
@@ -85,8 +86,8 @@ func (h *Host) cronSync(ctx context.Context, cj *manifest.CronJob, o UpOptions, 
 				cancel() // its pods being made are deleted, RunJob returns
 			}
 			for _, uid := range uids {
-				if err := h.downUID(ctx, uid, nil); err != nil {
-					h.report(Event{Pod: cj.Key(), Msg: "cronjob: replacing Job " + name, Err: err})
+				if err := c.life.DownUID(ctx, uid); err != nil {
+					c.life.Report(run.Event{Pod: cj.Key(), Msg: "cronjob: replacing Job " + name, Err: err})
 				}
 			}
 		}
@@ -98,18 +99,18 @@ func (h *Host) cronSync(ctx context.Context, cj *manifest.CronJob, o UpOptions, 
 		runners[j.Name] = cancel
 		go func() {
 			defer cancel()
-			report(h.RunJob(jctx, j, o))
+			report(c.RunJob(jctx, j, o))
 			finished <- j.Name
 		}()
 	}
-	h.cronHistory(ctx, cj, node, runners)
+	c.cronHistory(ctx, cj, node, runners)
 	return a.Next
 }
 
 // cronHistory removes the finished Jobs of cj beyond its history limits:
 // their pods and records.
-func (h *Host) cronHistory(ctx context.Context, cj *manifest.CronJob, node []*PodInfo, runners map[string]context.CancelFunc) {
-	entries, err := os.ReadDir(filepath.Join(h.cfg.Root, "jobs"))
+func (c *Controller) cronHistory(ctx context.Context, cj *manifest.CronJob, node []*run.PodInfo, runners map[string]context.CancelFunc) {
+	entries, err := os.ReadDir(c.dir)
 	if err != nil {
 		return
 	}
@@ -125,7 +126,7 @@ func (h *Host) cronHistory(ctx context.Context, cj *manifest.CronJob, node []*Po
 		if runners[name] != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(h.cfg.Root, "jobs", e.Name()))
+		data, err := os.ReadFile(filepath.Join(c.dir, e.Name()))
 		var st plan.JobStatus
 		if err != nil || json.Unmarshal(data, &st) != nil || !st.Finished() {
 			continue
@@ -136,11 +137,11 @@ func (h *Host) cronHistory(ctx context.Context, cj *manifest.CronJob, node []*Po
 		var errs []error
 		for _, p := range node {
 			if p.Namespace == cj.Namespace && p.Pod != nil && p.Pod.Labels[manifest.JobNameLabel] == name {
-				errs = append(errs, h.downUID(ctx, p.UID, nil))
+				errs = append(errs, c.life.DownUID(ctx, p.UID))
 			}
 		}
-		if err := errors.Join(append(errs, h.ForgetJob(cj.Namespace, name))...); err != nil {
-			h.report(Event{Pod: cj.Key(), Msg: "cronjob: removing Job " + name + " (history limit)", Err: err})
+		if err := errors.Join(append(errs, c.Forget(cj.Namespace, name))...); err != nil {
+			c.life.Report(run.Event{Pod: cj.Key(), Msg: "cronjob: removing Job " + name + " (history limit)", Err: err})
 		}
 	}
 }

@@ -1,4 +1,8 @@
-package run
+// Package jobs runs the Jobs and CronJobs of this node as the job and
+// cronjob controllers would: it decides through plan (DecideJob,
+// DecideCronJob) and makes and removes their pods through the pod
+// lifecycle (Lifecycle, which run.Host implements).
+package jobs
 
 import (
 	"context"
@@ -8,20 +12,31 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/plan"
+	"github.com/podrun/podrun/run"
 )
 
-// JobResult is where a Job stands when RunJob returns.
-type JobResult struct {
+// Options tune RunJob: its pods are made with UpOptions (Wait completion,
+// unless WaitRunning).
+type Options struct {
+	run.UpOptions
+	// AwaitTTL: RunJob returns only once a finished Job's
+	// ttlSecondsAfterFinished has removed it (the daemon, which stays).
+	AwaitTTL bool
+}
+
+// Result is where a Job stands when RunJob returns.
+type Result struct {
 	Job    string // namespace/name
 	Status plan.JobStatus
 	// Pods are the outcomes of the pods it made, or deleted, meanwhile.
-	Pods []Result
+	Pods []run.Result
 	// Err is why the Job failed, with the last failed pod's failure, or
 	// why it could not be run.
 	Err error
@@ -41,23 +56,35 @@ const jobPodPoll = time.Second
 // what is there; with WaitRunning and Foreground (the daemon) the pods are
 // supervised and looked at every second until they end. When ctx ends, the
 // pods being made are undone before it returns.
-func (h *Host) RunJob(ctx context.Context, j *manifest.Job, o UpOptions) JobResult {
-	r := &jobRun{h: h, j: j, o: o, po: o, res: JobResult{Job: j.Key()}, inflight: map[string]*jobPodRun{}, done: make(chan *jobPodRun)}
-	if r.po.Wait != WaitRunning {
-		r.po.Wait = WaitCompletion
+func (c *Controller) RunJob(ctx context.Context, j *manifest.Job, o Options) Result {
+	r := &jobRun{c: c, j: j, o: o, po: o.UpOptions, res: Result{Job: j.Key()}, inflight: map[string]*jobPodRun{}, done: make(chan *jobPodRun)}
+	if r.po.Wait != run.WaitRunning {
+		r.po.Wait = run.WaitCompletion
 	}
 	r.res.Err = r.run(ctx)
 	r.drain(true)
 	return r.res
 }
 
+// RunJobs runs the Jobs concurrently (RunJob) and returns their results in
+// order.
+func (c *Controller) RunJobs(ctx context.Context, jobs []*manifest.Job, o Options) []Result {
+	out := make([]Result, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() { out[i] = c.RunJob(ctx, j, o) })
+	}
+	wg.Wait()
+	return out
+}
+
 // jobRun is one RunJob: the Job, what it has made and what it learned.
 type jobRun struct {
-	h        *Host
+	c        *Controller
 	j        *manifest.Job
-	o        UpOptions
-	po       UpOptions // the options its pods are made with
-	res      JobResult
+	o        Options
+	po       run.UpOptions // the options its pods are made with
+	res      Result
 	recorded plan.JobStatus
 	// inflight are the pods being made (by UID); each one's result comes
 	// on done, once.
@@ -71,7 +98,7 @@ type jobPodRun struct {
 	key    string
 	uid    string
 	index  int
-	rs     []Result
+	rs     []run.Result
 	cancel context.CancelFunc // nil once the Job deleted it
 }
 
@@ -79,7 +106,7 @@ type jobPodRun struct {
 // failed, if it did.
 func (r *jobRun) run(ctx context.Context) error {
 	var err error
-	if r.recorded, err = r.h.jobRecord(r.j); err != nil {
+	if r.recorded, err = r.c.jobRecord(r.j); err != nil {
 		return err
 	}
 	for ctx.Err() == nil {
@@ -95,7 +122,7 @@ func (r *jobRun) run(ctx context.Context) error {
 		r.delete(ctx, a.Delete, node)
 		if a.Expired {
 			// The TTL controller deletes the Job: applied again, it runs again.
-			if err := r.h.ForgetJob(r.j.Namespace, r.j.Name); err != nil {
+			if err := r.c.Forget(r.j.Namespace, r.j.Name); err != nil {
 				return err
 			}
 		}
@@ -110,7 +137,7 @@ func (r *jobRun) run(ctx context.Context) error {
 			return nil
 		}
 		r.launch(ctx, a.Create, made, node)
-		if r.o.Wait == WaitRunning && !r.o.Foreground {
+		if r.o.Wait == run.WaitRunning && !r.o.Foreground {
 			r.drain(false)
 			return nil
 		}
@@ -125,9 +152,9 @@ func (r *jobRun) run(ctx context.Context) error {
 // decide lists the node and decides (plan.DecideJob); made is how many pods
 // the Job has made so far. A Job that has just finished is recorded before
 // its active pods go, so that it stays finished.
-func (r *jobRun) decide(ctx context.Context) (a plan.JobActions, node []*PodInfo, made int, err error) {
-	now := r.h.clock.Now()
-	node, err = r.h.Pods(ctx)
+func (r *jobRun) decide(ctx context.Context) (a plan.JobActions, node []*run.PodInfo, made int, err error) {
+	now := r.c.clock.Now()
+	node, err = r.c.life.Pods(ctx)
 	if err != nil {
 		return a, nil, 0, err
 	}
@@ -139,7 +166,7 @@ func (r *jobRun) decide(ctx context.Context) (a plan.JobActions, node []*PodInfo
 	a = plan.DecideJob(r.j.Spec, r.j.RestartPolicy(), pods, r.recorded, now)
 	r.res.Status = a.Status
 	if a.Status.Finished() && !r.recorded.Finished() {
-		if err := r.h.recordJob(r.j, a.Status); err != nil {
+		if err := r.c.recordJob(r.j, a.Status); err != nil {
 			return a, nil, 0, err
 		}
 		r.recorded = a.Status
@@ -149,7 +176,7 @@ func (r *jobRun) decide(ctx context.Context) (a plan.JobActions, node []*PodInfo
 
 // delete removes the pods the Job deletes: one being made is cancelled
 // (undone), one on the node is taken down under its lock.
-func (r *jobRun) delete(ctx context.Context, uids []string, node []*PodInfo) {
+func (r *jobRun) delete(ctx context.Context, uids []string, node []*run.PodInfo) {
 	for _, uid := range uids {
 		if m := r.inflight[uid]; m != nil {
 			if m.cancel != nil {
@@ -159,7 +186,7 @@ func (r *jobRun) delete(ctx context.Context, uids []string, node []*PodInfo) {
 			continue
 		}
 		key := keyOf(node, uid)
-		r.res.Pods = append(r.res.Pods, Result{Pod: key, UID: uid, Action: Removed, Err: r.h.removePod(ctx, key, uid)})
+		r.res.Pods = append(r.res.Pods, run.Result{Pod: key, UID: uid, Action: run.Removed, Err: r.c.life.RemovePod(ctx, key, uid)})
 	}
 }
 
@@ -178,7 +205,7 @@ func (r *jobRun) failure(st plan.JobStatus) error {
 
 // launch starts making a pod for each index of create; made is how many
 // pods the Job has made before (they number its attempts).
-func (r *jobRun) launch(ctx context.Context, create []int, made int, node []*PodInfo) {
+func (r *jobRun) launch(ctx context.Context, create []int, made int, node []*run.PodInfo) {
 	for i, index := range create {
 		p := r.j.Pod(made+i, index)
 		pctx, cancel := context.WithCancel(ctx)
@@ -186,7 +213,7 @@ func (r *jobRun) launch(ctx context.Context, create []int, made int, node []*Pod
 		r.inflight[p.UID] = m
 		go func() {
 			defer cancel()
-			m.rs = r.h.SyncPod(pctx, m.key, Want{Pods: []*manifest.Pod{p}}, r.po, node)
+			m.rs = r.c.life.SyncPod(pctx, m.key, run.Want{Pods: []*manifest.Pod{p}}, r.po, node)
 			r.done <- m
 		}()
 	}
@@ -198,7 +225,7 @@ func (r *jobRun) launch(ctx context.Context, create []int, made int, node []*Pod
 func (r *jobRun) collect(ctx context.Context, next time.Time, poll bool) bool {
 	d := time.Duration(-1)
 	if !next.IsZero() {
-		d = max(next.Sub(r.h.clock.Now()), 0)
+		d = max(next.Sub(r.c.clock.Now()), 0)
 	}
 	if poll && (d < 0 || d > jobPodPoll) {
 		d = jobPodPoll
@@ -208,7 +235,7 @@ func (r *jobRun) collect(ctx context.Context, next time.Time, poll bool) bool {
 	}
 	var timer <-chan time.Time
 	if d >= 0 {
-		timer = r.h.clock.After(d)
+		timer = r.c.clock.After(d)
 	}
 	select {
 	case m := <-r.done:
@@ -240,10 +267,10 @@ func (r *jobRun) drain(stop bool) {
 func (r *jobRun) ended(m *jobPodRun) {
 	delete(r.inflight, m.uid)
 	for _, p := range m.rs {
-		var pf *PodFailedError
+		var pf *run.PodFailedError
 		switch {
 		case m.cancel == nil: // deleted by the Job
-			p.Action, p.Err, p.Phase = Removed, nil, ""
+			p.Action, p.Err, p.Phase = run.Removed, nil, ""
 		case p.Err != nil && p.Phase == corev1.PodFailed && errors.As(p.Err, &pf):
 			r.lastFailure, p.Err = p.Err, nil
 		}
@@ -253,7 +280,7 @@ func (r *jobRun) ended(m *jobPodRun) {
 
 // jobPods are the pods of Job j: those node lists, and those being made
 // (making) that it does not list yet.
-func jobPods(node []*PodInfo, j *manifest.Job, making []plan.JobPod, now time.Time) []plan.JobPod {
+func jobPods(node []*run.PodInfo, j *manifest.Job, making []plan.JobPod, now time.Time) []plan.JobPod {
 	var pods []plan.JobPod
 	listed := map[string]bool{}
 	for _, p := range node {
@@ -271,7 +298,7 @@ func jobPods(node []*PodInfo, j *manifest.Job, making []plan.JobPod, now time.Ti
 }
 
 // jobPod is what the job controller knows of one of a Job's pods.
-func jobPod(p *PodInfo, now time.Time) plan.JobPod {
+func jobPod(p *run.PodInfo, now time.Time) plan.JobPod {
 	jp := plan.JobPod{UID: p.UID, Index: -1, Phase: p.Pod.Status.Phase, Created: now}
 	if i, ok := p.Pod.Annotations[manifest.JobIndexLabel]; ok {
 		fmt.Sscan(i, &jp.Index)
@@ -303,7 +330,7 @@ func jobPod(p *PodInfo, now time.Time) plan.JobPod {
 }
 
 // keyOf is the namespace/name of the pod uid in node.
-func keyOf(node []*PodInfo, uid string) string {
+func keyOf(node []*run.PodInfo, uid string) string {
 	for _, p := range node {
 		if p.UID == uid {
 			return p.Key()
@@ -315,39 +342,39 @@ func keyOf(node []*PodInfo, uid string) string {
 // A finished Job's condition is recorded in <root>/jobs/<ns>_<name>_<uid>.json
 // (a Job's status, which a cluster keeps in the Job object): the pods that
 // ran may be gone.
-func (h *Host) jobFile(ns, name, uid string) string {
-	return filepath.Join(h.cfg.Root, "jobs", ns+"_"+name+"_"+uid+".json")
+func (c *Controller) jobFile(ns, name, uid string) string {
+	return filepath.Join(c.dir, ns+"_"+name+"_"+uid+".json")
 }
 
 // recordJob records a Job's finished status.
-func (h *Host) recordJob(j *manifest.Job, st plan.JobStatus) error {
-	if err := os.MkdirAll(filepath.Join(h.cfg.Root, "jobs"), 0o750); err != nil {
+func (c *Controller) recordJob(j *manifest.Job, st plan.JobStatus) error {
+	if err := os.MkdirAll(c.dir, 0o750); err != nil {
 		return err
 	}
 	data, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
-	return h.disk.WriteFile(h.jobFile(j.Namespace, j.Name, j.UID), data, 0o640)
+	return c.disk.WriteFile(c.jobFile(j.Namespace, j.Name, j.UID), data, 0o640)
 }
 
 // jobRecord reads the recorded status of Job j (zero when it has none),
 // and forgets the records of earlier Jobs of its name.
-func (h *Host) jobRecord(j *manifest.Job) (plan.JobStatus, error) {
+func (c *Controller) jobRecord(j *manifest.Job) (plan.JobStatus, error) {
 	var st plan.JobStatus
-	others, err := h.jobFiles(j.Namespace, j.Name)
+	others, err := c.jobFiles(j.Namespace, j.Name)
 	if err != nil {
 		return st, err
 	}
 	for _, f := range others {
-		if f == h.jobFile(j.Namespace, j.Name, j.UID) {
+		if f == c.jobFile(j.Namespace, j.Name, j.UID) {
 			continue
 		}
-		if err := h.disk.RemoveFile(f); err != nil {
+		if err := c.disk.RemoveFile(f); err != nil {
 			return st, err
 		}
 	}
-	data, err := os.ReadFile(h.jobFile(j.Namespace, j.Name, j.UID))
+	data, err := os.ReadFile(c.jobFile(j.Namespace, j.Name, j.UID))
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
 	}
@@ -360,19 +387,19 @@ func (h *Host) jobRecord(j *manifest.Job) (plan.JobStatus, error) {
 	return st, nil
 }
 
-// ForgetJob removes the records of the Jobs named namespace/name (down, a
+// Forget removes the records of the Jobs named namespace/name (down, a
 // Job past its TTL).
-func (h *Host) ForgetJob(namespace, name string) error {
-	files, err := h.jobFiles(namespace, name)
+func (c *Controller) Forget(namespace, name string) error {
+	files, err := c.jobFiles(namespace, name)
 	for _, f := range files {
-		err = errors.Join(err, h.disk.RemoveFile(f))
+		err = errors.Join(err, c.disk.RemoveFile(f))
 	}
 	return err
 }
 
 // jobFiles are the records of the Jobs named namespace/name.
-func (h *Host) jobFiles(namespace, name string) ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(h.cfg.Root, "jobs"))
+func (c *Controller) jobFiles(namespace, name string) ([]string, error) {
+	entries, err := os.ReadDir(c.dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -381,7 +408,7 @@ func (h *Host) jobFiles(namespace, name string) ([]string, error) {
 		rest, ok := strings.CutPrefix(e.Name(), namespace+"_"+name+"_")
 		// Namespaces and names have no "_": the rest is <uid>.json alone.
 		if ok && !strings.Contains(rest, "_") && strings.HasSuffix(rest, ".json") {
-			out = append(out, filepath.Join(h.cfg.Root, "jobs", e.Name()))
+			out = append(out, filepath.Join(c.dir, e.Name()))
 		}
 	}
 	return out, err
