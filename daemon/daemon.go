@@ -165,11 +165,14 @@ func (p *published) get() (problems []Problem, sources map[string]string, rolled
 
 // New returns a daemon on a connected host.
 func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
-	src := NewSources(o.ManifestDir, o.URL)
-	src.Admission, src.URLHeaderFile = o.Admission, o.URLHeaderFile
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	if o.Admission.Clock == nil {
+		o.Admission.Clock = o.Clock // stamps the static pods
+	}
+	src := NewSources(o.ManifestDir, o.URL)
+	src.Admission, src.URLHeaderFile = o.Admission, o.URLHeaderFile
 	d := &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{},
 		archives: map[string]archiveState{}, pub: published{sources: map[string]string{}}, jobRuns: map[string]*jobRun{},
 		watched: map[string]string{}, kick: make(chan struct{}, 1), clock: o.Clock}
