@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"time"
 
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
@@ -53,7 +54,7 @@ func (d *Daemon) assignJobs(ctx context.Context, broken map[string]bool) (stoppe
 	}
 	for _, cj := range cronJobs {
 		names["CronJob/"+cj.Key()] = true
-		wanted[cj.UID] = func(jctx context.Context) { d.h.RunCronJob(jctx, cj, opts, d.clock.Now(), d.logJob) }
+		wanted[cj.UID] = func(jctx context.Context) { d.h.RunCronJob(jctx, cj, opts, time.Now(), d.logJob) }
 		if d.jobRuns[cj.UID] == nil {
 			d.jobRuns[cj.UID] = &jobRun{kind: "CronJob", ns: cj.Namespace, name: cj.Name, source: cj.Source.Origin()}
 		}
