@@ -96,7 +96,8 @@ type Daemon struct {
 	archives map[string]archiveState
 	// wanted are the images of the pods the sources define, at the last
 	// sync: image GC keeps them though no container uses them yet.
-	wanted keptImages
+	wantedMu sync.Mutex
+	wanted   []string
 	// workers change the pods, one goroutine per pod (workers.go).
 	workers *workers
 	// pub is what the status file is made of besides the workers' results.
@@ -113,25 +114,6 @@ type Daemon struct {
 	watched map[string]string
 	kick    chan struct{}
 	clock   clock.Clock
-}
-
-// keptImages are the images of the pods the sources define, at the last
-// sync (written by the sync, read by the image GC).
-type keptImages struct {
-	mu   sync.Mutex
-	refs []string
-}
-
-func (k *keptImages) set(refs []string) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.refs = refs
-}
-
-func (k *keptImages) get() []string {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return slices.Clone(k.refs)
 }
 
 // published is what the status file is made of besides the workers'
@@ -712,7 +694,9 @@ func (d *Daemon) keepImages(wants map[string]Want) {
 			refs = append(refs, c.Image)
 		}
 	}
-	d.wanted.set(refs)
+	d.wantedMu.Lock()
+	d.wanted = refs
+	d.wantedMu.Unlock()
 }
 
 // collectImages runs the image GC whenever due says (timerImageGC: after
@@ -725,7 +709,10 @@ func (d *Daemon) collectImages(ctx context.Context, due <-chan struct{}) {
 			return
 		case <-due:
 		}
-		removed, err := d.h.CollectImages(ctx, run.ImageGC{Policy: d.o.ImageGC, Keep: d.wanted.get()})
+		d.wantedMu.Lock()
+		keep := slices.Clone(d.wanted)
+		d.wantedMu.Unlock()
+		removed, err := d.h.CollectImages(ctx, run.ImageGC{Policy: d.o.ImageGC, Keep: keep})
 		for _, ref := range removed {
 			d.log.Info("removed an unused image", "image", ref)
 		}
