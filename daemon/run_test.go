@@ -66,6 +66,12 @@ func TestRunFiresItsTimers(t *testing.T) {
 		}
 	}
 	waitSyncs(1, "at start")
+	// The loop's timers start from the clock's time once it waits on it.
+	for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the loop never waited on the clock")
+		}
+	}
 	clk.Step(time.Minute - time.Second)
 	waitSyncs(1, "before --resync is over")
 	clk.Step(time.Second)
@@ -82,6 +88,14 @@ func TestRunFiresItsTimers(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	waitSyncs(4, "a file being written")
-	clk.Step(o.Settle)
+	// Under load its events may come after a step: the next one reads it
+	// (10 steps of Settle stay well short of the next re-scan).
+	for i := 0; syncs() < 5; i++ {
+		if i == 10 {
+			t.Fatal("the file written was never read")
+		}
+		clk.Step(o.Settle)
+		time.Sleep(20 * time.Millisecond)
+	}
 	waitSyncs(5, "a file left alone for Settle")
 }
