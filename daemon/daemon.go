@@ -21,6 +21,7 @@ import (
 	sd "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/fsnotify/fsnotify"
 	"github.com/google/renameio/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/images"
@@ -67,6 +68,8 @@ type Options struct {
 	// ImageGC is the image garbage collection policy, applied every
 	// imageGCPeriod; the images of the sources' pods are kept.
 	ImageGC imagegc.Policy
+	// Clock drives the daemon's timers and stamps; nil is the real one.
+	Clock clock.Clock
 }
 
 // imageGCPeriod is how often the daemon checks the image filesystem (the
@@ -100,11 +103,8 @@ type Daemon struct {
 	wanted   []string
 	// workers change the pods, one goroutine per pod (workers.go).
 	workers *workers
-	// pubMu guards what the status file is made of besides the workers'
-	// results: the last sync's problems, and the sources of the pods wanted.
-	pubMu    sync.Mutex
-	problems []Problem
-	sources  map[string]string // namespace/name -> source
+	// pub is what the status file is made of besides the workers' results.
+	pub published
 	// jobRuns are the goroutines of the sources' Jobs and CronJobs, by
 	// UID; current names those the sources define (jobs.go).
 	jobsMu  sync.Mutex
@@ -116,17 +116,51 @@ type Daemon struct {
 	watchMu sync.Mutex
 	watched map[string]string
 	kick    chan struct{}
-	// rolledBack are the pods wanted that run a rollback's version.
-	rolledBack []Rollback
+	clock   clock.Clock
+}
+
+// published is what the status file is made of besides the workers'
+// results, as the last sync found it.
+type published struct {
+	mu         sync.Mutex
+	problems   []Problem
+	sources    map[string]string // namespace/name -> source
+	rolledBack []Rollback        // the pods wanted that run a rollback's version
+}
+
+func (p *published) setProblems(problems []Problem) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.problems = problems
+}
+
+func (p *published) setWanted(sources map[string]string, rolledBack []Rollback) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sources, p.rolledBack = sources, rolledBack
+}
+
+// get returns a copy of the problems, and the sources and rollbacks (never
+// changed once set).
+func (p *published) get() (problems []Problem, sources map[string]string, rolledBack []Rollback) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.problems), p.sources, p.rolledBack
 }
 
 // New returns a daemon on a connected host.
 func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Admission.Clock == nil {
+		o.Admission.Clock = o.Clock // stamps the static pods
+	}
 	src := NewSources(o.ManifestDir, o.URL)
 	src.Admission, src.URLHeaderFile = o.Admission, o.URLHeaderFile
 	d := &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{},
-		archives: map[string]archiveState{}, sources: map[string]string{}, jobRuns: map[string]*jobRun{},
-		watched: map[string]string{}, kick: make(chan struct{}, 1)}
+		archives: map[string]archiveState{}, pub: published{sources: map[string]string{}}, jobRuns: map[string]*jobRun{},
+		watched: map[string]string{}, kick: make(chan struct{}, 1), clock: o.Clock}
 	d.workers = newWorkers(d.syncPod)
 	return d
 }
@@ -156,114 +190,168 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 	d.publish()
 	d.notify(sd.SdNotifyReady)
 	go d.watchdog(ctx)
-	go d.collectLogs(ctx)
-	go d.collectImages(ctx)
-
-	settle := map[string]time.Time{} // files being written, until when
-	var due time.Time                // when the next event-driven sync is due
-	timer := time.NewTimer(time.Hour)
+	l := d.newLoop(d.clock.Now(), retry)
+	go d.collectLogs(ctx, l.logGC)
+	go d.collectImages(ctx, l.imageGC)
+	timer := d.clock.NewTimer(0)
 	defer timer.Stop()
-	resync := time.NewTicker(d.o.Resync)
-	defer resync.Stop()
-	backoff := time.Second
-	var listed time.Time // the last listing for the pod metrics
-	schedule := func(at time.Time) {
-		if due.IsZero() || at.Before(due) {
-			due = at
-			timer.Reset(time.Until(at))
-		}
-	}
-	if retry {
-		schedule(time.Now().Add(backoff))
-	}
-	// A pod whose image is in back-off is tried again when the back-off ends.
-	wake := func() {
-		if at := d.h.Images().NextRetry(); !at.IsZero() {
-			schedule(at)
-		}
-	}
-	wake()
 	for {
+		wait, _ := l.sched.next(d.clock.Now()) // the re-scan is always scheduled
+		timer.Reset(wait)
 		select {
 		case ev, ok := <-w.Events:
 			if !ok {
 				return errors.New("the directory watch ended")
 			}
-			if filepath.Dir(ev.Name) == d.o.ImagesDir && d.o.ImagesDir != "" {
-				if isArchive(filepath.Base(ev.Name)) {
-					schedule(time.Now().Add(2 * d.o.Settle)) // imported once left alone for Settle
-				}
-				continue
-			}
-			if !manifest.IsManifest(filepath.Base(ev.Name)) {
-				continue
-			}
-			if ev.Has(fsnotify.Write) {
-				settle[ev.Name] = time.Now().Add(d.o.Settle)
-				schedule(settle[ev.Name])
-				continue
-			}
-			if _, writing := settle[ev.Name]; !writing {
-				schedule(time.Now().Add(quick))
-			}
+			l.event(ev)
 		case err := <-w.Errors:
 			d.log.Warn("directory watch", "err", err)
-		case <-timer.C:
-			due = time.Time{}
-			now := time.Now()
-			if d.sync(ctx, writing(settle, now, schedule)) {
-				schedule(now.Add(backoff))
-				backoff = min(2*backoff, d.o.Resync)
-			} else {
-				backoff = time.Second
+		case <-timer.C(): // or a stale fire of a timer reset since: then nothing is due
+			for _, name := range l.sched.fire(d.clock.Now()) {
+				l.fire(ctx, name)
 			}
-			wake()
-		case <-resync.C:
-			d.sync(ctx, writing(settle, time.Now(), schedule))
-			wake()
 		case <-d.workers.done:
-			d.publish()
-			// The pod metrics: one listing a second at most, however many
-			// workers finish (50 pods started at once).
-			if time.Since(listed) >= time.Second {
-				listed = time.Now()
-				if pods, err := d.h.Pods(ctx); err == nil {
-					d.metrics.setPods(d.owned(pods))
-				}
-			}
-			wake()
+			l.workerDone(ctx)
 		case <-d.kick: // a rollback recorded (rollback.go)
-			schedule(time.Now())
+			l.sched.at(timerSync, d.clock.Now())
 		case <-hup:
 			d.log.Info("SIGHUP: re-scanning")
-			d.sync(ctx, writing(settle, time.Now(), schedule))
-			wake()
+			l.rescan(ctx)
 		case <-ctx.Done():
 			return d.shutdown()
 		}
 	}
 }
 
-// writing returns the files still being written (their settle time is not
-// over), scheduling a sync for when each is; it forgets settled files.
-func writing(settle map[string]time.Time, now time.Time, schedule func(time.Time)) map[string]bool {
+// loop is what Run's loop keeps between its events: the timers, the files
+// being written, the back-off of a sync retried.
+type loop struct {
+	d       *Daemon
+	sched   *schedule
+	settle  map[string]time.Time // files being written, until when
+	backoff time.Duration        // before a sync the runtime did not answer is retried
+	listed  time.Time            // the last listing for the pod metrics
+	// logGC and imageGC have the collectors run (collectLogs,
+	// collectImages); a collection asked for while one runs is dropped.
+	logGC, imageGC chan struct{}
+}
+
+// newLoop schedules the daemon's timers at now, after the first sync (a
+// sync retried soon when that one should be).
+func (d *Daemon) newLoop(now time.Time, retry bool) *loop {
+	l := &loop{d: d, sched: newSchedule(), settle: map[string]time.Time{}, backoff: time.Second,
+		logGC: make(chan struct{}, 1), imageGC: make(chan struct{}, 1)}
+	l.sched.every(timerResync, now.Add(d.o.Resync), d.o.Resync)
+	l.sched.every(timerLogGC, now, logGCPeriod)
+	l.sched.every(timerImageGC, now, imageGCPeriod)
+	if retry {
+		l.sched.at(timerSync, now.Add(l.backoff))
+	}
+	l.wake()
+	return l
+}
+
+// event schedules the sync a change in the watched directories asks for.
+func (l *loop) event(ev fsnotify.Event) {
+	d, now := l.d, l.d.clock.Now()
+	if filepath.Dir(ev.Name) == d.o.ImagesDir && d.o.ImagesDir != "" {
+		if isArchive(filepath.Base(ev.Name)) {
+			l.sched.at(timerSync, now.Add(2*d.o.Settle)) // imported once left alone for Settle
+		}
+		return
+	}
+	if !manifest.IsManifest(filepath.Base(ev.Name)) {
+		return
+	}
+	if ev.Has(fsnotify.Write) {
+		l.settle[ev.Name] = now.Add(d.o.Settle)
+		l.sched.at(timerSync, l.settle[ev.Name])
+		return
+	}
+	if _, writing := l.settle[ev.Name]; !writing {
+		l.sched.at(timerSync, now.Add(quick))
+	}
+}
+
+// fire does what timer name is for.
+func (l *loop) fire(ctx context.Context, name timerName) {
+	switch name {
+	case timerSync:
+		now := l.d.clock.Now()
+		if l.d.sync(ctx, l.writing(now)) {
+			l.sched.at(timerSync, now.Add(l.backoff))
+			l.backoff = min(2*l.backoff, l.d.o.Resync)
+		} else {
+			l.backoff = time.Second
+		}
+		l.wake()
+	case timerResync:
+		l.rescan(ctx)
+	case timerLogGC:
+		poke(l.logGC)
+	case timerImageGC:
+		poke(l.imageGC)
+	}
+}
+
+// rescan syncs all the sources.
+func (l *loop) rescan(ctx context.Context) {
+	l.d.sync(ctx, l.writing(l.d.clock.Now()))
+	l.wake()
+}
+
+// workerDone publishes a worker's outcome.
+func (l *loop) workerDone(ctx context.Context) {
+	d := l.d
+	d.publish()
+	// The pod metrics: one listing a second at most, however many
+	// workers finish (50 pods started at once).
+	if d.clock.Since(l.listed) >= time.Second {
+		l.listed = d.clock.Now()
+		if pods, err := d.h.Pods(ctx); err == nil {
+			d.metrics.setPods(d.owned(pods))
+		}
+	}
+	l.wake()
+}
+
+// wake schedules a sync for when the pull back-off of a pod's image ends:
+// the pod is tried again then.
+func (l *loop) wake() {
+	if at := l.d.h.Images().NextRetry(); !at.IsZero() {
+		l.sched.at(timerSync, at)
+	}
+}
+
+// writing returns the files still being written at now (their settle time
+// is not over), scheduling a sync for when each is; it forgets settled
+// files.
+func (l *loop) writing(now time.Time) map[string]bool {
 	busy := map[string]bool{}
-	for f, until := range settle {
+	for f, until := range l.settle {
 		if until.After(now) {
 			busy[f] = true
-			schedule(until)
+			l.sched.at(timerSync, until)
 		} else {
-			delete(settle, f)
+			delete(l.settle, f)
 		}
 	}
 	return busy
 }
 
+// poke asks a collector to run, unless it has been asked already.
+func poke(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
 // sync applies the sources once; it returns true when it should be retried
 // soon (the runtime did not answer).
 func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool) {
-	start := time.Now()
-	defer func() { d.metrics.observeSync(time.Since(start), retry) }()
+	start := d.clock.Now()
+	defer func() { d.metrics.observeSync(d.clock.Since(start), retry) }()
 	imageProblems := d.importImages(ctx) // before the pods that need them start
 	wants, broken, problems := d.src.Scan(ctx, settling)
 	d.keepImages(wants)
@@ -284,9 +372,7 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	}
 	d.syncJobs(ctx, broken) // before dispatch, which prunes the pods of no source and no Job
 	d.dispatch(ctx, wants, broken, pods)
-	d.pubMu.Lock()
-	d.problems = problems
-	d.pubMu.Unlock()
+	d.pub.setProblems(problems)
 	d.health.set(true, "")
 	d.publish()
 	d.metrics.setPods(d.owned(pods))
@@ -341,10 +427,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 		}
 		w.Pods = append(w.Pods, p)
 	}
-	d.pubMu.Lock()
-	d.sources = sources
-	d.rolledBack = rolledBack
-	d.pubMu.Unlock()
+	d.pub.setWanted(sources, rolledBack)
 	d.watchMu.Lock()
 	maps.DeleteFunc(d.watched, func(k, _ string) bool { _, ok := wants[k]; return !ok }) // pods of no source
 	d.watchMu.Unlock()
@@ -401,11 +484,7 @@ func (d *Daemon) syncPod(ctx, life context.Context, key string, j job) []run.Res
 // failed to start, and those waiting for an image (tried again with the
 // kubelet's image back-off), from each pod's latest outcome.
 func (d *Daemon) publish() {
-	d.pubMu.Lock()
-	problems := append([]Problem(nil), d.problems...)
-	sources := d.sources
-	rolledBack := d.rolledBack
-	d.pubMu.Unlock()
+	problems, sources, rolledBack := d.pub.get()
 	latest := d.workers.results(func(key string) bool { _, ok := sources[key]; return ok })
 	keys := make([]string, 0, len(latest))
 	for k := range latest {
@@ -473,7 +552,7 @@ func (d *Daemon) logProblems(problems []Problem) {
 // names every problem, and the URL even redacted says where pods come
 // from).
 func (d *Daemon) writeStatus(st Status) {
-	st.PID, st.ManifestDir, st.URL, st.Updated = os.Getpid(), d.o.ManifestDir, d.src.URLName(), time.Now().UTC()
+	st.PID, st.ManifestDir, st.URL, st.Updated = os.Getpid(), d.o.ManifestDir, d.src.URLName(), d.clock.Now().UTC()
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(d.o.StatusFile), 0o700)
@@ -511,20 +590,20 @@ func (d *Daemon) watchdog(ctx context.Context) {
 }
 
 // collectLogs removes the logs of pods that are gone (Options.LogRetention)
-// now and every logGCPeriod, until ctx ends.
-func (d *Daemon) collectLogs(ctx context.Context) {
+// whenever due says (timerLogGC), until ctx ends.
+func (d *Daemon) collectLogs(ctx context.Context, due <-chan struct{}) {
 	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-due:
+		}
 		removed, err := d.h.CollectLogs(ctx, d.o.LogRetention)
 		for _, dir := range removed {
 			d.log.Info("removed the logs of a pod that is gone", "dir", dir)
 		}
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("collecting the logs of pods that are gone", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(logGCPeriod):
 		}
 	}
 }
@@ -542,10 +621,16 @@ func (d *Daemon) keepImages(wants map[string]Want) {
 	d.wantedMu.Unlock()
 }
 
-// collectImages runs the image GC after the first sync (the images the
-// sources want are known then) and every imageGCPeriod, until ctx ends.
-func (d *Daemon) collectImages(ctx context.Context) {
+// collectImages runs the image GC whenever due says (timerImageGC: after
+// the first sync, when the images the sources want are known, and every
+// imageGCPeriod), until ctx ends.
+func (d *Daemon) collectImages(ctx context.Context, due <-chan struct{}) {
 	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-due:
+		}
 		d.wantedMu.Lock()
 		keep := slices.Clone(d.wanted)
 		d.wantedMu.Unlock()
@@ -555,11 +640,6 @@ func (d *Daemon) collectImages(ctx context.Context) {
 		}
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("image garbage collection", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(imageGCPeriod):
 		}
 	}
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"time"
 
 	"github.com/podrun/podrun/jobs"
 	"github.com/podrun/podrun/manifest"
@@ -59,7 +58,7 @@ func (d *Daemon) assignJobs(ctx context.Context, broken map[string]bool) (stoppe
 	}
 	for _, cj := range cronJobs {
 		names["CronJob/"+cj.Key()] = true
-		wanted[cj.UID] = func(jctx context.Context) { ctl.RunCronJob(jctx, cj, opts, time.Now(), d.logJob) }
+		wanted[cj.UID] = func(jctx context.Context) { ctl.RunCronJob(jctx, cj, opts, d.clock.Now(), d.logJob) }
 		if d.jobRuns[cj.UID] == nil {
 			d.jobRuns[cj.UID] = &jobRun{kind: "CronJob", ns: cj.Namespace, name: cj.Name, source: cj.Source.Origin()}
 		}

@@ -72,7 +72,7 @@ func (d *Daemon) watchProgress(ctx context.Context, p *manifest.Pod, workload *i
 		deadline = d.o.ProgressDeadline
 	}
 	go func() {
-		if !d.awaitProgress(ctx, p, time.Now(), deadline) {
+		if !d.awaitProgress(ctx, p, d.clock.Now(), deadline) {
 			d.forgetWatch(key, p.UID) // watched again if it comes back
 		}
 	}()
@@ -95,7 +95,7 @@ func (d *Daemon) awaitProgress(ctx context.Context, p *manifest.Pod, since time.
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(progressPoll):
+		case <-d.clock.After(progressPoll):
 		}
 		info, err := d.h.PodOf(ctx, p.Key(), p.UID)
 		switch {
@@ -104,7 +104,7 @@ func (d *Daemon) awaitProgress(ctx context.Context, p *manifest.Pod, since time.
 		case info == nil:
 			return false // replaced or removed meanwhile
 		}
-		v := progress.Decide(info.Pod, since, time.Now(), deadline)
+		v := progress.Decide(info.Pod, since, d.clock.Now(), deadline)
 		switch {
 		case v.Phase == progress.Ready && wasReady:
 			return true

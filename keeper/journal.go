@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
 )
 
 // maxLog bounds the keeper's own log: over it, keeper.log is renamed
@@ -36,7 +37,7 @@ type journal struct {
 	restart func() error
 	size    int64
 	max     int64
-	now     func() time.Time
+	clock   clock.PassiveClock
 	said    map[string]*repeat
 }
 
@@ -49,7 +50,7 @@ type repeat struct {
 
 // newJournal is the journal of the keeper of dir, on its stderr.
 func newJournal(dir string) *journal {
-	j := &journal{out: os.Stderr, max: maxLog, now: time.Now, said: map[string]*repeat{}}
+	j := &journal{out: os.Stderr, max: maxLog, clock: clock.RealClock{}, said: map[string]*repeat{}}
 	path := filepath.Join(dir, logFile)
 	a, err := os.Stderr.Stat()
 	if b, berr := os.Lstat(path); err == nil && berr == nil && os.SameFile(a, b) {
@@ -86,7 +87,7 @@ func restartStderr(path string) error {
 func (j *journal) log(msg string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	now := j.now()
+	now := j.clock.Now()
 	for m, r := range j.said {
 		if now.Sub(r.at) < repeatWindow {
 			continue

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	testclock "k8s.io/utils/clock/testing"
 )
 
 // fileOut is a journal's stderr in a test: a file that restart renames
@@ -44,7 +46,7 @@ func TestJournalCapsTheLog(t *testing.T) {
 	out := &fileOut{path: path}
 	out.open(t)
 	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	j := &journal{out: out, max: 4096, now: func() time.Time { return at }, said: map[string]*repeat{},
+	j := &journal{out: out, max: 4096, clock: testclock.NewFakePassiveClock(at), said: map[string]*repeat{},
 		restart: func() error {
 			out.f.Close()
 			if err := os.Rename(path, path+".1"); err != nil {
@@ -72,17 +74,17 @@ func TestJournalCapsTheLog(t *testing.T) {
 // message once the minute is over, and the message is written again.
 func TestJournalRepeats(t *testing.T) {
 	var out strings.Builder
-	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	j := &journal{out: &out, max: 1 << 20, now: func() time.Time { return at }, said: map[string]*repeat{}}
+	clk := testclock.NewFakePassiveClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	j := &journal{out: &out, max: 1 << 20, clock: clk, said: map[string]*repeat{}}
 	for i := range 1000 {
 		j.log("taking x: too many open files")
 		j.log(fmt.Sprintf("taking y%d", i%2)) // interleaved repeats are counted too
-		at = at.Add(10 * time.Millisecond)
+		clk.SetTime(clk.Now().Add(10 * time.Millisecond))
 	}
 	if got := strings.Count(out.String(), "\n"); got != 3 {
 		t.Fatalf("3000 messages, 3 different, within a minute: %d lines written, want 3:\n%s", got, out.String())
 	}
-	at = at.Add(time.Minute)
+	clk.SetTime(clk.Now().Add(time.Minute))
 	j.log("taking x: too many open files")
 	want := []string{
 		"taking x: too many open files", "taking y0", "taking y1",

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	psaapi "k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
+	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/resources"
 )
@@ -43,6 +44,9 @@ type Options struct {
 	// of that name, as the kubelet names and annotates the pods of its
 	// manifest directory and URL (static.go): the daemon's.
 	StaticNode string
+	// Clock stamps when a static pod was seen (ConfigSeenAnnotation); nil
+	// is the real one.
+	Clock clock.PassiveClock
 }
 
 // NamespacedSysctls are patterns matching every sysctl known to be

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 )
 
 // The annotations the kubelet puts on a static pod (pkg/kubelet/types).
@@ -55,7 +56,7 @@ func (r *reader) makeStatic(p *Pod, src Source, prefix string) {
 	}
 	pod.Annotations[ConfigSourceAnnotation] = kind
 	pod.Annotations[ConfigHashAnnotation] = uid
-	pod.Annotations[ConfigSeenAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+	pod.Annotations[ConfigSeenAnnotation] = r.opts.now().UTC().Format(time.RFC3339Nano)
 	// Static pods tolerate every NoExecute taint (the kubelet adds this so
 	// that node problems never evict them).
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})
@@ -70,4 +71,12 @@ func StaticName(pod *corev1.Pod) (string, bool) {
 		return "", false
 	}
 	return strings.CutSuffix(pod.Name, "-"+pod.Spec.NodeName)
+}
+
+// now is the time on the options' clock.
+func (o Options) now() time.Time {
+	if o.Clock == nil {
+		return clock.RealClock{}.Now()
+	}
+	return o.Clock.Now()
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	testclock "k8s.io/utils/clock/testing"
 )
 
 const staticPod = `apiVersion: v1
@@ -27,7 +29,8 @@ func TestStaticPods(t *testing.T) {
 		t.Errorf("a pod of up: name %q, annotations %v; want the file's, none", applied.Name, applied.Annotations)
 	}
 
-	o := Options{StaticNode: "edge-1"}
+	seenAt := time.Date(2026, 11, 29, 10, 0, 0, 123, time.UTC)
+	o := Options{StaticNode: "edge-1", Clock: testclock.NewFakePassiveClock(seenAt)}
 	p := parse(o, "/etc/podrun/manifests/web.yaml", staticPod)
 	if p.Name != "web-edge-1" || p.Spec.NodeName != "edge-1" || p.Key() != "default/web-edge-1" {
 		t.Errorf("static pod: name %q, nodeName %q, key %q", p.Name, p.Spec.NodeName, p.Key())
@@ -38,7 +41,7 @@ func TestStaticPods(t *testing.T) {
 	if p.Annotations[ConfigSourceAnnotation] != "file" {
 		t.Errorf("config.source = %q, want file", p.Annotations[ConfigSourceAnnotation])
 	}
-	if seen, err := time.Parse(time.RFC3339Nano, p.Annotations[ConfigSeenAnnotation]); err != nil || time.Since(seen) > time.Minute {
+	if seen, err := time.Parse(time.RFC3339Nano, p.Annotations[ConfigSeenAnnotation]); err != nil || !seen.Equal(seenAt) {
 		t.Errorf("config.seen = %q (%v)", p.Annotations[ConfigSeenAnnotation], err)
 	}
 	if name, ok := StaticName(p.Pod); !ok || name != "web" {

@@ -6,22 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 )
-
-// Clock lets tests drive time.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now returns the current time.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// After waits for d to pass.
-func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Kind is the kind of a probe.
 type Kind string
@@ -46,7 +32,7 @@ type Worker struct {
 	kind    Kind
 	probe   corev1.Probe // with defaults applied
 	target  Target
-	clock   Clock
+	clock   clock.Clock
 	updates chan<- Update
 	run     func(context.Context, *corev1.Probe, Target) Outcome
 
@@ -62,13 +48,13 @@ type Worker struct {
 // determination and then each change of the thresholded state. The send
 // blocks until received or Run's ctx ends, so updates should be drained
 // (or buffered).
-func NewWorker(kind Kind, p *corev1.Probe, t Target, clock Clock, updates chan<- Update) *Worker {
-	w := &Worker{kind: kind, target: t, clock: clock, updates: updates, run: Probe}
+func NewWorker(kind Kind, p *corev1.Probe, t Target, clk clock.Clock, updates chan<- Update) *Worker {
+	w := &Worker{kind: kind, target: t, clock: clk, updates: updates, run: Probe}
 	if p != nil {
 		w.probe = *p
 	}
 	if w.clock == nil {
-		w.clock = RealClock{}
+		w.clock = clock.RealClock{}
 	}
 	if w.probe.PeriodSeconds <= 0 {
 		w.probe.PeriodSeconds = DefaultPeriodSeconds
@@ -109,7 +95,7 @@ func (w *Worker) Run(ctx context.Context) {
 			return
 		}
 		if w.target.Observe != nil {
-			w.target.Observe(w.kind, out, w.clock.Now().Sub(start))
+			w.target.Observe(w.kind, out, w.clock.Since(start))
 		}
 		result, changed := w.record(out)
 		if changed {
@@ -123,7 +109,7 @@ func (w *Worker) Run(ctx context.Context) {
 		if result != Unknown && (w.kind == Startup || (w.kind == Liveness && result == Failure)) {
 			return
 		}
-		if !w.wait(ctx, period-w.clock.Now().Sub(start)) {
+		if !w.wait(ctx, period-w.clock.Since(start)) {
 			return
 		}
 	}

@@ -9,88 +9,41 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	testclock "k8s.io/utils/clock/testing"
 )
 
-// fakeClock is a Clock that moves only when told to. Waiting lets a test
-// block until the code under test is waiting on it.
+// fakeClock is the shared fake clock (it moves only when told to), which
+// also records every duration passed to After. Waiting lets a test block
+// until the code under test is waiting on it.
 type fakeClock struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	now     time.Time
-	waiters []clockWaiter
-	asked   []time.Duration // every duration passed to After
-}
-
-type clockWaiter struct {
-	at time.Time
-	ch chan time.Time
+	*testclock.FakeClock
+	mu    sync.Mutex
+	asked []time.Duration // every duration passed to After
 }
 
 func newFakeClock() *fakeClock {
-	c := &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
-	c.cond = sync.NewCond(&c.mu)
-	return c
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
+	return &fakeClock{FakeClock: testclock.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))}
 }
 
 func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
 	c.asked = append(c.asked, d)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, clockWaiter{c.now.Add(d), ch})
-	c.cond.Broadcast()
-	return ch
+	c.mu.Unlock()
+	return c.FakeClock.After(d)
 }
 
 // Advance moves time on and fires the waiters that are due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if !w.at.After(c.now) {
-			w.ch <- c.now
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	c.waiters = kept
-}
+func (c *fakeClock) Advance(d time.Duration) { c.Step(d) }
 
 // Waiting blocks until someone waits on the clock (or the worker is done).
 func (c *fakeClock) Waiting(t *testing.T, done <-chan struct{}) {
 	t.Helper()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		select {
-		case <-done:
-		case <-stop:
-		}
-		c.mu.Lock()
-		c.cond.Broadcast()
-		c.mu.Unlock()
-	}()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for len(c.waiters) == 0 {
+	for !c.HasWaiters() {
 		select {
 		case <-done:
 			t.Fatal("worker returned; expected it to wait")
-		default:
+		case <-time.After(time.Millisecond):
 		}
-		c.cond.Wait()
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/images"
@@ -33,7 +35,7 @@ type Host struct {
 	report     Reporter
 	closer     func() error
 	exits      *supervisor.Exits
-	clock      probes.Clock
+	clock      clock.Clock
 	hostIPs    func() []net.IP    // the node's addresses, cached (cacheHostIPs)
 	closeExits context.CancelFunc // ends the exit router, which starts with the first supervised container
 
@@ -53,7 +55,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		report = func(Event) {}
 	}
 	if d.Clock == nil {
-		d.Clock = probes.RealClock{}
+		d.Clock = clock.RealClock{}
 	}
 	if d.Node == nil {
 		d.Node = func() resources.Node { return resources.Node{} }

@@ -8,11 +8,11 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/volumes"
@@ -118,7 +118,7 @@ type Deps struct {
 	// needed); it shapes containers' limits. nil: nothing known.
 	Node func() resources.Node
 	// Clock drives probes and back-offs; nil is the real one.
-	Clock probes.Clock
+	Clock clock.Clock
 	// Admission reads the node pods are admitted to (its name, labels and
 	// allocatable), when a pod not yet running is decided on.
 	Admission func() (admission.Node, error)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
 )
 
 // pluginWait bounds the wait for the plugins of an ADD cut off, and
@@ -39,8 +40,9 @@ const (
 // killed between the fork and the record leaves exactly the plugin this
 // wait is for unrecorded, and the IPAM plugin a plugin runs is never seen.
 type plugins struct {
-	proc    string   // where /proc is (a fake one in tests)
-	binDirs []string // the CNI bin dirs plugins are run from
+	proc    string      // where /proc is (a fake one in tests)
+	binDirs []string    // the CNI bin dirs plugins are run from
+	clock   clock.Clock // bounds the wait; nil is the real one
 }
 
 // wait waits while a plugin runs for containerID's ADD, at most pluginWait;
@@ -55,16 +57,20 @@ func (p plugins) wait(ctx context.Context, containerID string) error {
 		return nil // nothing podrun could have run
 	}
 	id := []byte("\x00CNI_CONTAINERID=" + containerID + "\x00")
-	deadline := time.Now().Add(pluginWait)
+	clk := p.clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	deadline := clk.Now().Add(pluginWait)
 	for {
 		running, err := p.adding(bins, id)
-		if err != nil || !running || !time.Now().Before(deadline) {
+		if err != nil || !running || !clk.Now().Before(deadline) {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(pluginPoll):
+		case <-clk.After(pluginPoll):
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	testclock "k8s.io/utils/clock/testing"
 )
 
 // fakeProc lays out a /proc of processes under dir/proc, and a CNI bin
@@ -119,6 +121,43 @@ func TestPluginsOnlyRootsCNIBinaries(t *testing.T) {
 	p.proc = filepath.Join(filepath.Dir(f.proc), "noproc")
 	if returned, _, err := waitReturns(p, id, time.Second); !returned || err == nil {
 		t.Errorf("unlistable /proc: returned %v, err %v; want an error", returned, err)
+	}
+}
+
+// TestPluginsWaitBounded: a plugin of the pod's ADD that never ends
+// delays DEL by pluginWait at most, on the injected clock.
+func TestPluginsWaitBounded(t *testing.T) {
+	f := newFakeProc(t)
+	const id = "0123abcd"
+	f.process(20, filepath.Join(f.bin, "bridge"), 0, "CNI_COMMAND=ADD", "CNI_CONTAINERID="+id)
+	clk := testclock.NewFakeClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	p := plugins{proc: f.proc, binDirs: []string{f.bin}, clock: clk}
+	done := make(chan error, 1)
+	go func() { done <- p.wait(context.Background(), id) }()
+	waiting := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the wait never polled again")
+			}
+		}
+	}
+	waiting()
+	clk.Step(pluginWait - pluginPoll)
+	waiting() // polled at 29.98 s: still waiting
+	select {
+	case err := <-done:
+		t.Fatalf("returned (%v) before pluginWait", err)
+	default:
+	}
+	clk.Step(pluginPoll)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second): // a hang, not a timing check
+		t.Fatal("still waiting after pluginWait")
 	}
 }
 

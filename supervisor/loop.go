@@ -1,73 +1,19 @@
 // One container's restart loop (Loop.run): an attempt, its hooks and probes,
-// its exit, and whether the kubelet would restart it.
+// its exit, and the restart and back-off that decide.go decides on.
 
 package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/probes"
-	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/status"
 )
-
-// shouldRestart applies the restart policy to an attempt that ended with
-// code. A container killed for a failed probe restarts under any policy
-// but Never, whatever its exit code (the kubelet's
-// shouldRestartOnFailure); one killed for a failed postStart hook goes by
-// its exit code, as the kubelet's next sync finds it exited
-// (ShouldContainerBeRestarted); a native sidecar restarts on any exit, an
-// init container on failure unless the policy is Never.
-func (l *Loop) shouldRestart(code uint32) bool {
-	killed := l.killed.Swap(false)
-	if l.role == RoleSidecar {
-		return true
-	}
-	// A container's own rules, then its own policy, override the pod's
-	// (ContainerRestartRules): the first rule whose exit codes match
-	// decides.
-	if restart, matched := ruleFor(l.c.RestartPolicyRules, code); matched {
-		return restart
-	}
-	policy := l.w.policy
-	if l.c.RestartPolicy != nil {
-		policy = corev1.RestartPolicy(*l.c.RestartPolicy)
-	}
-	if l.role == RoleInit {
-		return code != 0 && policy != corev1.RestartPolicyNever
-	}
-	switch policy {
-	case corev1.RestartPolicyAlways:
-		return true
-	case corev1.RestartPolicyOnFailure:
-		return code != 0 || killed
-	}
-	return false
-}
-
-// ruleFor finds the first rule matching exit code; matched reports
-// whether one did, restart what it says (Restart is the only action).
-func ruleFor(rules []corev1.ContainerRestartRule, code uint32) (restart, matched bool) {
-	for _, r := range rules {
-		if r.ExitCodes == nil {
-			continue
-		}
-		in := slices.Contains(r.ExitCodes.Values, int32(code))
-		if in == (r.ExitCodes.Operator == corev1.ContainerRestartRuleOnExitCodesOpIn) {
-			return r.Action == corev1.ContainerRestartRuleActionRestart, true
-		}
-	}
-	return false, false
-}
 
 func (l *Loop) run() {
 	defer l.w.wg.Done()
@@ -102,52 +48,21 @@ func (l *Loop) run() {
 			})
 			p.Report(fmt.Sprintf("container %q failed to start: %v", l.c.Name, err))
 		}
-		if !l.shouldRestart(code) || !p.SandboxAlive(ctx) {
+		if !shouldRestart(l.role, l.c, l.w.policy, code, l.killed.Swap(false)) || !p.SandboxAlive(ctx) {
 			l.update(func(s *State) { s.Done, s.ExitCode = true, code })
 			return
 		}
-		window := l.backoff.Delay(ranFor) // the kubelet's: none after the first exit
-		delay := window
-		if resume >= 0 {
-			delay = resume
-		}
 		st := l.State()
-		until := l.w.clock.Now().Add(delay)
-		waiting := map[string]string{labels.Waiting: "CrashLoopBackOff", labels.BackoffUntil: until.UTC().Format(time.RFC3339Nano),
-			labels.Backoff:        window.String(),
-			labels.WaitingMessage: ""} // an earlier CreateContainerConfigError's is stale
-		var cfg *spec.ConfigError
-		var serr *engine.StartError
-		switch {
-		case errors.As(err, &serr):
-			// Made but not started: the kubelet shows the attempt's error
-			// (RunContainerError) until a later sync finds it in back-off.
-			waiting[labels.Waiting], waiting[labels.WaitingMessage] = status.ReasonRunContainerError, labels.Clip(serr.Error())
-			_ = p.SetLabels(ctx, st.ID, waiting)
-			p.Report(fmt.Sprintf("container %q: back-off %s before restart %d", l.c.Name, delay, st.Restarts+1))
-		case hookErr != "":
-			// The kubelet's next sync shows the hook's failure (its reason
-			// cache) until a later one finds the container in back-off.
-			waiting[labels.Waiting], waiting[labels.WaitingMessage] = status.ReasonPostStartHookError, labels.Clip(hookErr)
-			_ = p.SetLabels(ctx, st.ID, waiting)
-			p.Report(fmt.Sprintf("container %q: %s; back-off %s before restart %d", l.c.Name, hookErr, delay, st.Restarts+1))
-		case errors.As(err, &cfg):
-			// No container was made, so none counts as a restart (the
-			// kubelet's restartCount counts containers) and the previous
-			// attempt carries the reason, as the kubelet shows it over the
-			// last container's status.
-			waiting[labels.Waiting], waiting[labels.WaitingMessage] = spec.ReasonCreateContainerConfigError, labels.Clip(cfg.Msg)
-			if st.Restarts > 0 {
-				_ = p.SetLabels(ctx, p.ID(l.c.Name, st.Restarts-1), waiting)
-			}
-			p.Report(fmt.Sprintf("container %q: back-off %s before trying to create it again", l.c.Name, delay))
-		case delay == 0:
-			p.Report(fmt.Sprintf("container %q exited with code %d; restart %d", l.c.Name, code, st.Restarts+1))
-		default:
-			_ = p.SetLabels(ctx, st.ID, waiting)
-			p.Report(fmt.Sprintf("container %q exited with code %d; back-off %s before restart %d", l.c.Name, code, delay, st.Restarts+1))
+		wait := decideWait(ended{Name: l.c.Name, Restarts: st.Restarts, Code: code, Err: err, HookErr: hookErr,
+			Window: l.backoff.Delay(ranFor), Resume: resume, Now: l.w.clock.Now()})
+		switch wait.On {
+		case onEnded:
+			_ = p.SetLabels(ctx, st.ID, wait.Labels)
+		case onPrevious:
+			_ = p.SetLabels(ctx, p.ID(l.c.Name, st.Restarts-1), wait.Labels)
 		}
-		if !l.backOff(ctx, st.ID, delay, waiting[labels.Waiting]) {
+		p.Report(wait.Report)
+		if !l.backOff(ctx, st.ID, wait) {
 			return
 		}
 		// A restart changes the pod: under its lock, held until the next
@@ -163,39 +78,26 @@ func (l *Loop) run() {
 			return
 		}
 		l.unlock = unlock
-		if cfg == nil {
+		if wait.Counts {
 			l.update(func(s *State) { s.Restarts++ })
 		}
 		p.Prune(ctx, l.c.Name, l.State().Restarts)
 	}
 }
 
-// errorResync is when the kubelet syncs a pod again after a sync that
-// failed (pod_workers.go's workerBackOffPeriod, jittered up to 15 s).
-const errorResync = 10 * time.Second
-
-// backOff waits out a back-off of delay before the next attempt; it
-// reports false when ctx ended first. An attempt shown waiting in
-// RunContainerError or PostStartHookError is shown in CrashLoopBackOff
-// once the kubelet's next sync would have found it in back-off: the one
-// after errorResync, or for a hook that failed the one that restarts it
-// (whose status, taken before, is what shows while the next hook runs).
-func (l *Loop) backOff(ctx context.Context, id string, delay time.Duration, reason string) bool {
-	first := time.Duration(-1) // when the reason turns to CrashLoopBackOff
-	switch {
-	case reason == status.ReasonRunContainerError && delay > errorResync:
-		first = errorResync
-	case reason == status.ReasonPostStartHookError && delay > 0:
-		first = min(delay, errorResync)
-	}
-	if first >= 0 {
+// backOff waits out the back-off of w before the next attempt of the
+// attempt id; it reports false when ctx ended first. At w.Turn, its
+// waiting reason is turned to CrashLoopBackOff.
+func (l *Loop) backOff(ctx context.Context, id string, w wait) bool {
+	delay := w.Delay
+	if w.Turn >= 0 {
 		select {
-		case <-l.w.clock.After(first):
+		case <-l.w.clock.After(w.Turn):
 		case <-ctx.Done():
 			return false
 		}
-		delay -= first
-		_ = l.w.pod.SetLabels(ctx, id, map[string]string{labels.Waiting: "CrashLoopBackOff", labels.WaitingMessage: ""})
+		delay -= w.Turn
+		_ = l.w.pod.SetLabels(ctx, id, map[string]string{labels.Waiting: reasonCrashLoopBackOff, labels.WaitingMessage: ""})
 	}
 	if delay <= 0 {
 		return ctx.Err() == nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/backoff"
 	"github.com/podrun/podrun/engine"
@@ -61,7 +62,7 @@ type Worker struct {
 	pod    Pod
 	exits  *Exits
 	policy corev1.RestartPolicy
-	clock  probes.Clock
+	clock  clock.Clock
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -73,13 +74,13 @@ type Worker struct {
 
 // New returns the supervisor of a pod with restartPolicy policy; exits
 // delivers its containers' exits.
-func New(pod Pod, exits *Exits, clock probes.Clock, policy corev1.RestartPolicy) *Worker {
+func New(pod Pod, exits *Exits, clk clock.Clock, policy corev1.RestartPolicy) *Worker {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Worker{pod: pod, exits: exits, policy: policy, clock: clock, ctx: ctx, cancel: cancel, change: make(chan struct{})}
+	return &Worker{pod: pod, exits: exits, policy: policy, clock: clk, ctx: ctx, cancel: cancel, change: make(chan struct{})}
 }
 
 // Clock is the supervisor's clock.
-func (w *Worker) Clock() probes.Clock { return w.clock }
+func (w *Worker) Clock() clock.Clock { return w.clock }
 
 // Go runs fn for as long as the supervision lasts (its ctx ends with it),
 // on the worker's wait group: housekeeping that belongs to the pod.
