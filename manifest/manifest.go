@@ -232,6 +232,9 @@ func (r *reader) parse(file string, data []byte) {
 	r.expanded, r.expandLimit = 0, r.opts.expandedLimit(len(data))
 	docs, problems := splitDocuments(file, data)
 	r.problems = append(r.problems, limitProblems(problems, r.dropped)...)
+	if r.fileTooDense(file, len(data), docs) { // values.go
+		return
+	}
 	for i := range docs {
 		r.readDocument(docs[i])
 		docs[i] = document{} // done with its bytes
