@@ -202,9 +202,9 @@ func peakHeap(fn func()) uint64 {
 	return peak
 }
 
-// denseList is a v1 List of n pods, each with args of k strings word (in
-// JSON, "a"): with "abc" or in JSON a value per 4 bytes, as many values
-// per byte as a file may have (maxFileValues).
+// denseList is a v1 List of n pods, each with args of k strings word:
+// with "abcde" in YAML a value per 6 bytes, as many values per byte as a
+// file may have (maxFileValues).
 func denseList(n, k int, word string, asJSON bool) []byte {
 	var b bytes.Buffer
 	if asJSON {
@@ -213,7 +213,7 @@ func denseList(n, k int, word string, asJSON bool) []byte {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(&b, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%d"},"spec":{"containers":[{"name":"c","image":"i","args":["a"%s]}]}}`, i, strings.Repeat(`,"a"`, k-1))
+			fmt.Fprintf(&b, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%d"},"spec":{"containers":[{"name":"c","image":"i","args":[%q%s]}]}}`, i, word, strings.Repeat(`,"`+word+`"`, k-1))
 		}
 		b.WriteString("]}")
 		return b.Bytes()
@@ -231,7 +231,7 @@ func denseList(n, k int, word string, asJSON bool) []byte {
 // problems name the file's line.
 func TestListReadItemByItem(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
-		data := denseList(200, 5000, "abc", asJSON)
+		data := denseList(200, 5000, "abcde", asJSON)
 		var set *Set
 		var err error
 		peak := peakHeap(func() { set, err = Parse("dense.yaml", data) })

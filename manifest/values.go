@@ -23,9 +23,12 @@ import (
 //     MiB once podrun's own 25–35 MiB are counted) and one more per 64
 //     bytes of its text (300 bytes parsed per value: less than 5 times the
 //     text, half of what the goal allows);
-//   - a file holds at most 50,000 values and one more per 4 bytes (what is
-//     kept of a value, 20 bytes and as much again of the collector's
-//     headroom, within 10 times the file).
+//   - a file holds at most 50,000 values and one more per 6 bytes: what a
+//     pod keeps of a value, a 16-byte string, a quarter more of its list's
+//     spare room and the value's own bytes (28 bytes for a 5-letter value
+//     and its comma), and as much again of the collector's headroom, stays
+//     under 10 times the file (at one value per 4 bytes, a List of 1000
+//     pods of three-letter arguments took 160 MiB for 10 MB).
 //
 // Manifests hold far fewer: a typical pod is one value per 12 bytes of
 // YAML, the CustomResourceDefinitions of the Gateway API one per 35 to 75.
@@ -35,7 +38,7 @@ import (
 func maxValues(size int) int { return 50_000 + size/64 }
 
 // maxFileValues is how many values a file of size bytes may hold.
-func maxFileValues(size int) int { return 50_000 + size/4 }
+func maxFileValues(size int) int { return 50_000 + size/6 }
 
 // valueCount is what countValues found in a text: how many values it
 // holds, and the deepest field holding more than a threshold of them.
@@ -92,7 +95,7 @@ func (r *reader) fileTooDense(file string, size int, docs []document) bool {
 		return false
 	}
 	field := countValues(text(docs[at]), most/2).field
-	r.problem(docs[at].src, field, tooManyValues("the file", total, limit, size, 4)+fmt.Sprintf("; this document holds %d of them", most))
+	r.problem(docs[at].src, field, tooManyValues("the file", total, limit, size, 6)+fmt.Sprintf("; this document holds %d of them", most))
 	return true
 }
 

@@ -155,7 +155,7 @@ func TestFileTooManyValuesRefused(t *testing.T) {
 		return fmt.Sprintf("---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec:\n  containers: [{name: c, image: i, args: [a%s]}]\n", i, strings.Repeat(",a", n-1))
 	}
 	// Each document: n+18 values in 2n+91 bytes or so; the file at most
-	// 50,000 and one per 4 bytes.
+	// 50,000 and one per 6 bytes.
 	file := func(docs, n int) []byte {
 		var b strings.Builder
 		for i := range docs {
@@ -165,15 +165,15 @@ func TestFileTooManyValuesRefused(t *testing.T) {
 		return []byte(b.String())
 	}
 	values := func(docs, n int) int { return (docs+1)*18 + docs*n + 2*n }
-	under, over := file(20, 4000), file(20, 5000)
-	if values(20, 4000) > 50000+len(under)/4 || values(20, 5000) <= 50000+len(over)/4 {
+	under, over := file(20, 3000), file(20, 4000)
+	if values(20, 3000) > 50000+len(under)/6 || values(20, 4000) <= 50000+len(over)/6 {
 		t.Fatalf("the test's files are not on either side of the bound")
 	}
 	if _, err := Parse("under.yaml", under); err != nil {
 		t.Fatalf("a file just under the bound (%d bytes): %v", len(under), err)
 	}
 	_, err := Parse("over.yaml", over)
-	want := fmt.Sprintf("over.yaml (document 21): spec.containers[0].args: the file holds %d values (scalars, keys, lists, maps), more than the %d its %d bytes may hold (50000 and one per 4 bytes): reading it would cost more memory than a manifest may; this document holds 10018 of them", values(20, 5000), 50000+len(over)/4, len(over))
+	want := fmt.Sprintf("over.yaml (document 21): spec.containers[0].args: the file holds %d values (scalars, keys, lists, maps), more than the %d its %d bytes may hold (50000 and one per 6 bytes): reading it would cost more memory than a manifest may; this document holds 8018 of them", values(20, 4000), 50000+len(over)/6, len(over))
 	if err == nil || err.Error() != want {
 		t.Errorf("a file just over the bound: %v\nwant %s", err, want)
 	}
