@@ -99,6 +99,7 @@ func (r *reader) decodePod(src Source, prefix string, data []byte, raw map[strin
 	if !ok {
 		return nil
 	}
+	trimSlices(reflect.ValueOf(pod).Elem()) // values.go: what is kept, no more
 	clearServerFields(&pod.ObjectMeta)
 	pod.Status = corev1.PodStatus{} // accepted and dropped, as kubectl apply does
 	Default(pod)
