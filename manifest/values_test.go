@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	yaml3 "go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 )
 
 func TestCountValues(t *testing.T) {
@@ -176,5 +179,38 @@ func TestFileTooManyValuesRefused(t *testing.T) {
 	want := fmt.Sprintf("over.yaml (document 21): spec.containers[0].args: the file holds %d values (scalars, keys, lists, maps), more than the %d its %d bytes may hold (50000 and one per 6 bytes): reading it would cost more memory than a manifest may; this document holds 8018 of them", values(20, 4000), 50000+len(over)/6, len(over))
 	if err == nil || err.Error() != want {
 		t.Errorf("a file just over the bound: %v\nwant %s", err, want)
+	}
+}
+
+// TestTrimSlices: each list of a pod keeps exactly its values, nested
+// ones too, and none changes.
+func TestTrimSlices(t *testing.T) {
+	spare := func(s []string) []string { return append(make([]string, 0, 2*len(s)+1), s...) }
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		Containers: append(make([]corev1.Container, 0, 4), corev1.Container{
+			Name: "c",
+			Args: spare([]string{"a", "b", "c"}),
+			Env:  append(make([]corev1.EnvVar, 0, 8), corev1.EnvVar{Name: "A", Value: "1"}),
+			SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{
+				Drop: append(make([]corev1.Capability, 0, 3), "ALL"),
+			}},
+		}),
+		Volumes: nil,
+	}}
+	want := pod.DeepCopy()
+	trimSlices(reflect.ValueOf(pod).Elem())
+	c := pod.Spec.Containers
+	for name, s := range map[string][2]int{
+		"containers": {len(c), cap(c)},
+		"args":       {len(c[0].Args), cap(c[0].Args)},
+		"env":        {len(c[0].Env), cap(c[0].Env)},
+		"drop":       {len(c[0].SecurityContext.Capabilities.Drop), cap(c[0].SecurityContext.Capabilities.Drop)},
+	} {
+		if s[0] != s[1] {
+			t.Errorf("%s: length %d, capacity %d", name, s[0], s[1])
+		}
+	}
+	if !apiequality.Semantic.DeepEqual(pod, want) || pod.Spec.Volumes != nil {
+		t.Errorf("the pod changed: %+v", pod.Spec)
 	}
 }
