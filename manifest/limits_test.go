@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // TestFileOverLimitRefusedBeforeReading: a file over the limit is one
@@ -310,5 +312,29 @@ func TestLargeYAMLListSplit(t *testing.T) {
 	_, err = Parse("f.yaml", flow)
 	if err == nil || !strings.Contains(err.Error(), "a List larger than 3 MiB is read item by item: its items must be a block sequence") {
 		t.Errorf("a 4 MB flow List: %v", err)
+	}
+}
+
+// TestProblemsCountedPastTheCap: past MaxProblems, a file's problems are
+// counted as they are found, not kept until the file is read (a pod of
+// 25,000 empty containers has 50,000); another file's are kept.
+func TestProblemsCountedPastTheCap(t *testing.T) {
+	r := reader{dropped: map[string]int{}, reading: "a.yaml"}
+	for range 150 {
+		r.problem(Source{File: "a.yaml", Doc: 1}, "spec", "Required value")
+	}
+	r.fieldProblems(Source{File: "a.yaml", Doc: 1}, "", field.ErrorList{field.Required(field.NewPath("x"), ""), field.Required(field.NewPath("y"), "")})
+	r.problem(Source{File: "b.yaml"}, "", "kept")
+	if len(r.problems) != MaxProblems+1 || r.dropped["a.yaml"] != 52 || r.problems[MaxProblems].Msg != "kept" {
+		t.Errorf("%d problems kept, %d dropped", len(r.problems), r.dropped["a.yaml"])
+	}
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{}")
+	b.WriteString(strings.Repeat(", {}", 1999))
+	b.WriteString("]\n")
+	_, err := Parse("p.yaml", []byte(b.String()))
+	var ps Problems
+	if !errors.As(err, &ps) || len(ps) != MaxProblems+1 || ps.Total() < 4000 {
+		t.Errorf("a pod of 2000 empty containers: %d problems listed, %d in all", len(ps), ps.Total())
 	}
 }
