@@ -25,11 +25,11 @@ import (
 //     bytes of its text (300 bytes parsed per value: less than 5 times the
 //     text, half of what the goal allows);
 //   - a file holds at most 50,000 values and one more per 6 bytes: what a
-//     pod keeps of a value, a 16-byte string, a quarter more of its list's
-//     spare room and the value's own bytes (28 bytes for a 5-letter value
-//     and its comma), and as much again of the collector's headroom, stays
-//     under 10 times the file (at one value per 4 bytes, a List of 1000
-//     pods of three-letter arguments took 160 MiB for 10 MB).
+//     pod keeps of a value, a 16-byte string and the value's own bytes (24
+//     bytes for a 5-letter value and its comma; a decoded list keeps no
+//     spare room, trimSlices), and as much again of the collector's
+//     headroom, stays under 10 times the file (at one value per 4 bytes, a
+//     List of 1000 pods of three-letter arguments took 160 MiB for 10 MB).
 //
 // Manifests hold far fewer: a typical pod is one value per 12 bytes of
 // YAML, the CustomResourceDefinitions of the Gateway API one per 35 to 75.
@@ -50,7 +50,7 @@ type valueCount struct {
 
 // tooManyValues is the problem of a text (what: "the document", "the
 // item", "the file") of size bytes holding n values, more than limit (50000
-// and one per per bytes).
+// and one per "per" bytes).
 func tooManyValues(what string, n, limit, size, per int) string {
 	return fmt.Sprintf("%s holds %d values (scalars, keys, lists, maps), more than the %d its %d bytes may hold (50000 and one per %d bytes): reading it would cost more memory than a manifest may", what, n, limit, size, per)
 }
