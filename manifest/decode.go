@@ -99,6 +99,7 @@ func (r *reader) decodePod(src Source, prefix string, data []byte, raw map[strin
 	if !ok {
 		return nil
 	}
+	trimSlices(reflect.ValueOf(pod).Elem()) // values.go: what is kept, no more
 	clearServerFields(&pod.ObjectMeta)
 	pod.Status = corev1.PodStatus{} // accepted and dropped, as kubectl apply does
 	Default(pod)
@@ -177,7 +178,11 @@ func clearServerFields(meta *metav1.ObjectMeta) {
 
 // fieldProblems records validation errors of an object at prefix.
 func (r *reader) fieldProblems(src Source, prefix string, errs field.ErrorList) {
-	for _, e := range errs {
+	for i, e := range errs {
+		if r.full(src) { // counted, not worded
+			r.dropped[src.File] += len(errs) - i
+			return
+		}
 		r.problem(src, prefix+e.Field, e.ErrorBody())
 	}
 }

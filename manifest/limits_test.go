@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // TestFileOverLimitRefusedBeforeReading: a file over the limit is one
@@ -130,9 +132,9 @@ func aliasBombs() map[string][]byte {
 	for i := 1; i < 900; i++ {
 		fmt.Fprintf(&list, "- {apiVersion: v1, kind: ConfigMap, metadata: {name: c%d}, data: {k: *a}}\n", i)
 	}
-	var pod bytes.Buffer
-	fmt.Fprintf(&pod, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    a0: &b %q\n", strings.Repeat("y", 10<<10))
-	for i := 1; i < 50000; i++ {
+	var pod bytes.Buffer // (fewer values than maxValues: not refused for its values)
+	fmt.Fprintf(&pod, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    a0: &b %q\n", strings.Repeat("y", 200<<10))
+	for i := 1; i < 8; i++ {
 		fmt.Fprintf(&pod, "    a%d: *b\n", i)
 	}
 	pod.WriteString("spec:\n  containers: [{name: c, image: i}]\n")
@@ -146,7 +148,7 @@ func aliasBombs() map[string][]byte {
 	}
 	var maps bytes.Buffer // a small map, copied by go-yaml v2 for each alias
 	maps.WriteString("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nx: &m {k: v}\ny: [*m")
-	maps.WriteString(strings.Repeat(", *m", 130000-1))
+	maps.WriteString(strings.Repeat(", *m", 40000-1))
 	maps.WriteString("]\nspec:\n  containers: [{name: c, image: i}]\n")
 	return map[string][]byte{"list.yaml": list.Bytes(), "pod.yaml": pod.Bytes(), "docs.yaml": docs.Bytes(), "maps.yaml": maps.Bytes()}
 }
@@ -161,7 +163,7 @@ func TestAliasExpansionBounded(t *testing.T) {
 		"list.yaml": "list.yaml (document 1): items[18]: its aliases expand the file to more than 1.8 MiB of JSON (5 times its size and 1 MiB, at most twice the size limit)",
 		"pod.yaml":  "pod.yaml (document 1): the object is larger than 1536 KiB, more than a cluster stores",
 		"docs.yaml": "docs.yaml (document 14): its aliases expand the file to more than 13.2 MiB of JSON",
-		"maps.yaml": "maps.yaml (document 1): its aliases expand it to more than 270050 values, from 130025 of its own; refused",
+		"maps.yaml": "maps.yaml (document 1): its aliases expand it to more than 90050 values, from 40025 of its own; refused",
 	}
 	for name, data := range aliasBombs() {
 		var err error
@@ -202,9 +204,10 @@ func peakHeap(fn func()) uint64 {
 	return peak
 }
 
-// denseList is a v1 List of n pods, each with args of k one-letter
-// strings: as many YAML nodes per byte as a manifest can have.
-func denseList(n, k int, asJSON bool) []byte {
+// denseList is a v1 List of n pods, each with args of k strings word:
+// with "abcde" in YAML a value per 6 bytes, as many values per byte as a
+// file may have (maxFileValues).
+func denseList(n, k int, word string, asJSON bool) []byte {
 	var b bytes.Buffer
 	if asJSON {
 		b.WriteString(`{"apiVersion":"v1","kind":"List","items":[`)
@@ -212,25 +215,25 @@ func denseList(n, k int, asJSON bool) []byte {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(&b, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%d"},"spec":{"containers":[{"name":"c","image":"i","args":["a"%s]}]}}`, i, strings.Repeat(`,"a"`, k-1))
+			fmt.Fprintf(&b, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%d"},"spec":{"containers":[{"name":"c","image":"i","args":[%q%s]}]}}`, i, word, strings.Repeat(`,"`+word+`"`, k-1))
 		}
 		b.WriteString("]}")
 		return b.Bytes()
 	}
 	b.WriteString("apiVersion: v1\nkind: List\nitems:\n")
 	for i := range n {
-		fmt.Fprintf(&b, "- {apiVersion: v1, kind: Pod, metadata: {name: p%d}, spec: {containers: [{name: c, image: i, args: [a%s]}]}}\n", i, strings.Repeat(",a", k-1))
+		fmt.Fprintf(&b, "- {apiVersion: v1, kind: Pod, metadata: {name: p%d}, spec: {containers: [{name: c, image: i, args: [%s%s]}]}}\n", i, word, strings.Repeat(","+word, k-1))
 	}
 	return b.Bytes()
 }
 
 // TestListReadItemByItem: a List is parsed item by item, not whole: the
-// heap while reading a 2 MB List of dense pods stays within 10 times its
-// size and 50 MiB (parsed whole, its YAML took 240 MB), and an item's
+// heap while reading a 4 MB List of dense pods stays within 10 times its
+// size and 50 MiB (parsed whole, its YAML took 480 MB), and an item's
 // problems name the file's line.
 func TestListReadItemByItem(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
-		data := denseList(200, 5000, asJSON)
+		data := denseList(200, 5000, "abcde", asJSON)
 		var set *Set
 		var err error
 		peak := peakHeap(func() { set, err = Parse("dense.yaml", data) })
@@ -244,7 +247,7 @@ func TestListReadItemByItem(t *testing.T) {
 	}
 	// A syntax error in one item: the others are read, the error names
 	// its line in the file.
-	data := denseList(100, 1000, false)
+	data := denseList(100, 400, "a", false)
 	lines := bytes.Split(data, []byte("\n"))
 	lines[51] = []byte("- {apiVersion: v1, kind: Pod, metadata: {name: broken")
 	_, err := Parse("l.yaml", bytes.Join(lines, []byte("\n")))
@@ -309,5 +312,29 @@ func TestLargeYAMLListSplit(t *testing.T) {
 	_, err = Parse("f.yaml", flow)
 	if err == nil || !strings.Contains(err.Error(), "a List larger than 3 MiB is read item by item: its items must be a block sequence") {
 		t.Errorf("a 4 MB flow List: %v", err)
+	}
+}
+
+// TestProblemsCountedPastTheCap: past MaxProblems, a file's problems are
+// counted as they are found, not kept until the file is read (a pod of
+// 25,000 empty containers has 50,000); another file's are kept.
+func TestProblemsCountedPastTheCap(t *testing.T) {
+	r := reader{dropped: map[string]int{}, reading: "a.yaml"}
+	for range 150 {
+		r.problem(Source{File: "a.yaml", Doc: 1}, "spec", "Required value")
+	}
+	r.fieldProblems(Source{File: "a.yaml", Doc: 1}, "", field.ErrorList{field.Required(field.NewPath("x"), ""), field.Required(field.NewPath("y"), "")})
+	r.problem(Source{File: "b.yaml"}, "", "kept")
+	if len(r.problems) != MaxProblems+1 || r.dropped["a.yaml"] != 52 || r.problems[MaxProblems].Msg != "kept" {
+		t.Errorf("%d problems kept, %d dropped", len(r.problems), r.dropped["a.yaml"])
+	}
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{}")
+	b.WriteString(strings.Repeat(", {}", 1999))
+	b.WriteString("]\n")
+	_, err := Parse("p.yaml", []byte(b.String()))
+	var ps Problems
+	if !errors.As(err, &ps) || len(ps) != MaxProblems+1 || ps.Total() < 4000 {
+		t.Errorf("a pod of 2000 empty containers: %d problems listed, %d in all", len(ps), ps.Total())
 	}
 }

@@ -176,6 +176,11 @@ type reader struct {
 	// expanded is how much JSON the file being read has converted to
 	// (read.go), -1 once past expandLimit.
 	expanded, expandLimit int
+	// reading is the file being read, since the index of its first
+	// problem in problems: past MaxProblems, its problems are only counted
+	// (in dropped) as they are found, not kept until its end.
+	reading string
+	since   int
 }
 
 // result checks the set as a whole and returns it, or the problems.
@@ -218,7 +223,18 @@ func (r *reader) checkDuplicates() {
 }
 
 func (r *reader) problem(src Source, field, msg string) {
+	if r.full(src) {
+		r.dropped[src.File]++
+		return
+	}
 	r.problems = append(r.problems, Problem{Source: src, Field: field, Msg: msg})
+}
+
+// full reports whether the file being read, src's, has MaxProblems
+// problems: the next is counted, not kept (a pod of 25,000 empty
+// containers has 50,000, which took 50 MiB).
+func (r *reader) full(src Source) bool {
+	return src.File == r.reading && r.reading != "" && len(r.problems)-r.since >= MaxProblems
 }
 
 // parse splits data into documents and reads each one. Past MaxProblems
@@ -229,9 +245,14 @@ func (r *reader) parse(file string, data []byte) {
 		return
 	}
 	objects, skipped, first := len(r.names), len(r.skipped), len(r.problems)
+	r.reading, r.since = file, first
+	defer func() { r.reading = "" }()
 	r.expanded, r.expandLimit = 0, r.opts.expandedLimit(len(data))
 	docs, problems := splitDocuments(file, data)
 	r.problems = append(r.problems, limitProblems(problems, r.dropped)...)
+	if r.fileTooDense(file, len(data), docs) { // values.go
+		return
+	}
 	for i := range docs {
 		r.readDocument(docs[i])
 		docs[i] = document{} // done with its bytes

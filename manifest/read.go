@@ -39,6 +39,9 @@ func (r *reader) readJSON(src Source, data []byte) {
 		r.readJSONList(src, data)
 		return
 	}
+	if r.tooDense(src, "", "the document", data) { // values.go
+		return
+	}
 	r.readObject(src, "", data)
 }
 
@@ -50,7 +53,9 @@ func (r *reader) readJSONList(src Source, data []byte) {
 		r.problem(src, "", err.Error())
 		return
 	}
-	r.readList(src, header, len(items), func(i int) ([]byte, bool) { return items[i], true })
+	r.readList(src, header, len(items), func(i int) ([]byte, bool) {
+		return items[i], !r.tooDense(src, fmt.Sprintf("items[%d]", i), "the item", items[i])
+	})
 }
 
 // splitJSONList splits a JSON List into its other fields (as an object)
@@ -152,6 +157,9 @@ func (r *reader) readYAML(src Source, c yamlChunk) {
 		r.problem(src, "", msg)
 		return
 	}
+	if r.tooDense(src, "", "the document", c.text) { // values.go
+		return
+	}
 	v, problems := parseYAML(src, c)
 	if len(problems) > 0 {
 		r.problems = append(r.problems, problems...)
@@ -198,6 +206,9 @@ func asList(v any) (map[any]any, []any, bool) {
 // readYAMLList reads a List split by splitList: the header parsed and
 // decoded, then each item parsed and read in turn.
 func (r *reader) readYAMLList(src Source, header yamlChunk, items []yamlChunk) {
+	if r.tooDense(src, "", "the List without its items", header.text) {
+		return
+	}
 	v, problems := parseYAML(src, header)
 	if len(problems) > 0 {
 		r.problems = append(r.problems, problems...)
@@ -218,6 +229,9 @@ func (r *reader) readYAMLList(src Source, header yamlChunk, items []yamlChunk) {
 		field := fmt.Sprintf("items[%d]", i)
 		if len(items[i].text) > 2*MaxObjectSize {
 			r.problem(src, field, fmt.Sprintf("the object is larger than %s, more than a cluster stores", byteSize(MaxObjectSize)))
+			return nil, false
+		}
+		if r.tooDense(src, field, "the item", items[i].text) {
 			return nil, false
 		}
 		v, problems := parseYAML(src, items[i])

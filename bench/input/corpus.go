@@ -16,8 +16,9 @@ type input struct {
 
 // corpus is the inputs the benchmark reads: typical files, the largest a
 // limit lets through (10 MiB, 1000 objects, 1.5 MiB an object), the
-// densest (as many YAML nodes per byte as a manifest can have), and the
-// hostile ones of issue 35 (aliases expanding to gigabytes).
+// densest (as many YAML nodes per byte as a manifest can have, and as the
+// bounds on values let through), and the hostile ones of issue 35 (aliases
+// expanding to gigabytes).
 var corpus = []input{
 	{"pod.yaml", "one typical pod", func() []byte { return []byte(unindent(pod(0, 0))) }},
 	{"list-1000.yaml", "a List of 1000 typical pods", func() []byte { return yamlList(1000, func(i int) string { return pod(i, 0) }) }},
@@ -30,8 +31,9 @@ var corpus = []input{
 	}},
 	{"list-1000.json", "a List of 1000 typical pods, JSON", func() []byte { return jsonOf(yamlList(1000, func(i int) string { return pod(i, 0) })) }},
 	{"list-9.8M.yaml", "a List of 1000 pods, each with a 9.5 KB annotation", func() []byte { return yamlList(1000, func(i int) string { return pod(i, 9500) }) }},
-	{"list-dense-10M.yaml", "a List of 1000 pods, each with 5000 one-letter args (flow)", func() []byte { return denseList(1000, 5000) }},
-	{"list-dense-10M.json", "the same as JSON, 2400 args each", func() []byte {
+	{"list-dense-10M.yaml", "a List of 1000 pods, each with 5000 one-letter args (flow; refused: more values than the file's bound)", func() []byte { return denseList(1000, 5000, "a") }},
+	{"list-dense-max.yaml", "the densest List the file's bound lets through: 1000 pods of 1640 five-letter args (a value per 6 bytes)", func() []byte { return denseList(1000, 1640, "abcde") }},
+	{"list-dense-10M.json", "the same as JSON, 2400 args each (refused: more values than the file's bound)", func() []byte {
 		var b bytes.Buffer
 		b.WriteString(`{"apiVersion":"v1","kind":"List","items":[`)
 		for i := range 1000 {
@@ -62,9 +64,8 @@ var corpus = []input{
 		}
 		return b.Bytes()
 	}},
-	{"pod-dense-780K.yaml", "a valid pod of 390,000 one-letter args (1.5 MiB of JSON)", func() []byte {
-		return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: i\n    args: [a" + strings.Repeat(",a", 390000-1) + "]\n")
-	}},
+	{"pod-dense-780K.yaml", "a pod of 390,000 one-letter args (1.5 MiB of JSON; refused: more values than a document's bound)", func() []byte { return densePod(390000) }},
+	{"pod-dense-103K.yaml", "the densest pod a document's bound lets be parsed: 51,500 one-letter args", func() []byte { return densePod(51500) }},
 	{"pod-2.8M.yaml", "a pod of 2.8 MB of annotations (refused: larger than 1.5 MiB)", func() []byte {
 		var b bytes.Buffer
 		b.WriteString("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n")
@@ -74,9 +75,7 @@ var corpus = []input{
 		b.WriteString("spec:\n  containers: [{name: c, image: i}]\n")
 		return b.Bytes()
 	}},
-	{"pod-dense-1.4M.yaml", "a pod of 700,000 one-letter args (refused: its JSON is larger than 1.5 MiB)", func() []byte {
-		return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: i\n    args: [a" + strings.Repeat(",a", 700000-1) + "]\n")
-	}},
+	{"pod-dense-1.4M.yaml", "a pod of 700,000 one-letter args (refused: more values than a document's bound)", func() []byte { return densePod(700000) }},
 	{"alias-list.yaml", "a 125 KB List: one 100 KB scalar referenced 5000 times (refused)", func() []byte {
 		var b bytes.Buffer
 		fmt.Fprintf(&b, "apiVersion: v1\nkind: List\nanchor: &a %q\nitems:\n", strings.Repeat("x", 100000))
@@ -162,10 +161,17 @@ func yamlList(n int, item func(i int) string) []byte {
 	return b.Bytes()
 }
 
-func denseList(n, args int) []byte {
+// denseList is a List of n pods of args values word, in flow sequences.
+func denseList(n, args int, word string) []byte {
 	return yamlList(n, func(i int) string {
-		return fmt.Sprintf("- {apiVersion: v1, kind: Pod, metadata: {name: p%d}, spec: {containers: [{name: c, image: i, args: [a%s]}]}}\n", i, strings.Repeat(",a", args-1))
+		return fmt.Sprintf("- {apiVersion: v1, kind: Pod, metadata: {name: p%d}, spec: {containers: [{name: c, image: i, args: [%s%s]}]}}\n", i, word, strings.Repeat(","+word, args-1))
 	})
+}
+
+// densePod is a pod of args one-letter values in a flow sequence: two
+// bytes a value.
+func densePod(args int) []byte {
+	return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: i\n    args: [a" + strings.Repeat(",a", args-1) + "]\n")
 }
 
 // jsonOf converts YAML to JSON, as kubectl does.
