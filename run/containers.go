@@ -8,11 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,71 +21,11 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
-	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/supervisor"
 )
-
-func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[string]string {
-	l := podLabels(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.source)
-	l[labels.Container] = name
-	l[labels.Kind] = kind
-	l[labels.RestartCount] = strconv.Itoa(restart)
-	if stopSignal != "" {
-		l[labels.StopSignal] = stopSignal
-	}
-	return l
-}
-
-// limitedBelow is the CPU limit (millicores) below which a pod's
-// containers run in the pool's limited lanes. runc create runs runc init
-// in the container's cgroup, so under a tight limit (10m: 1 % of a core) a
-// create takes seconds, and a runc shim creates one task at a time,
-// holding its lock: the State, Kill, Start, Delete and exec (probes) of
-// every container in its lane wait for it (e2e BenchmarkLaneStall).
-const limitedBelow = 1000
-
-// cpuLimited reports whether one of pod's containers is limited to less
-// than a core.
-func cpuLimited(pod *corev1.Pod) bool {
-	for _, c := range resources.Containers(pod) {
-		if m := resources.CPULimitMilli(pod, c); m > 0 && m < limitedBelow {
-			return true
-		}
-	}
-	return false
-}
-
-// shimGroup is the shim container name (of kind) of pod runs in. A node's
-// pods share a pool of shims, two per core: containerd's CRI gives each pod
-// a shim of its own, and a shim (about 3 MiB of the node's memory) costs
-// more than the rest of what a small pod does (docs/benchmarks.md). A
-// pod's lane comes from its uid; its pause, init containers and sidecars,
-// which start one at a time, run in it; its app containers in the lanes
-// from there on, one each while there are lanes, so that their restarts and
-// the tasks of other pods do not queue behind each other (a shim creates one
-// task at a time; a create waits on runc's processes as much as it computes).
-//
-// The pods limited to less than a core (cpuLimited) have lanes of their
-// own, as many again: their slow creates hold up only each other, never
-// the other pods' containers.
-func shimGroup(pod *corev1.Pod, name, kind string, cores int) string {
-	prefix := "podrun-shim-"
-	if cpuLimited(pod) {
-		prefix = "podrun-shim-limited-"
-	}
-	lanes := uint32(max(2*cores, 1))
-	h := fnv.New32a()
-	h.Write([]byte(pod.UID))
-	lane := h.Sum32() % lanes
-	if kind == labels.KindApp {
-		i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name })
-		lane = (lane + uint32(max(i, 0))) % lanes
-	}
-	return prefix + strconv.Itoa(int(lane))
-}
 
 // startContainer creates (unless prepareApps did) and starts attempt
 // `restart` of container c.
@@ -249,64 +187,6 @@ func imageID(img engine.Image) string {
 		repo = repo[:i]
 	}
 	return repo + "@" + img.Digest
-}
-
-// logPath is the log file of attempt restart of a container.
-func (r *podRun) logPath(container string, restart int) string {
-	return logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, container, restart)
-}
-
-// logTailLines is how many log lines an error message quotes.
-const logTailLines = 10
-
-func withLogTail(err error, logPath string) error {
-	tail := readTail(logPath)
-	if tail == "" {
-		return err
-	}
-	return fmt.Errorf("%w; last log lines:\n%s", err, tail)
-}
-
-func readTail(logPath string) string {
-	f, err := os.Open(logPath)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	lines := logs.Tail(f, logTailLines)
-	for i := range lines {
-		lines[i] = "  | " + lines[i]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// finish records how attempt id of pod uid ended on its labels and deletes
-// its task, so that the shim can go once nothing runs. An OOM kill nobody
-// saw the event of is read from the container's cgroup first.
-func (h *Host) finish(ctx context.Context, uid, id string, exit engine.Exit) error {
-	l := map[string]string{
-		labels.ExitCode:   strconv.Itoa(int(exit.Code)),
-		labels.FinishedAt: exit.ExitedAt.UTC().Format(time.RFC3339Nano),
-	}
-	// The exit router has labelled an OOM kill it saw too; this is for certain.
-	if exit.OOMKilled || h.oomKilled(uid, id) {
-		l[labels.Reason] = status.ReasonOOMKilled
-	}
-	if err := h.engine.SetLabels(ctx, id, l); err != nil {
-		return err
-	}
-	if _, err := h.engine.DeleteTask(ctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
-		return err
-	}
-	return nil
-}
-
-// ExitError is a container that exited with a non-zero code where that fails the pod.
-type ExitError struct {
-	Container string
-	Code      uint32
-	OOMKilled bool
-	Tail      string
 }
 
 // runInit runs init container c to completion in the pod's supervisor,

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -11,7 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podrun/podrun/resources"
+	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/sandbox"
 )
 
@@ -74,22 +75,36 @@ func (r *podRun) resolvConf() ([]byte, error) {
 	return sandbox.ResolvConf(c, file), nil
 }
 
-// attachment is the pod's CNI attachment. Its port mappings are passed to
-// DEL as well as ADD: the portmap plugin removes the rules of the mappings
-// it is given. pod is nil when its state is lost.
-func attachment(uid string, pod *corev1.Pod) sandbox.Attachment {
-	a := sandbox.Attachment{ContainerID: SandboxID(uid), NetNS: sandbox.NetNSPath(sandbox.NetNSName(uid)), PodUID: uid}
-	if pod == nil {
-		return a
-	}
-	a.PodNamespace, a.PodName = pod.Namespace, pod.Name
-	for _, c := range resources.Containers(pod) {
-		for _, p := range c.Ports {
-			if p.HostPort > 0 {
-				a.Ports = append(a.Ports, sandbox.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort,
-					Protocol: strings.ToLower(string(p.Protocol)), HostIP: p.HostIP})
-			}
+// writeFiles writes the pod's hostname, hosts and resolv.conf files, and
+// records its IPs on the sandbox container.
+func (r *podRun) writeFiles(ctx context.Context) error {
+	if r.hostNetwork() {
+		r.ips = r.h.hostIPs()
+		r.state.PodIPs = ipStrings(r.ips)
+		if err := r.h.saveState(r.state); err != nil {
+			return err
 		}
 	}
-	return a
+	ipLabel := map[string]string{labels.PodIPs: strings.Join(r.state.PodIPs, ",")}
+	if err := r.h.engine.SetLabels(ctx, r.sandboxID, ipLabel); err != nil {
+		return err
+	}
+	hosts, err := r.hostsFile() // network.go
+	if err != nil {
+		return err
+	}
+	resolv, err := r.resolvConf()
+	if err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{
+		"etc-hosts":   hosts,
+		"resolv.conf": resolv,
+		"hostname":    []byte(r.hostname + "\n"),
+	} {
+		if err := r.h.disk.WriteFile(r.layout.File(name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

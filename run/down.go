@@ -7,13 +7,6 @@ import (
 	"time"
 )
 
-// Target names a pod to take down.
-type Target struct {
-	Namespace, Name string
-}
-
-func (t Target) String() string { return t.Namespace + "/" + t.Name }
-
 // DownResult is one target's outcome.
 type DownResult struct {
 	Pod   string

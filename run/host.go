@@ -7,14 +7,19 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/history"
 	"github.com/podrun/podrun/images"
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/supervisor"
+	"github.com/podrun/podrun/volumes"
 )
 
 // Host is podrun on this machine: the runtime, the network and the state dir.
@@ -138,3 +143,50 @@ func (h *Host) Close() error {
 	}
 	return h.closer()
 }
+
+// podRun is one pod's pipeline and what its steps learn along the way.
+type podRun struct {
+	h      *Host
+	pod    *manifest.Pod
+	key    string
+	layout volumes.Layout
+	source string // for labels and listings: "stdin" or a file's absolute path
+	wait   Wait
+	w      *supervisor.Worker
+	// objMu guards pod.ConfigMaps and pod.Secrets, which a supervised pod's
+	// container starts read and UpdateConfigVolumes replaces.
+	objMu sync.Mutex
+	// prepared are the specs of the containers prepareApps created, by id,
+	// until their start takes them; prepMu guards it.
+	prepMu   sync.Mutex
+	prepared map[string]*specs.Spec
+
+	state  *State
+	vols   *volumes.Prepared
+	images map[string]engine.Image // by image reference as written
+	netns  string
+	// pinned: the pod's sandbox is its pinned IPC and UTS namespaces (pins),
+	// the namespace at pins.Identity() being pinID; else a pause process,
+	// pausePID.
+	pinned    bool
+	pins      sandbox.Pins
+	pinID     uint64
+	pausePID  uint32
+	ips       []net.IP
+	hostname  string
+	sandboxID string
+	// pullBackOff: image failures go into the host's back-off (UpOptions.PullBackOff).
+	pullBackOff bool
+	// keepFailed: an init container failing under restartPolicy Never
+	// leaves the pod's status in final (UpOptions.RecordFailures).
+	keepFailed bool
+	final      *corev1.PodStatus
+	// retryStarts: a container that could not start is left to its
+	// restarts (UpOptions.RetryStartErrors).
+	retryStarts bool
+	// minReady: waitReady waits until the pod has stayed Ready this long
+	// (a changed pod that may be rolled back: readySettle).
+	minReady time.Duration
+}
+
+func (r *podRun) hostNetwork() bool { return r.pod.Spec.HostNetwork }

@@ -309,3 +309,18 @@ func (h *Host) Failure(p *PodInfo) error {
 	}
 	return &PodFailedError{Pod: p.Key(), Reason: strings.Join(failures, "; ")}
 }
+
+// PodFailedError is a pod that ran to completion and failed.
+type PodFailedError struct {
+	Pod    string
+	Reason string
+}
+
+func (e *PodFailedError) Error() string { return fmt.Sprintf("pod %s failed: %s", e.Pod, e.Reason) }
+
+// Target names a pod to take down.
+type Target struct {
+	Namespace, Name string
+}
+
+func (t Target) String() string { return t.Namespace + "/" + t.Name }

@@ -98,3 +98,43 @@ func undo(done []Step, pod string, report Reporter) error {
 	}
 	return errors.Join(errs...)
 }
+
+// both runs two actions concurrently and returns both errors.
+func both(a, b func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		errc := make(chan error, 1)
+		go func() { errc <- a(ctx) }()
+		errB := b(ctx)
+		return errors.Join(<-errc, errB)
+	}
+}
+
+// then runs b after a, when a succeeded.
+func then(a, b func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := a(ctx); err != nil {
+			return err
+		}
+		return b(ctx)
+	}
+}
+
+// inOrder runs undo actions one after the other, all of them, joining errors.
+func inOrder(fns ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var errs []error
+		for _, fn := range fns {
+			errs = append(errs, fn(ctx))
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// teardownStep bounds each step of a teardown but the graceful stops,
+// which their grace periods bound.
+const teardownStep = time.Minute
+
+// stepContext is one teardown step's context.
+func stepContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, teardownStep)
+}

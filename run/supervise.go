@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -193,13 +192,6 @@ func (r *podRun) Grace(p *corev1.Probe) time.Duration {
 	return podGrace(r.pod.Pod)
 }
 
-func podGrace(p *corev1.Pod) time.Duration {
-	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
-		return time.Duration(*g) * time.Second
-	}
-	return defaultGrace
-}
-
 // Target is where container c's probes and hooks go.
 func (r *podRun) Target(c *corev1.Container, id string) probes.Target {
 	var ips []string
@@ -207,13 +199,6 @@ func (r *podRun) Target(c *corev1.Container, id string) probes.Target {
 		ips = r.state.PodIPs
 	}
 	return r.h.target(c, id, ips)
-}
-
-// execer adapts the engine to probes.Execer.
-type execer struct{ e engine.Engine }
-
-func (x execer) Exec(ctx context.Context, id string, args []string, out io.Writer) (int, error) {
-	return x.e.Exec(ctx, id, engine.ExecSpec{Args: args, Stdout: out, Stderr: out})
 }
 
 // Prune removes the attempts of container name older than the previous

@@ -8,13 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/downward"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/resources"
+	"github.com/podrun/podrun/volumes"
 )
 
 // createDirs makes the pod directory with the pod's record in it first,
@@ -87,4 +92,104 @@ func (r *podRun) ensureImages(ctx context.Context) error {
 		r.images[r.h.cfg.PauseImage] = img
 	}
 	return nil
+}
+
+// configFor is what the config volumes of pod p are made of: the objects it
+// references and, for downwardAPI items (metadata and resources only, so
+// that they can be written before the network exists), the pod and the
+// node's allocatable resources.
+func (h *Host) configFor(p *manifest.Pod) (*volumes.Config, error) {
+	node, err := downward.NodeAllocatable(h.cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	return &volumes.Config{ConfigMaps: p.ConfigMaps, Secrets: p.Secrets,
+		Downward: downward.Info{Pod: p.Pod, Node: node}}, nil
+}
+
+// UpdateConfigVolumes rewrites, in place and atomically, the configMap,
+// secret and projected volumes of pod p, which is on the node unchanged,
+// from the objects p now references: what the kubelet does when a ConfigMap
+// or Secret changes (the pod is not restarted; the env of its running
+// containers does not change, containers restarted later read the new
+// objects). It reports the volumes whose files changed.
+func (h *Host) UpdateConfigVolumes(p *manifest.Pod) error {
+	h.mu.Lock()
+	r := h.workers[p.UID]
+	h.mu.Unlock()
+	if r != nil {
+		r.setObjects(p) // for the env of containers it restarts
+	}
+	if !slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return volumes.Updatable(&v) }) {
+		return nil // called at every sync of an unchanged pod
+	}
+	cfg, err := h.configFor(p)
+	if err != nil {
+		return err
+	}
+	changed, err := volumes.UpdateConfig(h.layout(p.UID), p.Pod, cfg)
+	if len(changed) > 0 {
+		h.report(Event{Pod: p.Key(), Msg: "config volumes updated: " + strings.Join(changed, ", ")})
+	}
+	if err != nil {
+		return fmt.Errorf("pod %s/%s: updating config volumes: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+// ClaimInfo is a claim's volume and the pods on the node that use it.
+type ClaimInfo struct {
+	volumes.Claim
+	UsedBy []string // namespace/name
+}
+
+// Claims lists the claims' volumes of the node (volumes/claims.go).
+func (h *Host) Claims(ctx context.Context) ([]ClaimInfo, error) {
+	claims, err := volumes.Claims(h.layout(""))
+	if err != nil {
+		return nil, err
+	}
+	pods, err := h.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ClaimInfo, len(claims))
+	for i, c := range claims {
+		out[i] = ClaimInfo{Claim: c, UsedBy: usersOf(pods, c.Namespace, c.Name)}
+	}
+	return out, nil
+}
+
+// RemoveClaim removes a claim's volume and its data, unless a pod on the
+// node uses it; found says whether it was there.
+func (h *Host) RemoveClaim(ctx context.Context, namespace, name string) (found bool, err error) {
+	l := h.layout("")
+	claims, err := volumes.Claims(l)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range claims {
+		found = found || c.Namespace == namespace && c.Name == name
+	}
+	if !found {
+		return false, nil
+	}
+	pods, err := h.Pods(ctx)
+	if err != nil {
+		return true, err
+	}
+	if users := usersOf(pods, namespace, name); len(users) > 0 {
+		return true, fmt.Errorf("volume %s/%s is used by pod %s: take it down first", namespace, name, strings.Join(users, ", "))
+	}
+	return true, volumes.RemoveClaim(l, namespace, name)
+}
+
+func usersOf(pods []*PodInfo, namespace, claim string) []string {
+	var users []string
+	for _, p := range pods {
+		if p.Pod != nil && p.Namespace == namespace && volumes.UsesClaim(p.Pod, claim) {
+			users = append(users, p.Key())
+		}
+	}
+	return users
 }
