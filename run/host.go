@@ -190,3 +190,49 @@ type podRun struct {
 }
 
 func (r *podRun) hostNetwork() bool { return r.pod.Spec.HostNetwork }
+
+// unsupervise stops supervising a pod (not its containers).
+func (h *Host) unsupervise(uid string) {
+	h.mu.Lock()
+	r := h.workers[uid]
+	delete(h.workers, uid)
+	h.mu.Unlock()
+	if r != nil {
+		r.w.Stop()
+	}
+}
+
+// Supervised reports whether this process supervises the pod.
+func (h *Host) Supervised(uid string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.workers[uid] != nil
+}
+
+// supervisedUIDs lists the pods this process supervises.
+func (h *Host) supervisedUIDs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var uids []string
+	for uid := range h.workers {
+		uids = append(uids, uid)
+	}
+	return uids
+}
+
+func (h *Host) supervisedPods() []*podRun {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	pods := make([]*podRun, 0, len(h.workers))
+	for _, r := range h.workers {
+		pods = append(pods, r)
+	}
+	return pods
+}
+
+// StopSupervising ends supervision without touching the containers.
+func (h *Host) StopSupervising() {
+	for _, uid := range h.supervisedUIDs() {
+		h.unsupervise(uid)
+	}
+}

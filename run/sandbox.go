@@ -237,11 +237,6 @@ func attachment(uid string, pod *corev1.Pod) sandbox.Attachment {
 	return a
 }
 
-// podCgroup is the pod cgroup of pod uid in podrun's containerd namespace.
-func (h *Host) podCgroup(uid string) string {
-	return spec.PodCgroup(h.cfg.Namespace, uid)
-}
-
 // createPodCgroup is the "pod cgroup" step: the pod's cgroup with its limits
 // (resources.Pod), before the pause starts in it.
 func (r *podRun) createPodCgroup(context.Context) error {

@@ -202,3 +202,8 @@ func podLabels(uid, namespace, name, hash, source string) map[string]string {
 		labels.Source:       source,
 	}
 }
+
+// podCgroup is the pod cgroup of pod uid in podrun's containerd namespace.
+func (h *Host) podCgroup(uid string) string {
+	return spec.PodCgroup(h.cfg.Namespace, uid)
+}

@@ -40,35 +40,6 @@ func (h *Host) supervise(r *podRun) {
 	}
 }
 
-// unsupervise stops supervising a pod (not its containers).
-func (h *Host) unsupervise(uid string) {
-	h.mu.Lock()
-	r := h.workers[uid]
-	delete(h.workers, uid)
-	h.mu.Unlock()
-	if r != nil {
-		r.w.Stop()
-	}
-}
-
-// Supervised reports whether this process supervises the pod.
-func (h *Host) Supervised(uid string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.workers[uid] != nil
-}
-
-// supervisedUIDs lists the pods this process supervises.
-func (h *Host) supervisedUIDs() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var uids []string
-	for uid := range h.workers {
-		uids = append(uids, uid)
-	}
-	return uids
-}
-
 // removedCheck is how often Supervise looks for pods another podrun removed.
 const removedCheck = time.Second
 
@@ -94,16 +65,6 @@ func (h *Host) Supervise(ctx context.Context) error {
 			}
 		}
 	}
-}
-
-func (h *Host) supervisedPods() []*podRun {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	pods := make([]*podRun, 0, len(h.workers))
-	for _, r := range h.workers {
-		pods = append(pods, r)
-	}
-	return pods
 }
 
 // completeAll completes pods that have all finished and returns their
@@ -160,13 +121,6 @@ func (h *Host) TerminateAll(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// StopSupervising ends supervision without touching the containers.
-func (h *Host) StopSupervising() {
-	for _, uid := range h.supervisedUIDs() {
-		h.unsupervise(uid)
-	}
 }
 
 // podRun is the supervisor's Pod: what it does to the pod's containers.
