@@ -1,3 +1,28 @@
+// The shim pool: which containers share a containerd shim.
+//
+// containerd's CRI gives each pod a shim of its own; podrun's pods share a
+// pool of runc shims instead, because a shim (about 3 MiB of the node's
+// memory) costs more than the rest of what a small pod does
+// (docs/benchmarks.md). The pool has lanes, two per core: a lane is one
+// shim, named by the runc shim's group annotation (labels.ShimGroup) that
+// spec.Pause and spec.Container set from shimGroup.
+//
+// Who shares a lane:
+//   - a pod's sandbox, its init containers and its native sidecars share
+//     the pod's lane, chosen by its uid: they start one at a time, so they
+//     never wait for each other there;
+//   - its app containers take the lanes from the pod's lane on, one each
+//     while there are lanes (the i-th in spec order the pod's lane + i),
+//     as they are created together (prepareApps) and restart apart: a shim
+//     creates one task at a time, and a create waits on runc's processes
+//     as much as it computes;
+//   - pods with a container limited to less than a core (cpuLimited) have
+//     a pool of their own, as many lanes again (podrun-shim-limited-N),
+//     so that their slow creates hold up only each other.
+//
+// The price of sharing: a shim that dies takes every container of its lane
+// with it (they are restarted by their policy, as after any crash).
+
 package run
 
 import (
@@ -30,19 +55,10 @@ func cpuLimited(pod *corev1.Pod) bool {
 	return false
 }
 
-// shimGroup is the shim container name (of kind) of pod runs in. A node's
-// pods share a pool of shims, two per core: containerd's CRI gives each pod
-// a shim of its own, and a shim (about 3 MiB of the node's memory) costs
-// more than the rest of what a small pod does (docs/benchmarks.md). A
-// pod's lane comes from its uid; its pause, init containers and sidecars,
-// which start one at a time, run in it; its app containers in the lanes
-// from there on, one each while there are lanes, so that their restarts and
-// the tasks of other pods do not queue behind each other (a shim creates one
-// task at a time; a create waits on runc's processes as much as it computes).
-//
-// The pods limited to less than a core (cpuLimited) have lanes of their
-// own, as many again: their slow creates hold up only each other, never
-// the other pods' containers.
+// shimGroup is the lane (shim) of the container name, of kind, of pod on a
+// node of cores: the pod's lane for its sandbox, init containers and
+// sidecars, the lanes from there on for its app containers, in the
+// limited pool when the pod is cpuLimited.
 func shimGroup(pod *corev1.Pod, name, kind string, cores int) string {
 	prefix := "podrun-shim-"
 	if cpuLimited(pod) {
