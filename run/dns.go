@@ -1,3 +1,7 @@
+// How a pod's names resolve: the "sandbox: files" step (writeFiles) writes
+// its /etc/hosts, resolv.conf and hostname, made from the host's files
+// (read through Deps.HostFile) as the kubelet makes them.
+
 package run
 
 import (
@@ -16,10 +20,9 @@ import (
 	"github.com/podrun/podrun/sandbox"
 )
 
-// sayOnce reports msg the first time this process has it to say: a note
-// about the host that would otherwise repeat for every pod.
-// sayOnce reports a note once per process and, unless cfg.Debug, once
-// per host: a marker under <root>/notes keeps later commands quiet.
+// sayOnce reports msg, a note about the host that would otherwise repeat
+// for every pod, once per process and, unless cfg.Debug, once per host: a
+// marker under <root>/notes keeps later commands quiet.
 func (h *Host) sayOnce(msg string) {
 	if _, said := h.said.LoadOrStore(msg, true); said {
 		return
@@ -35,11 +38,14 @@ func (h *Host) sayOnce(msg string) {
 	h.report(Event{Msg: msg})
 }
 
+// hostsPath is the host's hosts file, which a hostNetwork pod's starts from.
+const hostsPath = "/etc/hosts"
+
 // hostsFile is the pod's /etc/hosts, as the kubelet writes it.
 func (r *podRun) hostsFile() ([]byte, error) {
 	aliases := r.pod.Spec.HostAliases
 	if r.hostNetwork() {
-		host, err := os.ReadFile("/etc/hosts")
+		host, err := r.h.hostFile(hostsPath)
 		if err != nil {
 			return nil, err
 		}
@@ -52,11 +58,11 @@ func (r *podRun) hostsFile() ([]byte, error) {
 // resolvConf is the pod's resolv.conf: the kubelet's GetPodDNS from the
 // host's resolver configuration, written as containerd writes it.
 func (r *podRun) resolvConf() ([]byte, error) {
-	etc, err := os.ReadFile(sandbox.HostResolvConf)
+	etc, err := r.h.hostFile(sandbox.HostResolvConf)
 	if err != nil {
 		return nil, fmt.Errorf("reading the host's resolv.conf: %w", err)
 	}
-	upstream, err := os.ReadFile(sandbox.ResolvedUpstream)
+	upstream, err := r.h.hostFile(sandbox.ResolvedUpstream)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -44,13 +45,14 @@ type Host struct {
 	closeExits context.CancelFunc // ends the exit router, which starts with the first supervised container
 
 	observeProbe func(probes.Kind, probes.Outcome, time.Duration)
+	hostFile     func(path string) ([]byte, error) // reads the host's /etc/hosts and resolv.conf (Deps.HostFile)
 
 	mu      sync.Mutex
 	workers map[string]*podRun // by pod UID: the pods this process supervises
 	images  *images.Manager
 	history *history.Store // the versions of the pods that became Ready (history.go)
 
-	said sync.Map // notes about the host already reported (sayOnce, network.go)
+	said sync.Map // notes about the host already reported (sayOnce, dns.go)
 }
 
 // NewHost builds a Host on the implementations in d.
@@ -66,6 +68,9 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 	}
 	if d.HostIPs == nil {
 		d.HostIPs = sandbox.HostIPs
+	}
+	if d.HostFile == nil {
+		d.HostFile = os.ReadFile
 	}
 	if d.Locks == nil {
 		d.Locks = &localLocks{} // this process only
@@ -90,6 +95,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		closer:     closer,
 		clock:      d.Clock,
 		hostIPs:    cacheHostIPs(d.HostIPs, d.Clock.Now),
+		hostFile:   d.HostFile,
 		workers:    map[string]*podRun{},
 		history:    newHistory(cfg.Root),
 	}

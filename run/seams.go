@@ -123,4 +123,9 @@ type Deps struct {
 	// HostIPs looks up the node's addresses; nil is sandbox.HostIPs. The
 	// Host looks them up at most once per hostIPsTTL.
 	HostIPs func() []net.IP
+	// HostFile reads a file of the host's that a pod's files are made from
+	// (dns.go): /etc/hosts (a hostNetwork pod's), /etc/resolv.conf and
+	// systemd-resolved's upstream resolv.conf; nil is os.ReadFile. A file
+	// that is not there is an error that is os.ErrNotExist.
+	HostFile func(path string) ([]byte, error)
 }
