@@ -47,7 +47,7 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	}
 	// The container runs: failing to label it must not count as a failed
 	// start. Its identity is known now (Create added the image's groups).
-	started := map[string]string{labels.StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	started := map[string]string{labels.StartedAt: r.h.clock.Now().UTC().Format(time.RFC3339Nano)}
 	if s.Process != nil {
 		started[labels.User] = status.UserLabel(s.Process.User.UID, s.Process.User.GID, s.Process.User.AdditionalGids)
 	}

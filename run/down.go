@@ -95,9 +95,9 @@ func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration)
 	if override != nil {
 		t.grace = *override
 	}
-	start := time.Now()
+	start := h.clock.Now()
 	err = h.killPod(ctx, t)
-	h.report(Event{Pod: key, Step: "down", Elapsed: time.Since(start), Err: err})
+	h.report(Event{Pod: key, Step: "down", Elapsed: h.clock.Since(start), Err: err})
 	return err
 }
 

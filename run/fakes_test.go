@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/fake"
@@ -27,62 +28,41 @@ import (
 // should take more than a few seconds, even under -race.
 const waitTimeout = 20 * time.Second
 
-// fakeClock is a probes.Clock that moves only when the test advances it and
-// records every duration passed to After, so that back-off delays and probe
-// periods can be observed.
+// fakeClock is the fake of the Host's clock (clocktesting.FakeClock) that
+// also records every duration passed to After, so that back-off delays and
+// probe periods can be observed; an After of no time fires at once.
 type fakeClock struct {
+	*clocktesting.FakeClock
 	mu      sync.Mutex
-	now     time.Time
-	waiters []clockWaiter
 	asked   []time.Duration
 	changed chan struct{} // closed and replaced on every After
 }
 
-type clockWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), changed: make(chan struct{})}
+	return &fakeClock{FakeClock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)), changed: make(chan struct{})}
 }
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
+// After is the fake clock's After, recorded once its waiter is in place
+// (a test that saw it asked may Advance past it).
 func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	var ch <-chan time.Time
+	if d <= 0 {
+		now := make(chan time.Time, 1)
+		now <- c.Now()
+		ch = now
+	} else {
+		ch = c.FakeClock.After(d)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
 	c.asked = append(c.asked, d)
 	close(c.changed)
 	c.changed = make(chan struct{})
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, clockWaiter{c.now.Add(d), ch})
 	return ch
 }
 
 // Advance moves time on by d and fires the waiters that are due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			kept = append(kept, w)
-			continue
-		}
-		w.ch <- c.now
-	}
-	c.waiters = kept
-}
+func (c *fakeClock) Advance(d time.Duration) { c.Step(d) }
 
 // Asked returns every duration passed to After so far, in order.
 func (c *fakeClock) Asked() []time.Duration {

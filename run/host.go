@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/podrun/podrun/admission"
@@ -40,7 +41,7 @@ type Host struct {
 	report     Reporter
 	closer     func() error
 	exits      *supervisor.Exits
-	clock      probes.Clock
+	clock      clock.Clock
 	hostIPs    func() []net.IP    // the node's addresses, cached (cacheHostIPs)
 	closeExits context.CancelFunc // ends the exit router, which starts with the first supervised container
 
@@ -61,7 +62,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		report = func(Event) {}
 	}
 	if d.Clock == nil {
-		d.Clock = probes.RealClock{}
+		d.Clock = clock.RealClock{}
 	}
 	if d.Node == nil {
 		d.Node = func() resources.Node { return resources.Node{} }

@@ -7,10 +7,10 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
-	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/volumes"
@@ -115,8 +115,9 @@ type Deps struct {
 	// Node is what the machine offers (cgroup.Node, read once when first
 	// needed); it shapes containers' limits. nil: nothing known.
 	Node func() resources.Node
-	// Clock drives probes and back-offs; nil is the real one.
-	Clock probes.Clock
+	// Clock is the Host's one clock: probes, back-offs, the times recorded
+	// and the durations reported; nil is the real one.
+	Clock clock.Clock
 	// Admission reads the node pods are admitted to (its name, labels and
 	// allocatable), when a pod not yet running is decided on.
 	Admission func() (admission.Node, error)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Step is one named stage of a pod's pipeline.
@@ -56,24 +58,24 @@ const undoTimeout = 2 * time.Minute
 // Execute runs steps in order, until the first failure or until ctx ends
 // (checked before each step). At the first failure it runs the Undo of
 // the failed step and of every completed step, in reverse, on a fresh context (a cancelled request
-// must not abort cleanup), unless keep is set.
-func Execute(ctx context.Context, pod string, steps []Step, keep bool, report Reporter) error {
+// must not abort cleanup), unless keep is set. clk times the steps.
+func Execute(ctx context.Context, clk clock.PassiveClock, pod string, steps []Step, keep bool, report Reporter) error {
 	var done []Step
 	for i, s := range steps {
-		start := time.Now()
+		start := clk.Now()
 		done = append(done, s) // before Do: a step can half succeed (CNI ADD)
 		err := ctx.Err()       // a cancelled pipeline stops at the next step
 		if err == nil {
 			err = s.Do(ctx)
 		}
-		report(Event{Pod: pod, Step: s.Name, Index: i + 1, Total: len(steps), Elapsed: time.Since(start), Err: err})
+		report(Event{Pod: pod, Step: s.Name, Index: i + 1, Total: len(steps), Elapsed: clk.Since(start), Err: err})
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 				err = fmt.Errorf("%w (%w)", err, ctx.Err())
 			}
 			serr := &StepError{Pod: pod, Step: s.Name, Err: err}
 			if !keep {
-				serr.UndoErr = undo(done, pod, report)
+				serr.UndoErr = undo(clk, done, pod, report)
 			}
 			return serr
 		}
@@ -81,7 +83,7 @@ func Execute(ctx context.Context, pod string, steps []Step, keep bool, report Re
 	return nil
 }
 
-func undo(done []Step, pod string, report Reporter) error {
+func undo(clk clock.PassiveClock, done []Step, pod string, report Reporter) error {
 	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 	defer cancel()
 	var errs []error
@@ -89,9 +91,9 @@ func undo(done []Step, pod string, report Reporter) error {
 		if done[i].Undo == nil {
 			continue
 		}
-		start := time.Now()
+		start := clk.Now()
 		err := done[i].Undo(ctx)
-		report(Event{Pod: pod, Step: "undo " + done[i].Name, Elapsed: time.Since(start), Err: err})
+		report(Event{Pod: pod, Step: "undo " + done[i].Name, Elapsed: clk.Since(start), Err: err})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", done[i].Name, err))
 		}

@@ -238,13 +238,13 @@ func (h *Host) stop(ctx context.Context, c engine.Container, spec *corev1.Contai
 		return nil
 	}
 	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
-		start := time.Now()
+		start := h.clock.Now()
 		hctx, cancel := context.WithTimeout(ctx, grace)
 		if err := probes.Hook(hctx, spec.Lifecycle.PreStop, target); err != nil {
 			h.report(Event{Msg: fmt.Sprintf("container %s: preStop hook: %v", c.ID, err)})
 		}
 		cancel()
-		grace -= time.Since(start)
+		grace -= h.clock.Since(start)
 	}
 	sig, err := StopSignal(c.Labels[labels.StopSignal])
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -45,7 +44,7 @@ func (r *podRun) archiveLogs() error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	old := fmt.Sprintf("%s.%s", dir, time.Now().UTC().Format("20060102T150405.000000000"))
+	old := fmt.Sprintf("%s.%s", dir, r.h.clock.Now().UTC().Format("20060102T150405.000000000"))
 	if err := os.Rename(dir, old); err != nil {
 		return fmt.Errorf("keeping the logs of the previous run: %w", err)
 	}
