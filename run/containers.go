@@ -1,6 +1,7 @@
 // The container steps of Up: "init/NAME" (runInit), "sidecar/NAME"
 // (startSidecar) and "container/NAMES" (startApps, with prepareApps), and
-// how a container is created, started and ends.
+// how a container is created and started (how it ends is kept: exits.go;
+// the shim it runs in: shims.go).
 
 package run
 

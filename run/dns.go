@@ -95,7 +95,7 @@ func (r *podRun) writeFiles(ctx context.Context) error {
 	if err := r.h.engine.SetLabels(ctx, r.sandboxID, ipLabel); err != nil {
 		return err
 	}
-	hosts, err := r.hostsFile() // network.go
+	hosts, err := r.hostsFile()
 	if err != nil {
 		return err
 	}

@@ -1,3 +1,6 @@
+// Taking pods down for good: Down, by name, and removePod, by uid, each
+// under the pod's lock (teardown.go's killPod does the stopping).
+
 package run
 
 import (

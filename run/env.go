@@ -1,3 +1,7 @@
+// A container's environment: what its env and envFrom read (ConfigMaps,
+// Secrets, the downward API, env files of earlier containers), resolved at
+// each of its starts.
+
 package run
 
 import (

@@ -1,3 +1,8 @@
+// How a container's end is kept: its exit code, time and reason on its
+// labels (finish; an OOM kill read from its cgroup), its termination
+// message (the kubelet's, recorded in the pod directory: messages), and the
+// last lines of its log that the errors quote (ExitError, readTail).
+
 package run
 
 import (

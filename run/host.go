@@ -1,3 +1,8 @@
+// The Host (podrun on this machine: its runtime, network and state dir,
+// reached through the seams of seams.go) and the podRun (one pod's pipeline
+// on it, and what its steps learn), the two receivers of this package, with
+// the registry of the pods this process supervises.
+
 package run
 
 import (

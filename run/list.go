@@ -1,3 +1,7 @@
+// Listing: the pods on the node, found from containerd's labels and their
+// records, with the status computed from what is found (Pods, Pod, PodOf,
+// Named), and what is read of them (their logs, a Failed pod's failure).
+
 package run
 
 import (

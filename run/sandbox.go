@@ -1,6 +1,8 @@
-// The sandbox steps of Up: "sandbox: netns" (createNetNS), "sandbox: pause"
-// or "sandbox: namespaces" (startSandbox), the network (addNetwork) and
-// "sandbox: files" (writeFiles).
+// The pod's sandbox, made and ended here: the steps "pod cgroup"
+// (createPodCgroup), "sandbox: netns" (createNetNS), "sandbox: pause" or
+// "sandbox: namespaces" (startSandbox) and the network (addNetwork: CNI
+// ADD), their undos, and stopSandbox, which ends the sandbox and its
+// network when a pod completes or is taken down.
 
 package run
 
@@ -107,7 +109,7 @@ func (r *podRun) startSandbox(ctx context.Context) error {
 		in.IPC, in.UTS = r.pins.IPC, r.pins.UTS
 	}
 	in.Cgroup = r.h.podCgroup(r.pod.UID)
-	in.Resources, in.OOMScoreAdj = r.h.pauseResources() // cgroups.go
+	in.Resources, in.OOMScoreAdj = r.h.pauseResources()
 	image := r.h.cfg.PauseImage
 	in.Args = []string{"/pause", "pause"}
 	switch {
@@ -174,7 +176,7 @@ func checkStatic(exe string) error {
 	return nil
 }
 
-func (r *podRun) attachment() sandbox.Attachment { return attachment(r.pod.UID, r.pod.Pod) } // network.go
+func (r *podRun) attachment() sandbox.Attachment { return attachment(r.pod.UID, r.pod.Pod) }
 
 func (r *podRun) addNetwork(ctx context.Context) error {
 	conf, err := r.h.network.Config()

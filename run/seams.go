@@ -16,10 +16,12 @@ import (
 	"github.com/podrun/podrun/volumes"
 )
 
-// The side effects a Host makes on the machine, each behind a small
-// interface. The composition root (next to the CLI) hands in the real ones;
-// unit tests hand in fakes (fakes_test.go) that record calls and fail or
-// cancel on demand.
+// The side effects a Host makes on the machine, behind small interfaces
+// and funcs (Deps). The composition root (next to the CLI) hands in the
+// real ones; unit tests hand in fakes (seams_test.go, fakes_test.go) that
+// record calls and fail or cancel on demand. Outside them: podrun's own
+// files under its state and log directories, and a few reads of the host
+// (spec.DetectHost, downward's node facts, the pause binary's ELF header).
 
 // Network attaches pods to the pod network (sandbox.Network: libcni).
 type Network interface {

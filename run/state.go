@@ -1,3 +1,8 @@
+// What podrun keeps of a pod on the node: its record (State, pod.json in
+// the pod directory: what containerd cannot hold), the records of the pods
+// kept without running (refused, failed for good, waiting on their
+// configuration), and the ids and labels of its containers in containerd.
+
 package run
 
 import (
@@ -42,14 +47,14 @@ type State struct {
 	// (imagepull.go): its containers show it as their waiting reason.
 	ImagePull *status.ImageWait `json:"imagePull,omitempty"`
 	// ConfigWait is the container a pod that could not start could not
-	// create (configwait.go): it shows CreateContainerConfigError.
+	// create (keepConfigWaiting): it shows CreateContainerConfigError.
 	ConfigWait *status.ConfigWait `json:"configWait,omitempty"`
 	// Refused: nothing of the pod runs but this record, kept until its
 	// manifest changes: the node refused it at admission (Ended says why),
 	// or it failed for good while starting (Final).
 	Refused bool `json:"refused,omitempty"`
 	// Final is the status of a pod that failed for good while starting
-	// (failed.go), or that the node refused (rejectedStatus), shown as it was.
+	// (keepFailed), or that the node refused (rejectedStatus), shown as it was.
 	Final *corev1.PodStatus `json:"final,omitempty"`
 }
 

@@ -1,3 +1,8 @@
+// The step pipeline: named steps run in order, each with its undo, the
+// done ones undone in reverse at the first failure (Execute); the
+// combinators that make steps of actions (both, then, inOrder); the bound
+// of each step of a teardown.
+
 package run
 
 import (

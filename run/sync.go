@@ -436,7 +436,7 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 			return corev1.PodPending, err
 		}
 		if r.final != nil {
-			// Failed for good, as the kubelet keeps it (failed.go).
+			// Failed for good, as the kubelet keeps it (keepFailed).
 			if kerr := h.keepFailed(p, r.source, r.final); kerr != nil {
 				return corev1.PodFailed, errors.Join(err, kerr)
 			}

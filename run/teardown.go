@@ -1,7 +1,8 @@
 package run
 
-// Teardown: podrun's one way of stopping a pod's containers, used by down,
-// rollback, eviction, the active deadline and completion.
+// Teardown: podrun's one way of stopping a pod's containers (killPod: the
+// kubelet's order, preStop hooks, stop signals and grace periods), used by
+// down, rollback, eviction, the active deadline and completion.
 
 import (
 	"context"

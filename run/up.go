@@ -1,3 +1,6 @@
+// Up's plan: one pod's named steps, each with its undo (podRun.plan), which
+// Execute runs; which steps appear depends only on the pod's spec.
+
 package run
 
 import (
@@ -17,7 +20,7 @@ func (r *podRun) plan() []Step {
 		{Name: "pod directory", Do: r.createDirs, Undo: r.removeDirs},
 		{Name: "volumes", Do: r.setupVolumes, Undo: r.undoVolumes},
 		{Name: "images", Do: r.ensureImages},
-		{Name: "pod cgroup", Do: r.createPodCgroup, Undo: r.removePodCgroup}, // cgroups.go
+		{Name: "pod cgroup", Do: r.createPodCgroup, Undo: r.removePodCgroup}, // sandbox.go
 	}
 	if !r.hostNetwork() {
 		steps = append(steps, Step{Name: "sandbox: netns", Do: r.createNetNS, Undo: r.removeNetNS})

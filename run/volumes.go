@@ -1,5 +1,7 @@
-// The steps of Up that prepare the node's side of a pod: "pod directory"
-// (createDirs), "volumes" (setupVolumes) and "images" (ensureImages).
+// The node's side of a pod: the steps "pod directory" (createDirs),
+// "volumes" (setupVolumes) and "images" (ensureImages); its config volumes
+// kept up to date (UpdateConfigVolumes); the claims' volumes of the node,
+// listed and removed (Claims, RemoveClaim).
 
 package run
 
@@ -55,7 +57,7 @@ func (r *podRun) removeDirs(context.Context) error { return r.h.disk.Remove(r.la
 
 func (r *podRun) setupVolumes(context.Context) error {
 	var err error
-	cfg, err := r.h.configFor(r.pod) // configvolumes.go
+	cfg, err := r.h.configFor(r.pod)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
 // The last step of Up: "wait: ready" (waitReady), "wait: completion"
-// (waitCompletion) or "record" (recordRunning).
+// (waitCompletion) or "record" (recordRunning); and the phase a pod's run
+// ended in (outcome, result).
 
 package run
 
