@@ -152,7 +152,7 @@ func killOrder(ctrs []engine.Container, pod *corev1.Pod) [][]engine.Container {
 	if pod != nil {
 		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
 			name := pod.Spec.InitContainers[i].Name
-			groups = append(groups, named(ctrs, name))
+			groups = append(groups, attemptsOf(ctrs, name))
 			grouped[name] = true
 		}
 	}
@@ -193,8 +193,8 @@ func withLabel(ctrs []engine.Container, key, v string) []engine.Container {
 	return out
 }
 
-// named keeps every attempt of one container.
-func named(ctrs []engine.Container, name string) []engine.Container {
+// attemptsOf keeps every attempt of one container.
+func attemptsOf(ctrs []engine.Container, name string) []engine.Container {
 	return withLabel(ctrs, labels.Container, name)
 }
 
