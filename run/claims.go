@@ -1,0 +1,66 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/podrun/podrun/volumes"
+)
+
+// ClaimInfo is a claim's volume and the pods on the node that use it.
+type ClaimInfo struct {
+	volumes.Claim
+	UsedBy []string // namespace/name
+}
+
+// Claims lists the claims' volumes of the node (volumes/claims.go).
+func (h *Host) Claims(ctx context.Context) ([]ClaimInfo, error) {
+	claims, err := volumes.Claims(h.layout(""))
+	if err != nil {
+		return nil, err
+	}
+	pods, err := h.Pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ClaimInfo, len(claims))
+	for i, c := range claims {
+		out[i] = ClaimInfo{Claim: c, UsedBy: usersOf(pods, c.Namespace, c.Name)}
+	}
+	return out, nil
+}
+
+// RemoveClaim removes a claim's volume and its data, unless a pod on the
+// node uses it; found says whether it was there.
+func (h *Host) RemoveClaim(ctx context.Context, namespace, name string) (found bool, err error) {
+	l := h.layout("")
+	claims, err := volumes.Claims(l)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range claims {
+		found = found || c.Namespace == namespace && c.Name == name
+	}
+	if !found {
+		return false, nil
+	}
+	pods, err := h.Pods(ctx)
+	if err != nil {
+		return true, err
+	}
+	if users := usersOf(pods, namespace, name); len(users) > 0 {
+		return true, fmt.Errorf("volume %s/%s is used by pod %s: take it down first", namespace, name, strings.Join(users, ", "))
+	}
+	return true, volumes.RemoveClaim(l, namespace, name)
+}
+
+func usersOf(pods []*PodInfo, namespace, claim string) []string {
+	var users []string
+	for _, p := range pods {
+		if p.Pod != nil && p.Namespace == namespace && volumes.UsesClaim(p.Pod, claim) {
+			users = append(users, p.Key())
+		}
+	}
+	return users
+}
