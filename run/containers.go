@@ -1,7 +1,8 @@
 // The container steps of Up: "init/NAME" (runInit), "sidecar/NAME"
 // (startSidecar) and "container/NAMES" (startApps, with prepareApps), and
-// how a container is created and started (how it ends is kept: exits.go;
-// the shim it runs in: shims.go).
+// how a container is created and started, its environment resolved at each
+// start (envSources); how it ends is kept in exits.go, the shim it runs in
+// chosen in shims.go.
 
 package run
 
@@ -84,7 +85,7 @@ func (r *podRun) recordStartError(ctx context.Context, id string, serr *engine.S
 func (r *podRun) createContainer(ctx context.Context, c *corev1.Container, kind string, restart int) (*specs.Spec, error) {
 	id := ContainerID(r.pod.UID, c.Name, restart)
 	img := r.images[c.Image]
-	sources, err := r.envSources(c) // env.go
+	sources, err := r.envSources(c)
 	if err != nil {
 		return nil, err
 	}

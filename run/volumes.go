@@ -1,7 +1,6 @@
 // The node's side of a pod: the steps "pod directory" (createDirs),
-// "volumes" (setupVolumes) and "images" (ensureImages); its config volumes
-// kept up to date (UpdateConfigVolumes); the claims' volumes of the node,
-// listed and removed (Claims, RemoveClaim).
+// "volumes" (setupVolumes) and "images" (ensureImages), and its config
+// volumes kept up to date (UpdateConfigVolumes).
 
 package run
 
