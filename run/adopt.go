@@ -47,13 +47,13 @@ func (h *Host) adopt(ctx context.Context, r *podRun, from *manifest.Pod) error {
 	}
 	for i := range r.pod.Spec.InitContainers {
 		if c := &r.pod.Spec.InitContainers[i]; status.IsSidecar(c) {
-			r.w.Adopt(c, supervisor.RoleSidecar, named(ctrs, c.Name))
+			r.w.Adopt(c, supervisor.RoleSidecar, attemptsOf(ctrs, c.Name))
 		}
 	}
 	if r.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || !r.finished(ctrs) {
 		for i := range r.pod.Spec.Containers {
 			c := &r.pod.Spec.Containers[i]
-			r.w.Adopt(c, supervisor.RoleApp, named(ctrs, c.Name))
+			r.w.Adopt(c, supervisor.RoleApp, attemptsOf(ctrs, c.Name))
 		}
 	}
 	h.supervise(r)
@@ -65,7 +65,7 @@ func (h *Host) adopt(ctx context.Context, r *podRun, from *manifest.Pod) error {
 func (r *podRun) finished(ctrs []engine.Container) bool {
 	for i := range r.pod.Spec.Containers {
 		c := &r.pod.Spec.Containers[i]
-		cur := status.Latest(named(ctrs, c.Name))
+		cur := status.Latest(attemptsOf(ctrs, c.Name))
 		if cur == nil || cur.Task.State == engine.TaskRunning {
 			return false
 		}

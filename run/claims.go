@@ -1,3 +1,6 @@
+// The claims' volumes of the node (volumes/claims.go): listed with the pods
+// that use them, removed when none does.
+
 package run
 
 import (

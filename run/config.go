@@ -1,5 +1,14 @@
-// Package run executes pods: it decides what must happen to each pod (pure)
-// and runs the pipeline of named steps, each with its undo.
+// Package run is the pod's lifecycle on this node. It observes the pods
+// wanted and those on the node (sync.go), decides through package plan what
+// must happen to each (pure), and does it: the pipeline of a pod's named
+// steps, each with its undo (steps.go, up.go, and the files of what the
+// steps make: volumes.go, sandbox.go, dns.go, containers.go, shims.go,
+// wait.go), the adoption of pods an earlier podrun left running (adopt.go),
+// their teardown (teardown.go, down.go), the bridge to their supervision
+// (supervise.go, exits.go), the listing of what is on the node (list.go,
+// await.go) and the locks that keep one owner per pod (locks.go). The Host
+// (host.go) reaches the machine through the seams of seams.go, with one
+// injected clock; this file is the configuration it is opened with.
 package run
 
 import (

@@ -1,3 +1,6 @@
+// Taking pods down for good: Down, by name, and removePod, by uid, each
+// under the pod's lock (teardown.go's killPod does the stopping).
+
 package run
 
 import (
@@ -6,13 +9,6 @@ import (
 	"sync"
 	"time"
 )
-
-// Target names a pod to take down.
-type Target struct {
-	Namespace, Name string
-}
-
-func (t Target) String() string { return t.Namespace + "/" + t.Name }
 
 // DownResult is one target's outcome.
 type DownResult struct {
@@ -102,9 +98,9 @@ func (h *Host) downUID(ctx context.Context, uid string, override *time.Duration)
 	if override != nil {
 		t.grace = *override
 	}
-	start := time.Now()
+	start := h.clock.Now()
 	err = h.killPod(ctx, t)
-	h.report(Event{Pod: key, Step: "down", Elapsed: time.Since(start), Err: err})
+	h.report(Event{Pod: key, Step: "down", Elapsed: h.clock.Since(start), Err: err})
 	return err
 }
 

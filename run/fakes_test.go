@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	testclock "k8s.io/utils/clock/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/fake"
@@ -28,32 +28,37 @@ import (
 // should take more than a few seconds, even under -race.
 const waitTimeout = 20 * time.Second
 
-// fakeClock is the shared fake clock (it moves only when the test advances
-// it) that also records every duration passed to After, so that back-off
-// delays and probe periods can be observed.
+// fakeClock is the fake of the Host's clock (clocktesting.FakeClock) that
+// also records every duration passed to After, so that back-off delays and
+// probe periods can be observed; an After of no time fires at once.
 type fakeClock struct {
-	*testclock.FakeClock
+	*clocktesting.FakeClock
 	mu      sync.Mutex
 	asked   []time.Duration
 	changed chan struct{} // closed and replaced on every After
 }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{FakeClock: testclock.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)), changed: make(chan struct{})}
+	return &fakeClock{FakeClock: clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)), changed: make(chan struct{})}
 }
 
+// After is the fake clock's After, recorded once its waiter is in place
+// (a test that saw it asked may Advance past it).
 func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	var ch <-chan time.Time
+	if d <= 0 {
+		now := make(chan time.Time, 1)
+		now <- c.Now()
+		ch = now
+	} else {
+		ch = c.FakeClock.After(d)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.asked = append(c.asked, d)
 	close(c.changed)
 	c.changed = make(chan struct{})
-	if d <= 0 { // due now, as time.After's is (the fake's fires on the next Step)
-		ch := make(chan time.Time, 1)
-		ch <- c.Now()
-		return ch
-	}
-	return c.FakeClock.After(d)
+	return ch
 }
 
 // Advance moves time on by d and fires the waiters that are due.

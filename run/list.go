@@ -1,3 +1,7 @@
+// Listing: the pods on the node, found from containerd's labels and their
+// records, with the status computed from what is found (Pods, Pod, PodOf,
+// Named), and what is read of them (their logs, a Failed pod's failure).
+
 package run
 
 import (
@@ -319,3 +323,18 @@ func (h *Host) markRolledBack(p *PodInfo) {
 		p.Pod.Status.Conditions = append(p.Pod.Status.Conditions, *c)
 	}
 }
+
+// PodFailedError is a pod that ran to completion and failed.
+type PodFailedError struct {
+	Pod    string
+	Reason string
+}
+
+func (e *PodFailedError) Error() string { return fmt.Sprintf("pod %s failed: %s", e.Pod, e.Reason) }
+
+// Target names a pod to take down.
+type Target struct {
+	Namespace, Name string
+}
+
+func (t Target) String() string { return t.Namespace + "/" + t.Name }

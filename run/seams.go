@@ -18,10 +18,12 @@ import (
 	"github.com/podrun/podrun/volumes"
 )
 
-// The side effects a Host makes on the machine, each behind a small
-// interface. The composition root (next to the CLI) hands in the real ones;
-// unit tests hand in fakes (fakes_test.go) that record calls and fail or
-// cancel on demand.
+// The side effects a Host makes on the machine, behind small interfaces
+// and funcs (Deps). The composition root (next to the CLI) hands in the
+// real ones; unit tests hand in fakes (seams_test.go, fakes_test.go) that
+// record calls and fail or cancel on demand. Outside them: podrun's own
+// files under its state and log directories, and a few reads of the host
+// (spec.DetectHost, downward's node facts, the pause binary's ELF header).
 
 // Network attaches pods to the pod network (sandbox.Network: libcni).
 type Network interface {
@@ -117,7 +119,8 @@ type Deps struct {
 	// Node is what the machine offers (cgroup.Node, read once when first
 	// needed); it shapes containers' limits. nil: nothing known.
 	Node func() resources.Node
-	// Clock drives probes and back-offs; nil is the real one.
+	// Clock is the Host's one clock: probes, back-offs, the times recorded
+	// and the durations reported; nil is the real one.
 	Clock clock.Clock
 	// Admission reads the node pods are admitted to (its name, labels and
 	// allocatable), when a pod not yet running is decided on.
@@ -128,6 +131,11 @@ type Deps struct {
 	// Versions keeps the versions of pods that became Ready (rollout.History);
 	// nil keeps none.
 	Versions Versions
+	// HostFile reads a file of the host's that a pod's files are made from
+	// (dns.go): /etc/hosts (a hostNetwork pod's), /etc/resolv.conf and
+	// systemd-resolved's upstream resolv.conf; nil is os.ReadFile. A file
+	// that is not there is an error that is os.ErrNotExist.
+	HostFile func(path string) ([]byte, error)
 }
 
 // Versions keeps the versions of the node's pods that became Ready

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -37,12 +38,28 @@ type fakeMachine struct {
 	oomKills map[string]uint64     // the OOM-kill counter of a cgroup
 	attached map[string]bool       // by sandbox container id
 	dirs     map[string]bool       // pod directories, by UID
+	files    map[string]string     // the host's files HostFile reads, by path
+	read     []string              // the paths HostFile was asked for
 	fail     map[string]int        // op prefix -> how many matching ops succeed before one fails
 	before   func(op string) error // called before each op, unlocked (cancel a context here); an error fails the op
 }
 
 func newFakeMachine() *fakeMachine {
-	return &fakeMachine{netns: map[string]bool{}, pins: map[string]uint64{}, cgroups: map[string]bool{}, oomKills: map[string]uint64{}, attached: map[string]bool{}, dirs: map[string]bool{}, fail: map[string]int{}}
+	return &fakeMachine{netns: map[string]bool{}, pins: map[string]uint64{}, cgroups: map[string]bool{}, oomKills: map[string]uint64{}, attached: map[string]bool{}, dirs: map[string]bool{}, fail: map[string]int{},
+		files: map[string]string{hostsPath: "127.0.0.1\tlocalhost\n", sandbox.HostResolvConf: "nameserver 192.0.2.53\nsearch example.test\n"}}
+}
+
+// hostFile reads the fake host's file at path (Deps.HostFile); one that
+// is not there is os.ErrNotExist, as os.ReadFile says it.
+func (m *fakeMachine) hostFile(path string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.read = append(m.read, path)
+	data, ok := m.files[path]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	}
+	return []byte(data), nil
 }
 
 // errInjected is the failure tests inject.
@@ -337,7 +354,7 @@ func (m *fakeMachine) deps(e *fake.Engine) Deps {
 	}
 	return Deps{Engine: e, Network: fakeNetwork{m}, NetNS: fakeNetNS{m}, Pins: fakePins{m}, Cgroups: fakeCgroups{m}, Disk: fakeDisk{m},
 		Admission: func() (admission.Node, error) { return roomyNode, nil },
-		HostIPs:   func() []net.IP { return []net.IP{fakeHostIP} }}
+		HostIPs:   func() []net.IP { return []net.IP{fakeHostIP} }, HostFile: m.hostFile}
 }
 
 // fakeHostIP is the fake machine's address (status.hostIP).

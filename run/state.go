@@ -1,3 +1,8 @@
+// What podrun keeps of a pod on the node: its record (State, pod.json in
+// the pod directory: what containerd cannot hold), the records of the pods
+// kept without running (refused, failed for good, waiting on their
+// configuration), and the ids and labels of its containers in containerd.
+
 package run
 
 import (
@@ -6,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,8 +19,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podrun/podrun/admission"
+	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/resources"
+	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/volumes"
 )
@@ -39,14 +47,14 @@ type State struct {
 	// (imagepull.go): its containers show it as their waiting reason.
 	ImagePull *status.ImageWait `json:"imagePull,omitempty"`
 	// ConfigWait is the container a pod that could not start could not
-	// create (configwait.go): it shows CreateContainerConfigError.
+	// create (keepConfigWaiting): it shows CreateContainerConfigError.
 	ConfigWait *status.ConfigWait `json:"configWait,omitempty"`
 	// Refused: nothing of the pod runs but this record, kept until its
 	// manifest changes: the node refused it at admission (Ended says why),
 	// or it failed for good while starting (Final).
 	Refused bool `json:"refused,omitempty"`
 	// Final is the status of a pod that failed for good while starting
-	// (failed.go), or that the node refused (rejectedStatus), shown as it was.
+	// (keepFailed), or that the node refused (rejectedStatus), shown as it was.
 	Final *corev1.PodStatus `json:"final,omitempty"`
 }
 
@@ -134,4 +142,73 @@ func (h *Host) stateUIDs() ([]string, error) {
 		}
 	}
 	return uids, nil
+}
+
+func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[string]string {
+	l := podLabels(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.source)
+	l[labels.Container] = name
+	l[labels.Kind] = kind
+	l[labels.RestartCount] = strconv.Itoa(restart)
+	if stopSignal != "" {
+		l[labels.StopSignal] = stopSignal
+	}
+	return l
+}
+
+// ErrKeptFailed marks the failure of a pod recorded Failed (keepFailed):
+// it is not tried again until its manifest changes.
+var ErrKeptFailed = errors.New("kept Failed until its manifest changes")
+
+// keepFailed records a pod whose init container failed under
+// restartPolicy Never (its steps undone) with the status it had then:
+// listed Failed, its init containers Completed and Error, and kept so,
+// nothing started again, until its manifest changes, as the kubelet keeps
+// a static pod that failed.
+func (h *Host) keepFailed(p *manifest.Pod, source string, final *corev1.PodStatus) error {
+	return h.makeState(&State{UID: p.UID, Hash: p.Hash, Source: source, Pod: p.Pod, Complete: true, Refused: true, Final: final})
+}
+
+// keepConfigWaiting records a pod that Up could not start (its steps
+// undone) because a container could not be created from its
+// configuration, so that `podrun ps` and `status` show it Pending with
+// that container waiting in CreateContainerConfigError and the message,
+// as the kubelet shows such a pod while it tries it again.
+func (h *Host) keepConfigWaiting(p *manifest.Pod, source string, cerr *spec.ConfigError) error {
+	return h.makeState(&State{UID: p.UID, Hash: p.Hash, Source: source, Pod: p.Pod,
+		ConfigWait: &status.ConfigWait{Container: cerr.Container, Reason: spec.ReasonCreateContainerConfigError, Message: cerr.Msg}})
+}
+
+// shortUID is the first 12 hex digits of a pod UID, the prefix of its
+// containers' ids.
+func shortUID(uid string) string {
+	s := strings.ReplaceAll(uid, "-", "")
+	if len(s) > 12 {
+		s = s[:12]
+	}
+	return s
+}
+
+// SandboxID is the pause container's id.
+func SandboxID(uid string) string { return shortUID(uid) + "-pause" }
+
+// ContainerID is the id of one attempt (restart) of a container; container
+// names are DNS labels, so "<uid12>-<name>-<n>" never clashes with the sandbox.
+func ContainerID(uid, name string, restart int) string {
+	return fmt.Sprintf("%s-%s-%d", shortUID(uid), name, restart)
+}
+
+// podLabels are the labels every container of a pod carries.
+func podLabels(uid, namespace, name, hash, source string) map[string]string {
+	return map[string]string{
+		labels.PodUID:       uid,
+		labels.PodNamespace: namespace,
+		labels.PodName:      name,
+		labels.PodHash:      hash,
+		labels.Source:       source,
+	}
+}
+
+// podCgroup is the pod cgroup of pod uid in podrun's containerd namespace.
+func (h *Host) podCgroup(uid string) string {
+	return spec.PodCgroup(h.cfg.Namespace, uid)
 }

@@ -1,3 +1,8 @@
+// The step pipeline: named steps run in order, each with its undo, the
+// done ones undone in reverse at the first failure (Execute); the
+// combinators that make steps of actions (both, then, inOrder); the bound
+// of each step of a teardown.
+
 package run
 
 import (
@@ -5,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Step is one named stage of a pod's pipeline.
@@ -56,24 +63,24 @@ const undoTimeout = 2 * time.Minute
 // Execute runs steps in order, until the first failure or until ctx ends
 // (checked before each step). At the first failure it runs the Undo of
 // the failed step and of every completed step, in reverse, on a fresh context (a cancelled request
-// must not abort cleanup), unless keep is set.
-func Execute(ctx context.Context, pod string, steps []Step, keep bool, report Reporter) error {
+// must not abort cleanup), unless keep is set. clk times the steps.
+func Execute(ctx context.Context, clk clock.PassiveClock, pod string, steps []Step, keep bool, report Reporter) error {
 	var done []Step
 	for i, s := range steps {
-		start := time.Now()
+		start := clk.Now()
 		done = append(done, s) // before Do: a step can half succeed (CNI ADD)
 		err := ctx.Err()       // a cancelled pipeline stops at the next step
 		if err == nil {
 			err = s.Do(ctx)
 		}
-		report(Event{Pod: pod, Step: s.Name, Index: i + 1, Total: len(steps), Elapsed: time.Since(start), Err: err})
+		report(Event{Pod: pod, Step: s.Name, Index: i + 1, Total: len(steps), Elapsed: clk.Since(start), Err: err})
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 				err = fmt.Errorf("%w (%w)", err, ctx.Err())
 			}
 			serr := &StepError{Pod: pod, Step: s.Name, Err: err}
 			if !keep {
-				serr.UndoErr = undo(done, pod, report)
+				serr.UndoErr = undo(clk, done, pod, report)
 			}
 			return serr
 		}
@@ -81,7 +88,7 @@ func Execute(ctx context.Context, pod string, steps []Step, keep bool, report Re
 	return nil
 }
 
-func undo(done []Step, pod string, report Reporter) error {
+func undo(clk clock.PassiveClock, done []Step, pod string, report Reporter) error {
 	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
 	defer cancel()
 	var errs []error
@@ -89,12 +96,52 @@ func undo(done []Step, pod string, report Reporter) error {
 		if done[i].Undo == nil {
 			continue
 		}
-		start := time.Now()
+		start := clk.Now()
 		err := done[i].Undo(ctx)
-		report(Event{Pod: pod, Step: "undo " + done[i].Name, Elapsed: time.Since(start), Err: err})
+		report(Event{Pod: pod, Step: "undo " + done[i].Name, Elapsed: clk.Since(start), Err: err})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", done[i].Name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// both runs two actions concurrently and returns both errors.
+func both(a, b func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		errc := make(chan error, 1)
+		go func() { errc <- a(ctx) }()
+		errB := b(ctx)
+		return errors.Join(<-errc, errB)
+	}
+}
+
+// then runs b after a, when a succeeded.
+func then(a, b func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := a(ctx); err != nil {
+			return err
+		}
+		return b(ctx)
+	}
+}
+
+// inOrder runs undo actions one after the other, all of them, joining errors.
+func inOrder(fns ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var errs []error
+		for _, fn := range fns {
+			errs = append(errs, fn(ctx))
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// teardownStep bounds each step of a teardown but the graceful stops,
+// which their grace periods bound.
+const teardownStep = time.Minute
+
+// stepContext is one teardown step's context.
+func stepContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, teardownStep)
 }

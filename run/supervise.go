@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -41,35 +40,6 @@ func (h *Host) supervise(r *podRun) {
 	}
 }
 
-// unsupervise stops supervising a pod (not its containers).
-func (h *Host) unsupervise(uid string) {
-	h.mu.Lock()
-	r := h.workers[uid]
-	delete(h.workers, uid)
-	h.mu.Unlock()
-	if r != nil {
-		r.w.Stop()
-	}
-}
-
-// Supervised reports whether this process supervises the pod.
-func (h *Host) Supervised(uid string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.workers[uid] != nil
-}
-
-// supervisedUIDs lists the pods this process supervises.
-func (h *Host) supervisedUIDs() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var uids []string
-	for uid := range h.workers {
-		uids = append(uids, uid)
-	}
-	return uids
-}
-
 // removedCheck is how often Supervise looks for pods another podrun removed.
 const removedCheck = time.Second
 
@@ -95,16 +65,6 @@ func (h *Host) Supervise(ctx context.Context) error {
 			}
 		}
 	}
-}
-
-func (h *Host) supervisedPods() []*podRun {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	pods := make([]*podRun, 0, len(h.workers))
-	for _, r := range h.workers {
-		pods = append(pods, r)
-	}
-	return pods
 }
 
 // completeAll completes pods that have all finished and returns their
@@ -163,13 +123,6 @@ func (h *Host) TerminateAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// StopSupervising ends supervision without touching the containers.
-func (h *Host) StopSupervising() {
-	for _, uid := range h.supervisedUIDs() {
-		h.unsupervise(uid)
-	}
-}
-
 // podRun is the supervisor's Pod: what it does to the pod's containers.
 var _ supervisor.Pod = (*podRun)(nil)
 
@@ -193,13 +146,6 @@ func (r *podRun) Grace(p *corev1.Probe) time.Duration {
 	return podGrace(r.pod.Pod)
 }
 
-func podGrace(p *corev1.Pod) time.Duration {
-	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
-		return time.Duration(*g) * time.Second
-	}
-	return defaultGrace
-}
-
 // Target is where container c's probes and hooks go.
 func (r *podRun) Target(c *corev1.Container, id string) probes.Target {
 	var ips []string
@@ -207,13 +153,6 @@ func (r *podRun) Target(c *corev1.Container, id string) probes.Target {
 		ips = r.state.PodIPs
 	}
 	return r.h.target(c, id, ips)
-}
-
-// execer adapts the engine to probes.Execer.
-type execer struct{ e engine.Engine }
-
-func (x execer) Exec(ctx context.Context, id string, args []string, out io.Writer) (int, error) {
-	return x.e.Exec(ctx, id, engine.ExecSpec{Args: args, Stdout: out, Stderr: out})
 }
 
 // Prune removes the attempts of container name older than the previous

@@ -434,7 +434,7 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 	r := &podRun{h: h, pod: p, key: key, layout: h.layout(p.UID), wait: o.Wait, source: p.Source.Origin(), pullBackOff: o.PullBackOff, keepFailed: o.RecordFailures, retryStarts: o.RetryStartErrors,
 		pinned: pinnedSandbox(p.Pod, h.cfg.PauseImage), pins: h.pinsOf(p.UID, p.Pod), minReady: o.minReady}
 	r.w = supervisor.New(r, h.exits, h.clock, p.Spec.RestartPolicy)
-	err := Execute(ctx, key, r.plan(), o.KeepOnFailure, h.report)
+	err := Execute(ctx, h.clock, key, r.plan(), o.KeepOnFailure, h.report)
 	if err != nil || !o.Foreground {
 		r.w.Stop() // the pod keeps running; nobody supervises it any more
 	} else {
@@ -449,7 +449,7 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 			return corev1.PodPending, err
 		}
 		if r.final != nil {
-			// Failed for good, as the kubelet keeps it (failed.go).
+			// Failed for good, as the kubelet keeps it (keepFailed).
 			if kerr := h.keepFailed(p, r.source, r.final); kerr != nil {
 				return corev1.PodFailed, errors.Join(err, kerr)
 			}

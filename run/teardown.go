@@ -1,12 +1,14 @@
 package run
 
-// Teardown: podrun's one way of stopping a pod's containers, used by down,
-// rollback, eviction, the active deadline and completion.
+// Teardown: podrun's one way of stopping a pod's containers (killPod: the
+// kubelet's order, preStop hooks, stop signals and grace periods), used by
+// down, rollback, eviction, the active deadline and completion.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +21,6 @@ import (
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/probes"
-	"github.com/podrun/podrun/resources"
-	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/supervisor"
 )
 
@@ -49,15 +49,6 @@ type teardown struct {
 	// record another teardown needs to finish what failed). Without it,
 	// the stopped containers keep their exits for status and logs.
 	remove bool
-}
-
-// teardownStep bounds each step of a teardown but the graceful stops,
-// which their grace periods bound.
-const teardownStep = time.Minute
-
-// stepContext is one teardown step's context.
-func stepContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, teardownStep)
 }
 
 // killPod is the kubelet's killPodWithSyncResult: supervision ends, then app
@@ -161,7 +152,7 @@ func killOrder(ctrs []engine.Container, pod *corev1.Pod) [][]engine.Container {
 	if pod != nil {
 		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
 			name := pod.Spec.InitContainers[i].Name
-			groups = append(groups, named(ctrs, name))
+			groups = append(groups, attemptsOf(ctrs, name))
 			grouped[name] = true
 		}
 	}
@@ -202,22 +193,9 @@ func withLabel(ctrs []engine.Container, key, v string) []engine.Container {
 	return out
 }
 
-// named keeps every attempt of one container.
-func named(ctrs []engine.Container, name string) []engine.Container {
+// attemptsOf keeps every attempt of one container.
+func attemptsOf(ctrs []engine.Container, name string) []engine.Container {
 	return withLabel(ctrs, labels.Container, name)
-}
-
-// containerSpec finds a container of pod by name (nil without a pod).
-func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
-	if pod == nil {
-		return nil
-	}
-	for _, c := range resources.Containers(pod) {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
 }
 
 // stopGroup stops containers in parallel, each with its preStop hook and
@@ -261,13 +239,13 @@ func (h *Host) stop(ctx context.Context, c engine.Container, spec *corev1.Contai
 		return nil
 	}
 	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
-		start := time.Now()
+		start := h.clock.Now()
 		hctx, cancel := context.WithTimeout(ctx, grace)
 		if err := probes.Hook(hctx, spec.Lifecycle.PreStop, target); err != nil {
 			h.report(Event{Msg: fmt.Sprintf("container %s: preStop hook: %v", c.ID, err)})
 		}
 		cancel()
-		grace -= time.Since(start)
+		grace -= h.clock.Since(start)
 	}
 	sig, err := StopSignal(c.Labels[labels.StopSignal])
 	if err != nil {
@@ -332,32 +310,36 @@ func StopSignal(s string) (syscall.Signal, error) {
 	return 0, fmt.Errorf("unknown stop signal %q", s)
 }
 
-// stopSandbox ends a finished pod's sandbox: the pause task or the pinned
-// namespaces, the network and the network namespace. Containers and the
-// pod directory stay until `down`.
-// Each part is tried whatever the others did; CNI DEL runs from the pod's
-// record even when the sandbox or its namespace are gone.
-func (h *Host) stopSandbox(ctx context.Context, uid string, a sandbox.Attachment) error {
-	id := SandboxID(uid)
-	// The pause task and the network go together: CNI DEL needs the
-	// namespace, which is a file of podrun's, not the pause's.
-	var killed error
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		kctx, cancel := stepContext(ctx)
-		defer cancel()
-		var errs []error
-		if err := h.engine.Kill(kctx, id, unix.SIGKILL); err != nil && !errors.Is(err, engine.ErrNotFound) {
-			errs = append(errs, err)
-		}
-		if _, err := h.engine.DeleteTask(kctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
-			errs = append(errs, err)
-		}
-		killed = errors.Join(errs...)
-	})
-	nctx, cancel := stepContext(ctx)
-	defer cancel()
-	netErr := h.delNetwork(nctx, uid, a)
-	wg.Wait()
-	return errors.Join(killed, netErr, h.netns.Remove(sandbox.NetNSName(uid)), h.pins.Unpin(h.pinsOf(uid, nil)))
+// teardown fills in what killPod needs to know of this pod.
+func (r *podRun) teardown(t teardown) teardown {
+	t.uid, t.pod, t.w = r.pod.UID, r.pod.Pod, r.w
+	if t.grace == 0 {
+		t.grace = podGrace(r.pod.Pod)
+	}
+	if r.state != nil {
+		t.ips = r.state.PodIPs
+	}
+	return t
+}
+
+// undoContainer is the undo of a container step (the pause's too): every
+// attempt of the container is stopped and removed.
+func (r *podRun) undoContainer(name string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return r.h.killPod(ctx, r.teardown(teardown{only: name, remove: true}))
+	}
+}
+
+func podGrace(p *corev1.Pod) time.Duration {
+	if g := p.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return defaultGrace
+}
+
+// execer adapts the engine to probes.Execer.
+type execer struct{ e engine.Engine }
+
+func (x execer) Exec(ctx context.Context, id string, args []string, out io.Writer) (int, error) {
+	return x.e.Exec(ctx, id, engine.ExecSpec{Args: args, Stdout: out, Stderr: out})
 }

@@ -1,6 +1,8 @@
 // The container steps of Up: "init/NAME" (runInit), "sidecar/NAME"
 // (startSidecar) and "container/NAMES" (startApps, with prepareApps), and
-// how a container is created, started and ends.
+// how a container is created and started, its environment resolved at each
+// start (envSources); how it ends is kept in exits.go, the shim it runs in
+// chosen in shims.go.
 
 package run
 
@@ -8,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,73 +22,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/podrun/podrun/downward"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
-	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/supervisor"
+	"github.com/podrun/podrun/volumes"
 )
-
-func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[string]string {
-	l := podLabels(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.source)
-	l[labels.Container] = name
-	l[labels.Kind] = kind
-	l[labels.RestartCount] = strconv.Itoa(restart)
-	if stopSignal != "" {
-		l[labels.StopSignal] = stopSignal
-	}
-	return l
-}
-
-// limitedBelow is the CPU limit (millicores) below which a pod's
-// containers run in the pool's limited lanes. runc create runs runc init
-// in the container's cgroup, so under a tight limit (10m: 1 % of a core) a
-// create takes seconds, and a runc shim creates one task at a time,
-// holding its lock: the State, Kill, Start, Delete and exec (probes) of
-// every container in its lane wait for it (e2e BenchmarkLaneStall).
-const limitedBelow = 1000
-
-// cpuLimited reports whether one of pod's containers is limited to less
-// than a core.
-func cpuLimited(pod *corev1.Pod) bool {
-	for _, c := range resources.Containers(pod) {
-		if m := resources.CPULimitMilli(pod, c); m > 0 && m < limitedBelow {
-			return true
-		}
-	}
-	return false
-}
-
-// shimGroup is the shim container name (of kind) of pod runs in. A node's
-// pods share a pool of shims, two per core: containerd's CRI gives each pod
-// a shim of its own, and a shim (about 3 MiB of the node's memory) costs
-// more than the rest of what a small pod does (docs/benchmarks.md). A
-// pod's lane comes from its uid; its pause, init containers and sidecars,
-// which start one at a time, run in it; its app containers in the lanes
-// from there on, one each while there are lanes, so that their restarts and
-// the tasks of other pods do not queue behind each other (a shim creates one
-// task at a time; a create waits on runc's processes as much as it computes).
-//
-// The pods limited to less than a core (cpuLimited) have lanes of their
-// own, as many again: their slow creates hold up only each other, never
-// the other pods' containers.
-func shimGroup(pod *corev1.Pod, name, kind string, cores int) string {
-	prefix := "podrun-shim-"
-	if cpuLimited(pod) {
-		prefix = "podrun-shim-limited-"
-	}
-	lanes := uint32(max(2*cores, 1))
-	h := fnv.New32a()
-	h.Write([]byte(pod.UID))
-	lane := h.Sum32() % lanes
-	if kind == labels.KindApp {
-		i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name })
-		lane = (lane + uint32(max(i, 0))) % lanes
-	}
-	return prefix + strconv.Itoa(int(lane))
-}
 
 // startContainer creates (unless prepareApps did) and starts attempt
 // `restart` of container c.
@@ -109,7 +53,7 @@ func (r *podRun) startContainer(ctx context.Context, c *corev1.Container, kind s
 	}
 	// The container runs: failing to label it must not count as a failed
 	// start. Its identity is known now (Create added the image's groups).
-	started := map[string]string{labels.StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	started := map[string]string{labels.StartedAt: r.h.clock.Now().UTC().Format(time.RFC3339Nano)}
 	if s.Process != nil {
 		started[labels.User] = status.UserLabel(s.Process.User.UID, s.Process.User.GID, s.Process.User.AdditionalGids)
 	}
@@ -141,7 +85,7 @@ func (r *podRun) recordStartError(ctx context.Context, id string, serr *engine.S
 func (r *podRun) createContainer(ctx context.Context, c *corev1.Container, kind string, restart int) (*specs.Spec, error) {
 	id := ContainerID(r.pod.UID, c.Name, restart)
 	img := r.images[c.Image]
-	sources, err := r.envSources(c) // env.go
+	sources, err := r.envSources(c)
 	if err != nil {
 		return nil, err
 	}
@@ -249,64 +193,6 @@ func imageID(img engine.Image) string {
 		repo = repo[:i]
 	}
 	return repo + "@" + img.Digest
-}
-
-// logPath is the log file of attempt restart of a container.
-func (r *podRun) logPath(container string, restart int) string {
-	return logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, container, restart)
-}
-
-// logTailLines is how many log lines an error message quotes.
-const logTailLines = 10
-
-func withLogTail(err error, logPath string) error {
-	tail := readTail(logPath)
-	if tail == "" {
-		return err
-	}
-	return fmt.Errorf("%w; last log lines:\n%s", err, tail)
-}
-
-func readTail(logPath string) string {
-	f, err := os.Open(logPath)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	lines := logs.Tail(f, logTailLines)
-	for i := range lines {
-		lines[i] = "  | " + lines[i]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// finish records how attempt id of pod uid ended on its labels and deletes
-// its task, so that the shim can go once nothing runs. An OOM kill nobody
-// saw the event of is read from the container's cgroup first.
-func (h *Host) finish(ctx context.Context, uid, id string, exit engine.Exit) error {
-	l := map[string]string{
-		labels.ExitCode:   strconv.Itoa(int(exit.Code)),
-		labels.FinishedAt: exit.ExitedAt.UTC().Format(time.RFC3339Nano),
-	}
-	// The exit router has labelled an OOM kill it saw too; this is for certain.
-	if exit.OOMKilled || h.oomKilled(uid, id) {
-		l[labels.Reason] = status.ReasonOOMKilled
-	}
-	if err := h.engine.SetLabels(ctx, id, l); err != nil {
-		return err
-	}
-	if _, err := h.engine.DeleteTask(ctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
-		return err
-	}
-	return nil
-}
-
-// ExitError is a container that exited with a non-zero code where that fails the pod.
-type ExitError struct {
-	Container string
-	Code      uint32
-	OOMKilled bool
-	Tail      string
 }
 
 // runInit runs init container c to completion in the pod's supervisor,
@@ -424,4 +310,57 @@ func (r *podRun) startSidecar(c *corev1.Container) func(context.Context) error {
 		}
 		return err
 	}
+}
+
+// envSources returns what the env valueFrom and envFrom of container c
+// read. It is called at each start of the container, as the kubelet resolves
+// the environment at each start: the pod's IPs are known by then
+// (containers start after CNI), and the node's facts are read afresh — only
+// when c's env asks for them (fieldRef, resourceFieldRef), as most
+// containers' do not.
+func (r *podRun) envSources(c *corev1.Container) (spec.EnvSources, error) {
+	info := downward.Info{Pod: r.pod.Pod}
+	if usesDownward(c) {
+		info.PodIPs = r.state.PodIPs // known once the network is up (prepareApps skips c before)
+		node, err := downward.NodeAllocatable(r.h.cfg.Root)
+		if err != nil {
+			return spec.EnvSources{}, err
+		}
+		if info.NodeName, err = downward.NodeName(); err != nil {
+			return spec.EnvSources{}, err
+		}
+		info.Node = node
+		if ips := r.h.hostIPs(); len(ips) > 0 {
+			info.HostIP = ips[0].String() // as list.go reports status.hostIP
+		}
+	}
+	r.objMu.Lock()
+	defer r.objMu.Unlock()
+	return spec.EnvSources{ConfigMaps: r.pod.ConfigMaps, Secrets: r.pod.Secrets, Downward: info, EnvFile: r.envFile}, nil
+}
+
+// envFile reads an env file an earlier container wrote into one of the
+// pod's emptyDir volumes (fileKeyRef), inside the volume by descriptor.
+func (r *podRun) envFile(volume, path string) (map[string]string, error) {
+	dir, ok := r.vols.Paths[volume]
+	if !ok {
+		return nil, fmt.Errorf("no volume %q", volume)
+	}
+	return volumes.ReadEnvFile(dir, path)
+}
+
+// usesDownward reports whether c's env reads the downward API.
+func usesDownward(c *corev1.Container) bool {
+	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.ValueFrom != nil && (e.ValueFrom.FieldRef != nil || e.ValueFrom.ResourceFieldRef != nil)
+	})
+}
+
+// setObjects replaces the ConfigMaps and Secrets the pod's next container
+// starts read, as a restarted container on Kubernetes reads the objects of
+// the time.
+func (r *podRun) setObjects(from *manifest.Pod) {
+	r.objMu.Lock()
+	defer r.objMu.Unlock()
+	r.pod.ConfigMaps, r.pod.Secrets = from.ConfigMaps, from.Secrets
 }

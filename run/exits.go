@@ -1,18 +1,29 @@
+// How a container's end is kept: its exit code, time and reason on its
+// labels (finish; an OOM kill read from its cgroup), its termination
+// message (the kubelet's, recorded in the pod directory: messages), and the
+// last lines of its log that the errors quote (ExitError, readTail).
+
 package run
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/logs"
+	"github.com/podrun/podrun/resources"
+	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/untrusted"
 	"github.com/podrun/podrun/volumes"
 )
@@ -133,4 +144,100 @@ func readRecord(l volumes.Layout, name, id string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ExitError is a container that exited with a non-zero code where that fails the pod.
+type ExitError struct {
+	Container string
+	Code      uint32
+	OOMKilled bool
+	Tail      string
+}
+
+func (e *ExitError) Error() string {
+	s := fmt.Sprintf("container %q exited with code %d", e.Container, e.Code)
+	if e.OOMKilled {
+		s += " (" + status.ReasonOOMKilled + ")"
+	}
+	if e.Tail != "" {
+		s += "; last log lines:\n" + e.Tail
+	}
+	return s
+}
+
+// logPath is the log file of attempt restart of a container.
+func (r *podRun) logPath(container string, restart int) string {
+	return logs.Path(r.h.cfg.LogDir, r.pod.Namespace, r.pod.Name, r.pod.UID, container, restart)
+}
+
+// logTailLines is how many log lines an error message quotes.
+const logTailLines = 10
+
+func withLogTail(err error, logPath string) error {
+	tail := readTail(logPath)
+	if tail == "" {
+		return err
+	}
+	return fmt.Errorf("%w; last log lines:\n%s", err, tail)
+}
+
+func readTail(logPath string) string {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	lines := logs.Tail(f, logTailLines)
+	for i := range lines {
+		lines[i] = "  | " + lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// finish records how attempt id of pod uid ended on its labels and deletes
+// its task, so that the shim can go once nothing runs. An OOM kill nobody
+// saw the event of is read from the container's cgroup first.
+func (h *Host) finish(ctx context.Context, uid, id string, exit engine.Exit) error {
+	l := map[string]string{
+		labels.ExitCode:   strconv.Itoa(int(exit.Code)),
+		labels.FinishedAt: exit.ExitedAt.UTC().Format(time.RFC3339Nano),
+	}
+	// The exit router has labelled an OOM kill it saw too; this is for certain.
+	if exit.OOMKilled || h.oomKilled(uid, id) {
+		l[labels.Reason] = status.ReasonOOMKilled
+	}
+	if err := h.engine.SetLabels(ctx, id, l); err != nil {
+		return err
+	}
+	if _, err := h.engine.DeleteTask(ctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// containerCgroup is the cgroup of container id of pod uid (the spec's
+// cgroupsPath).
+func (h *Host) containerCgroup(uid, id string) string {
+	return path.Join(h.podCgroup(uid), id)
+}
+
+// oomKilled reports whether the OOM killer killed a process of container id
+// of pod uid: the reason the kubelet gives when no podrun saw containerd's
+// OOM event, read from its cgroup before its task is deleted.
+func (h *Host) oomKilled(uid, id string) bool {
+	n, err := h.cgroups.OOMKills(h.containerCgroup(uid, id))
+	return err == nil && n > 0
+}
+
+// containerSpec finds a container of pod by name (nil without a pod).
+func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
+	if pod == nil {
+		return nil
+	}
+	for _, c := range resources.Containers(pod) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
 }

@@ -1,5 +1,6 @@
 // The last step of Up: "wait: ready" (waitReady), "wait: completion"
-// (waitCompletion) or "record" (recordRunning).
+// (waitCompletion) or "record" (recordRunning); and the phase a pod's run
+// ended in (outcome, result).
 
 package run
 
@@ -180,4 +181,35 @@ func (r *podRun) watchReady(ctx context.Context) {
 	if r.stayReady(ctx, loops, readySettle) == nil {
 		r.recordReady()
 	}
+}
+
+// outcome is the phase of a pod whose pipeline has run, from what the node
+// says: Failed when the node ended it (its deadline), Succeeded or Failed
+// when it ran to completion (with its app containers' failures), else
+// Running. A Failed pod's error is a *PodFailedError.
+func (r *podRun) outcome() (corev1.PodPhase, error) {
+	if r.state.Ended == nil && (r.wait == WaitRunning || !r.appsDone()) {
+		return corev1.PodRunning, nil
+	}
+	return r.result()
+}
+
+// result is the phase of a pod that has ended: Failed when the node ended
+// it, else Succeeded, or Failed with its app containers' failures.
+func (r *podRun) result() (corev1.PodPhase, error) {
+	key := r.pod.Key()
+	if e := r.state.Ended; e != nil {
+		return corev1.PodFailed, &PodFailedError{Pod: key, Reason: e.Reason + ": " + e.Message}
+	}
+	var failures []string
+	for _, l := range r.w.Loops() {
+		if st := l.State(); l.Role() == supervisor.RoleApp && st.ExitCode != 0 {
+			logPath := r.logPath(l.Container().Name, st.Restarts)
+			failures = append(failures, (&ExitError{Container: l.Container().Name, Code: st.ExitCode, OOMKilled: st.OOMKilled, Tail: readTail(logPath)}).Error())
+		}
+	}
+	if len(failures) > 0 {
+		return corev1.PodFailed, &PodFailedError{Pod: key, Reason: strings.Join(failures, "; ")}
+	}
+	return corev1.PodSucceeded, nil
 }

@@ -1,6 +1,8 @@
-// The sandbox steps of Up: "sandbox: netns" (createNetNS), "sandbox: pause"
-// or "sandbox: namespaces" (startSandbox), the network (addNetwork) and
-// "sandbox: files" (writeFiles).
+// The pod's sandbox, made and ended here: the steps "pod cgroup"
+// (createPodCgroup), "sandbox: netns" (createNetNS), "sandbox: pause" or
+// "sandbox: namespaces" (startSandbox) and the network (addNetwork: CNI
+// ADD), their undos, and stopSandbox, which ends the sandbox and its
+// network when a pod completes or is taken down.
 
 package run
 
@@ -14,11 +16,15 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
+	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/sandbox"
 	"github.com/podrun/podrun/spec"
 )
@@ -103,7 +109,7 @@ func (r *podRun) startSandbox(ctx context.Context) error {
 		in.IPC, in.UTS = r.pins.IPC, r.pins.UTS
 	}
 	in.Cgroup = r.h.podCgroup(r.pod.UID)
-	in.Resources, in.OOMScoreAdj = r.h.pauseResources() // cgroups.go
+	in.Resources, in.OOMScoreAdj = r.h.pauseResources()
 	image := r.h.cfg.PauseImage
 	in.Args = []string{"/pause", "pause"}
 	switch {
@@ -170,7 +176,7 @@ func checkStatic(exe string) error {
 	return nil
 }
 
-func (r *podRun) attachment() sandbox.Attachment { return attachment(r.pod.UID, r.pod.Pod) } // network.go
+func (r *podRun) attachment() sandbox.Attachment { return attachment(r.pod.UID, r.pod.Pod) }
 
 func (r *podRun) addNetwork(ctx context.Context) error {
 	conf, err := r.h.network.Config()
@@ -213,36 +219,69 @@ func (h *Host) delNetwork(ctx context.Context, uid string, a sandbox.Attachment)
 	return h.network.Del(ctx, conf, a)
 }
 
-// writeFiles writes the pod's hostname, hosts and resolv.conf files, and
-// records its IPs on the sandbox container.
-func (r *podRun) writeFiles(ctx context.Context) error {
-	if r.hostNetwork() {
-		r.ips = r.h.hostIPs()
-		r.state.PodIPs = ipStrings(r.ips)
-		if err := r.h.saveState(r.state); err != nil {
-			return err
+// attachment is the pod's CNI attachment. Its port mappings are passed to
+// DEL as well as ADD: the portmap plugin removes the rules of the mappings
+// it is given. pod is nil when its state is lost.
+func attachment(uid string, pod *corev1.Pod) sandbox.Attachment {
+	a := sandbox.Attachment{ContainerID: SandboxID(uid), NetNS: sandbox.NetNSPath(sandbox.NetNSName(uid)), PodUID: uid}
+	if pod == nil {
+		return a
+	}
+	a.PodNamespace, a.PodName = pod.Namespace, pod.Name
+	for _, c := range resources.Containers(pod) {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				a.Ports = append(a.Ports, sandbox.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort,
+					Protocol: strings.ToLower(string(p.Protocol)), HostIP: p.HostIP})
+			}
 		}
 	}
-	ipLabel := map[string]string{labels.PodIPs: strings.Join(r.state.PodIPs, ",")}
-	if err := r.h.engine.SetLabels(ctx, r.sandboxID, ipLabel); err != nil {
-		return err
-	}
-	hosts, err := r.hostsFile() // network.go
-	if err != nil {
-		return err
-	}
-	resolv, err := r.resolvConf()
-	if err != nil {
-		return err
-	}
-	for name, data := range map[string][]byte{
-		"etc-hosts":   hosts,
-		"resolv.conf": resolv,
-		"hostname":    []byte(r.hostname + "\n"),
-	} {
-		if err := r.h.disk.WriteFile(r.layout.File(name), data, 0o644); err != nil {
-			return err
+	return a
+}
+
+// createPodCgroup is the "pod cgroup" step: the pod's cgroup with its limits
+// (resources.Pod), before the pause starts in it.
+func (r *podRun) createPodCgroup(context.Context) error {
+	return r.h.cgroups.Create(r.h.podCgroup(r.pod.UID), resources.Pod(r.pod.Pod))
+}
+
+func (r *podRun) removePodCgroup(context.Context) error {
+	return r.h.cgroups.Remove(r.h.podCgroup(r.pod.UID))
+}
+
+// pauseResources are the pause container's limits and oom_score_adj: those
+// the CRI plugin gives every sandbox.
+func (h *Host) pauseResources() (*specs.LinuxResources, int) {
+	shares := uint64(resources.SandboxCPUShares)
+	return &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: &shares}}, resources.SandboxOOMScoreAdj(h.node())
+}
+
+// stopSandbox ends a finished pod's sandbox: the pause task or the pinned
+// namespaces, the network and the network namespace. Containers and the
+// pod directory stay until `down`.
+// Each part is tried whatever the others did; CNI DEL runs from the pod's
+// record even when the sandbox or its namespace are gone.
+func (h *Host) stopSandbox(ctx context.Context, uid string, a sandbox.Attachment) error {
+	id := SandboxID(uid)
+	// The pause task and the network go together: CNI DEL needs the
+	// namespace, which is a file of podrun's, not the pause's.
+	var killed error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		kctx, cancel := stepContext(ctx)
+		defer cancel()
+		var errs []error
+		if err := h.engine.Kill(kctx, id, unix.SIGKILL); err != nil && !errors.Is(err, engine.ErrNotFound) {
+			errs = append(errs, err)
 		}
-	}
-	return nil
+		if _, err := h.engine.DeleteTask(kctx, id); err != nil && !errors.Is(err, engine.ErrNotFound) {
+			errs = append(errs, err)
+		}
+		killed = errors.Join(errs...)
+	})
+	nctx, cancel := stepContext(ctx)
+	defer cancel()
+	netErr := h.delNetwork(nctx, uid, a)
+	wg.Wait()
+	return errors.Join(killed, netErr, h.netns.Remove(sandbox.NetNSName(uid)), h.pins.Unpin(h.pinsOf(uid, nil)))
 }

@@ -1,6 +1,11 @@
+// How a pod's names resolve: the "sandbox: files" step (writeFiles) writes
+// its /etc/hosts, resolv.conf and hostname, made from the host's files
+// (read through Deps.HostFile) as the kubelet makes them.
+
 package run
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -11,14 +16,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podrun/podrun/resources"
+	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/sandbox"
 )
 
-// sayOnce reports msg the first time this process has it to say: a note
-// about the host that would otherwise repeat for every pod.
-// sayOnce reports a note once per process and, unless cfg.Debug, once
-// per host: a marker under <root>/notes keeps later commands quiet.
+// sayOnce reports msg, a note about the host that would otherwise repeat
+// for every pod, once per process and, unless cfg.Debug, once per host: a
+// marker under <root>/notes keeps later commands quiet.
 func (h *Host) sayOnce(msg string) {
 	if _, said := h.said.LoadOrStore(msg, true); said {
 		return
@@ -34,11 +38,14 @@ func (h *Host) sayOnce(msg string) {
 	h.report(Event{Msg: msg})
 }
 
+// hostsPath is the host's hosts file, which a hostNetwork pod's starts from.
+const hostsPath = "/etc/hosts"
+
 // hostsFile is the pod's /etc/hosts, as the kubelet writes it.
 func (r *podRun) hostsFile() ([]byte, error) {
 	aliases := r.pod.Spec.HostAliases
 	if r.hostNetwork() {
-		host, err := os.ReadFile("/etc/hosts")
+		host, err := r.h.hostFile(hostsPath)
 		if err != nil {
 			return nil, err
 		}
@@ -51,11 +58,11 @@ func (r *podRun) hostsFile() ([]byte, error) {
 // resolvConf is the pod's resolv.conf: the kubelet's GetPodDNS from the
 // host's resolver configuration, written as containerd writes it.
 func (r *podRun) resolvConf() ([]byte, error) {
-	etc, err := os.ReadFile(sandbox.HostResolvConf)
+	etc, err := r.h.hostFile(sandbox.HostResolvConf)
 	if err != nil {
 		return nil, fmt.Errorf("reading the host's resolv.conf: %w", err)
 	}
-	upstream, err := os.ReadFile(sandbox.ResolvedUpstream)
+	upstream, err := r.h.hostFile(sandbox.ResolvedUpstream)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -74,22 +81,36 @@ func (r *podRun) resolvConf() ([]byte, error) {
 	return sandbox.ResolvConf(c, file), nil
 }
 
-// attachment is the pod's CNI attachment. Its port mappings are passed to
-// DEL as well as ADD: the portmap plugin removes the rules of the mappings
-// it is given. pod is nil when its state is lost.
-func attachment(uid string, pod *corev1.Pod) sandbox.Attachment {
-	a := sandbox.Attachment{ContainerID: SandboxID(uid), NetNS: sandbox.NetNSPath(sandbox.NetNSName(uid)), PodUID: uid}
-	if pod == nil {
-		return a
-	}
-	a.PodNamespace, a.PodName = pod.Namespace, pod.Name
-	for _, c := range resources.Containers(pod) {
-		for _, p := range c.Ports {
-			if p.HostPort > 0 {
-				a.Ports = append(a.Ports, sandbox.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort,
-					Protocol: strings.ToLower(string(p.Protocol)), HostIP: p.HostIP})
-			}
+// writeFiles writes the pod's hostname, hosts and resolv.conf files, and
+// records its IPs on the sandbox container.
+func (r *podRun) writeFiles(ctx context.Context) error {
+	if r.hostNetwork() {
+		r.ips = r.h.hostIPs()
+		r.state.PodIPs = ipStrings(r.ips)
+		if err := r.h.saveState(r.state); err != nil {
+			return err
 		}
 	}
-	return a
+	ipLabel := map[string]string{labels.PodIPs: strings.Join(r.state.PodIPs, ",")}
+	if err := r.h.engine.SetLabels(ctx, r.sandboxID, ipLabel); err != nil {
+		return err
+	}
+	hosts, err := r.hostsFile()
+	if err != nil {
+		return err
+	}
+	resolv, err := r.resolvConf()
+	if err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{
+		"etc-hosts":   hosts,
+		"resolv.conf": resolv,
+		"hostname":    []byte(r.hostname + "\n"),
+	} {
+		if err := r.h.disk.WriteFile(r.layout.File(name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
