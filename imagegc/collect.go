@@ -1,4 +1,4 @@
-package run
+package imagegc
 
 import (
 	"context"
@@ -9,15 +9,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/ctrd"
-	"github.com/podrun/podrun/imagegc"
 )
 
-// ImageGC is one image collection: the policy, or All (every unused image,
+// Collection is one image collection: the policy, or All (every unused image,
 // `image prune -a`), and the images wanted besides those containers use
 // (pods wanted that are not running yet).
-type ImageGC struct {
-	Policy imagegc.Policy
+type Collection struct {
+	Policy Policy
 	All    bool
 	Keep   []string
 }
@@ -26,7 +26,7 @@ type ImageGC struct {
 // never an image a container of the node uses (running or not), one in
 // o.Keep, or one a pod being made holds (by any podrun: ImageHolds). It
 // returns the references it removed.
-func (h *Host) CollectImages(ctx context.Context, o ImageGC) (removed []string, err error) {
+func (h *Collector) CollectImages(ctx context.Context, o Collection) (removed []string, err error) {
 	err = h.imageHolds.Collect(ctx, func(held []string) error {
 		o.Keep = append(slices.Clip(o.Keep), held...)
 		removed, err = h.collectImages(ctx, o)
@@ -36,7 +36,7 @@ func (h *Host) CollectImages(ctx context.Context, o ImageGC) (removed []string, 
 }
 
 // collectImages is CollectImages while no hold is taken.
-func (h *Host) collectImages(ctx context.Context, o ImageGC) ([]string, error) {
+func (h *Collector) collectImages(ctx context.Context, o Collection) ([]string, error) {
 	imgs, err := h.engine.Images(ctx)
 	if err != nil {
 		return nil, err
@@ -60,14 +60,14 @@ func (h *Host) collectImages(ctx context.Context, o ImageGC) ([]string, error) {
 			inUse[n] = true
 		}
 	}
-	var all []imagegc.Image
+	var all []Image
 	for _, i := range imgs {
-		all = append(all, imagegc.Image{Ref: i.Ref, Size: max(i.Size, 0), Created: i.CreatedAt, LastUsed: lastUsed[i.Ref], InUse: inUse[i.Ref]})
+		all = append(all, Image{Ref: i.Ref, Size: max(i.Size, 0), Created: i.CreatedAt, LastUsed: lastUsed[i.Ref], InUse: inUse[i.Ref]})
 	}
 	now := h.clock.Now()
-	var plan []imagegc.Image
+	var plan []Image
 	if o.All {
-		plan = imagegc.Unused(all, o.Policy.MinAge, now)
+		plan = Unused(all, o.Policy.MinAge, now)
 	} else {
 		dir, err := h.engine.ImageFS(ctx)
 		if err != nil {
@@ -77,7 +77,7 @@ func (h *Host) collectImages(ctx context.Context, o ImageGC) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		plan = imagegc.Plan(all, u, o.Policy, now)
+		plan = Plan(all, u, o.Policy, now)
 	}
 	var removed []string
 	var errs []error
@@ -91,12 +91,25 @@ func (h *Host) collectImages(ctx context.Context, o ImageGC) ([]string, error) {
 	return removed, errors.Join(errs...)
 }
 
+// Collector removes images: the engine's, kept away from the images held.
+type Collector struct {
+	engine     engine.Engine
+	imageHolds Holds
+	clock      interface{ Now() time.Time }
+}
+
+// NewCollector is a Collector of e's images, away from those holds hold,
+// on clock.
+func NewCollector(e engine.Engine, holds Holds, clock interface{ Now() time.Time }) *Collector {
+	return &Collector{engine: e, imageHolds: holds, clock: clock}
+}
+
 // fsUsage is the use of the filesystem holding dir, as df counts it.
-func fsUsage(dir string) (imagegc.Usage, error) {
+func fsUsage(dir string) (Usage, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
-		return imagegc.Usage{}, fmt.Errorf("statfs %s: %w", dir, err)
+		return Usage{}, fmt.Errorf("statfs %s: %w", dir, err)
 	}
 	bs := int64(st.Bsize) // int32 on 32-bit arm
-	return imagegc.Usage{Used: int64(st.Blocks-st.Bfree) * bs, Capacity: int64(st.Blocks) * bs}, nil
+	return Usage{Used: int64(st.Blocks-st.Bfree) * bs, Capacity: int64(st.Blocks) * bs}, nil
 }

@@ -1,39 +1,26 @@
-package run
+package imagegc
 
 import (
 	"context"
 	"slices"
 	"sync"
-
-	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/resources"
 )
 
-// holdImages keeps image collection away from pod p's images (and the
-// pause image) until release: from before its pipeline makes them present
-// (or finds them) until its containers, which then show them in use, are
-// made.
-func (h *Host) holdImages(ctx context.Context, p *manifest.Pod) (release func(), err error) {
-	var refs []string
-	for _, c := range resources.Containers(p.Pod) {
-		if !slices.Contains(refs, c.Image) {
-			refs = append(refs, c.Image)
-		}
-	}
-	if h.cfg.PauseImage != "" {
-		refs = append(refs, h.cfg.PauseImage)
-	}
-	return h.imageHolds.Hold(ctx, refs)
+// Holds keep image collection, this process's and any other's, away from
+// the images held (lock.Images).
+type Holds interface {
+	// Collect runs fn with the references held, while no hold is taken.
+	Collect(ctx context.Context, fn func(held []string) error) error
 }
 
-// localHolds hold images within this process only: the ImageHolds of a
+// LocalHolds hold images within this process only: the ImageHolds of a
 // Host given none (tests, where hosts may share one).
-type localHolds struct {
+type LocalHolds struct {
 	mu    sync.Mutex
 	holds map[*[]string]bool
 }
 
-func (l *localHolds) Hold(_ context.Context, refs []string) (func(), error) {
+func (l *LocalHolds) Hold(_ context.Context, refs []string) (func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.holds == nil {
@@ -48,7 +35,7 @@ func (l *localHolds) Hold(_ context.Context, refs []string) (func(), error) {
 	}, nil
 }
 
-func (l *localHolds) Collect(_ context.Context, fn func(held []string) error) error {
+func (l *LocalHolds) Collect(_ context.Context, fn func(held []string) error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var held []string

@@ -2,24 +2,18 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/eviction"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/supervisor"
-)
-
-// The kubelet's active deadline (pkg/kubelet/active_deadline.go): a pod
-// active on the node for spec.activeDeadlineSeconds since its
-// status.startTime is Failed with this reason and message, and killed as a
-// terminal pod is: every container with the pod's termination grace period,
-// none restarted.
-const (
-	// ReasonDeadlineExceeded is the pod's status reason past its deadline.
-	ReasonDeadlineExceeded = "DeadlineExceeded"
-	deadlineMessage        = "Pod was active on the node longer than the specified deadline"
+	"github.com/podrun/podrun/volumes"
 )
 
 // startTime is the pod's status.startTime: its sandbox's creation (status.go).
@@ -72,8 +66,8 @@ func (r *podRun) active(ctx context.Context) bool {
 
 // exceedDeadline ends the pod at its active deadline.
 func (r *podRun) exceedDeadline(ctx context.Context) error {
-	r.h.report(Event{Pod: r.key, Msg: ReasonDeadlineExceeded + ": " + deadlineMessage})
-	return r.end(ctx, status.Ended{Reason: ReasonDeadlineExceeded, Message: deadlineMessage}, podGrace(r.pod.Pod))
+	r.h.report(Event{Pod: r.key, Msg: eviction.ReasonDeadlineExceeded + ": " + eviction.DeadlineMessage})
+	return r.end(ctx, status.Ended{Reason: eviction.ReasonDeadlineExceeded, Message: eviction.DeadlineMessage}, podGrace(r.pod.Pod))
 }
 
 // untilDeadline returns ctx, ended also at the pod's active deadline, for
@@ -104,4 +98,77 @@ func (r *podRun) failDeadline(ctx context.Context) error {
 	}
 	r.state.Complete = true
 	return r.h.saveState(r.state)
+}
+
+// housekeep measures the pod's size-limited emptyDirs every housekeeping
+// interval while the pod is supervised, and evicts the pod when one is
+// over its limit; it also ends the pod at its active deadline
+// (deadline.go). It runs only while a process supervises the pod
+// (UpOptions.Foreground): nothing measures or times a pod nobody supervises.
+func (r *podRun) housekeep(ctx context.Context, vols []corev1.Volume) {
+	usage := func(name string) (int64, error) { return volumes.DiskUsage(r.layout.EmptyDir(name)) }
+	due := r.deadlineTimer(ctx)
+	var tick <-chan time.Time
+	for len(vols) > 0 || due != nil {
+		if tick == nil && len(vols) > 0 {
+			tick = r.w.Clock().After(eviction.HousekeepingInterval)
+		}
+		var ended bool
+		var err error
+		select {
+		case <-tick:
+			tick = nil
+			if !r.SandboxAlive(ctx) {
+				continue // not started yet, or finished: only active pods are evicted
+			}
+			msg := eviction.OverLimit(vols, usage)
+			if msg == "" {
+				continue
+			}
+			ended, err = r.endLocked(ctx, r.SandboxAlive, func() error {
+				r.h.report(Event{Pod: r.key, Msg: "evicted: " + msg})
+				return r.end(ctx, status.Ended{Reason: eviction.ReasonEvicted, Message: msg}, eviction.Grace)
+			})
+		case <-due:
+			due = nil
+			// A pod finished before its deadline is terminal, and stays as it ended.
+			ended, err = r.endLocked(ctx, r.active, func() error { return r.exceedDeadline(ctx) })
+		case <-ctx.Done():
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("ending the pod: %v", err)})
+		}
+		if ended || err != nil {
+			return
+		}
+	}
+}
+
+// endLocked ends the pod with end under its lock, as every teardown is
+// done, if it still may be once the lock is had (may: another podrun may
+// have taken it down or replaced it meanwhile, or it may have finished);
+// ended reports whether it was.
+func (r *podRun) endLocked(ctx context.Context, may func(context.Context) bool, end func() error) (ended bool, err error) {
+	unlock, err := r.h.lockPod(ctx, r.key, 0)
+	if err != nil {
+		return false, err
+	}
+	defer unlock(false)
+	if !may(ctx) {
+		return false, nil
+	}
+	return true, end()
+}
+
+// end ends the pod as the kubelet ends a pod that fails on the node (the
+// eviction manager, the active deadline): its containers are stopped with
+// grace and not restarted, its sandbox and network go, and the pod is
+// Failed with why's reason and message from then on. The containers and the
+// pod directory stay for status and logs until `down`.
+func (r *podRun) end(ctx context.Context, why status.Ended, grace time.Duration) error {
+	err := r.h.killPod(ctx, r.teardown(teardown{grace: grace, sandbox: true}))
+	// Failed once nothing runs, as the kubelet reports a terminated pod.
+	r.state.Ended = &why
+	return errors.Join(err, r.h.saveState(r.state))
 }

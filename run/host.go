@@ -10,6 +10,7 @@ import (
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/history"
+	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/resources"
@@ -66,7 +67,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		d.Locks = &localLocks{} // this process only
 	}
 	if d.ImageHolds == nil {
-		d.ImageHolds = &localHolds{} // this process only
+		d.ImageHolds = &imagegc.LocalHolds{} // this process only
 	}
 	h := &Host{
 		cfg:        cfg,
@@ -125,6 +126,12 @@ func (h *Host) ObserveProbes(fn func(kind probes.Kind, o probes.Outcome, took ti
 
 // Engine exposes the runtime for image commands.
 func (h *Host) Engine() engine.Engine { return h.engine }
+
+// ImageCollector removes the node's unused images (imagegc), never one a
+// container uses or a pod being made holds (holdImages).
+func (h *Host) ImageCollector() *imagegc.Collector {
+	return imagegc.NewCollector(h.engine, h.imageHolds, h.clock)
+}
 
 // Images is the image manager (pulls, imports, their back-offs).
 func (h *Host) Images() *images.Manager { return h.images }
