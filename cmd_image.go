@@ -55,7 +55,7 @@ func imageCommand() *cli.Command {
 						return err
 					}
 					return withHost(c.Context, c, func(h *run.Host) error {
-						removed, err := h.ImageCollector().CollectImages(c.Context, imagegc.Collection{Policy: p, All: c.Bool("all")})
+						removed, err := h.ImageCollector().Collect(c.Context, imagegc.Collection{Policy: p, All: c.Bool("all")})
 						for _, ref := range removed {
 							fmt.Printf("deleted %s\n", ref)
 						}

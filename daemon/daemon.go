@@ -627,7 +627,7 @@ func (d *Daemon) collectImages(ctx context.Context) {
 		d.wantedMu.Lock()
 		keep := slices.Clone(d.wanted)
 		d.wantedMu.Unlock()
-		removed, err := d.h.ImageCollector().CollectImages(ctx, imagegc.Collection{Policy: d.o.ImageGC, Keep: keep})
+		removed, err := d.h.ImageCollector().Collect(ctx, imagegc.Collection{Policy: d.o.ImageGC, Keep: keep})
 		for _, ref := range removed {
 			d.log.Info("removed an unused image", "image", ref)
 		}

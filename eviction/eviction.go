@@ -1,3 +1,9 @@
+// Package eviction ends the pods that fail on the node while a process
+// supervises them, as the kubelet's eviction manager (local storage: an
+// emptyDir over its sizeLimit) and its active deadline handler
+// (spec.activeDeadlineSeconds) do beside its pod workers. Decide says
+// whether a pod is to be ended now and why (pure); a Manager watches a pod
+// and has it ended through the pod's lifecycle (Pod).
 package eviction
 
 import (
@@ -5,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/status"
 )
 
 // The kubelet's eviction manager for local storage (pkg/kubelet/eviction,
@@ -60,3 +68,85 @@ const (
 	ReasonDeadlineExceeded = "DeadlineExceeded"
 	DeadlineMessage        = "Pod was active on the node longer than the specified deadline"
 )
+
+// Deadline is when pod's active deadline passes, counted from its start
+// time; ok is false when it has no deadline, or no start time to count
+// from (zero), as the kubelet does not count a pod that has none.
+func Deadline(pod *corev1.Pod, start time.Time) (at time.Time, ok bool) {
+	ads := pod.Spec.ActiveDeadlineSeconds
+	if ads == nil || start.IsZero() {
+		return time.Time{}, false
+	}
+	return start.Add(time.Duration(*ads) * time.Second), true
+}
+
+// Condition is what must still hold of a pod, once its lock is had, for
+// a verdict to be carried out: another podrun may have taken it down or
+// replaced it meanwhile, or it may have finished.
+type Condition int
+
+const (
+	// Alive: the pod's sandbox is the one supervised (started, not ended):
+	// only such a pod is evicted.
+	Alive Condition = iota
+	// Active: the pod is alive and an app container runs or will be
+	// restarted. A terminal pod never changes its phase: one finished
+	// before its deadline stays as it ended.
+	Active
+)
+
+// Verdict says whether a pod is ended now, and how.
+type Verdict struct {
+	End bool
+	// Why is the pod's Failed reason and message from then on.
+	Why status.Ended
+	// Note is what is reported about the pod as it is ended.
+	Note string
+	// Grace overrides the pod's termination grace period when not nil (an
+	// eviction's), as the kubelet's killPodFunc's gracePeriodOverride.
+	Grace *time.Duration
+	// While must still hold of the pod under its lock.
+	While Condition
+}
+
+// Facts are what a check found of a pod.
+type Facts struct {
+	// Alive: its sandbox is up (Alive); only then are its volumes measured.
+	Alive bool
+	// Over is OverLimit's message for its size-limited emptyDirs, "" when
+	// none is over its limit (or none was measured).
+	Over string
+	// Now and Start (its status.startTime; zero when not known or not
+	// checked) count its active deadline.
+	Now, Start time.Time
+}
+
+// Decide says whether pod is to be ended now, given what a check found:
+// evicted when its sandbox is up and an emptyDir is over its limit (first:
+// the eviction manager acts on what it measures), else Failed with
+// DeadlineExceeded once its active deadline has passed.
+func Decide(pod *corev1.Pod, f Facts) Verdict {
+	if f.Alive && f.Over != "" {
+		return Evicted(f.Over)
+	}
+	if at, ok := Deadline(pod, f.Start); ok && !f.Now.Before(at) {
+		return DeadlineExceeded()
+	}
+	return Verdict{}
+}
+
+// Evicted is the verdict on a pod whose emptyDir is over its limit, as
+// OverLimit's message says: Failed/Evicted, its containers stopped with
+// the eviction's grace period, if its sandbox is still up.
+func Evicted(msg string) Verdict {
+	grace := Grace
+	return Verdict{End: true, Why: status.Ended{Reason: ReasonEvicted, Message: msg}, Note: "evicted: " + msg, Grace: &grace, While: Alive}
+}
+
+// DeadlineExceeded is the verdict on a pod past its active deadline:
+// Failed/DeadlineExceeded, its containers stopped with its termination
+// grace period, if it is still active.
+func DeadlineExceeded() Verdict {
+	return Verdict{End: true, Why: status.Ended{Reason: ReasonDeadlineExceeded, Message: DeadlineMessage},
+		Note: ReasonDeadlineExceeded + ": " + DeadlineMessage, While: Active}
+}

@@ -22,54 +22,68 @@ type Collection struct {
 	Keep   []string
 }
 
-// CollectImages removes images as the kubelet's image GC does (imagegc):
-// never an image a container of the node uses (running or not), one in
-// o.Keep, or one a pod being made holds (by any podrun: ImageHolds). It
-// returns the references it removed.
-func (h *Collector) CollectImages(ctx context.Context, o Collection) (removed []string, err error) {
-	err = h.imageHolds.Collect(ctx, func(held []string) error {
+// Runtime is what a Collector uses of the container runtime (engine.Engine
+// is one).
+type Runtime interface {
+	Images(ctx context.Context) ([]engine.Image, error)
+	// List lists the containers whose labels match (nil: every one).
+	List(ctx context.Context, match map[string]string) ([]engine.Container, error)
+	// ImageFS is a directory on the filesystem that holds the images.
+	ImageFS(ctx context.Context) (string, error)
+	RemoveImage(ctx context.Context, ref string) error
+}
+
+// Holds keep image collection, this process's and any other's, away from
+// the images held (lock.Images).
+type Holds interface {
+	// Collect runs fn with the references held, while no hold is taken.
+	Collect(ctx context.Context, fn func(held []string) error) error
+}
+
+// Collector removes the runtime's unused images, as the kubelet's image GC
+// manager: Plan or Unused decides, the Collector does.
+type Collector struct {
+	runtime Runtime
+	holds   Holds
+	clock   interface{ Now() time.Time }
+}
+
+// NewCollector is a Collector of rt's images, away from those holds hold,
+// on clock.
+func NewCollector(rt Runtime, holds Holds, clock interface{ Now() time.Time }) *Collector {
+	return &Collector{runtime: rt, holds: holds, clock: clock}
+}
+
+// Collect removes images as the kubelet's image GC does: never an image a
+// container of the node uses (running or not), one in o.Keep, or one a pod
+// being made holds (by any podrun: Holds). It returns the references it
+// removed.
+func (c *Collector) Collect(ctx context.Context, o Collection) (removed []string, err error) {
+	err = c.holds.Collect(ctx, func(held []string) error {
 		o.Keep = append(slices.Clip(o.Keep), held...)
-		removed, err = h.collectImages(ctx, o)
+		removed, err = c.collect(ctx, o)
 		return err
 	})
 	return removed, err
 }
 
-// collectImages is CollectImages while no hold is taken.
-func (h *Collector) collectImages(ctx context.Context, o Collection) ([]string, error) {
-	imgs, err := h.engine.Images(ctx)
+// collect is Collect while no hold is taken.
+func (c *Collector) collect(ctx context.Context, o Collection) ([]string, error) {
+	imgs, err := c.runtime.Images(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ctrs, err := h.engine.List(ctx, nil)
+	ctrs, err := c.runtime.List(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	inUse, lastUsed := map[string]bool{}, map[string]time.Time{}
-	for _, c := range ctrs {
-		if c.Image == "" {
-			continue
-		}
-		inUse[c.Image] = true
-		if c.CreatedAt.After(lastUsed[c.Image]) {
-			lastUsed[c.Image] = c.CreatedAt
-		}
-	}
-	for _, ref := range o.Keep {
-		if n, err := ctrd.Normalize(ref); err == nil {
-			inUse[n] = true
-		}
-	}
-	var all []Image
-	for _, i := range imgs {
-		all = append(all, Image{Ref: i.Ref, Size: max(i.Size, 0), Created: i.CreatedAt, LastUsed: lastUsed[i.Ref], InUse: inUse[i.Ref]})
-	}
-	now := h.clock.Now()
+	all := Inventory(imgs, ctrs, o.Keep)
+	now := c.clock.Now()
 	var plan []Image
 	if o.All {
 		plan = Unused(all, o.Policy.MinAge, now)
 	} else {
-		dir, err := h.engine.ImageFS(ctx)
+		dir, err := c.runtime.ImageFS(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -82,7 +96,7 @@ func (h *Collector) collectImages(ctx context.Context, o Collection) ([]string, 
 	var removed []string
 	var errs []error
 	for _, img := range plan {
-		if err := h.engine.RemoveImage(ctx, img.Ref); err != nil {
+		if err := c.runtime.RemoveImage(ctx, img.Ref); err != nil {
 			errs = append(errs, fmt.Errorf("removing image %s: %w", img.Ref, err))
 			continue
 		}
@@ -91,17 +105,30 @@ func (h *Collector) collectImages(ctx context.Context, o Collection) ([]string, 
 	return removed, errors.Join(errs...)
 }
 
-// Collector removes images: the engine's, kept away from the images held.
-type Collector struct {
-	engine     engine.Engine
-	imageHolds Holds
-	clock      interface{ Now() time.Time }
-}
-
-// NewCollector is a Collector of e's images, away from those holds hold,
-// on clock.
-func NewCollector(e engine.Engine, holds Holds, clock interface{ Now() time.Time }) *Collector {
-	return &Collector{engine: e, imageHolds: holds, clock: clock}
+// Inventory is the node's images as the collector sees them: in use when a
+// container (running or not) is made from one or keep names it (as written:
+// it is normalized), last used when the newest such container was made.
+func Inventory(imgs []engine.Image, ctrs []engine.Container, keep []string) []Image {
+	inUse, lastUsed := map[string]bool{}, map[string]time.Time{}
+	for _, c := range ctrs {
+		if c.Image == "" {
+			continue
+		}
+		inUse[c.Image] = true
+		if c.CreatedAt.After(lastUsed[c.Image]) {
+			lastUsed[c.Image] = c.CreatedAt
+		}
+	}
+	for _, ref := range keep {
+		if n, err := ctrd.Normalize(ref); err == nil {
+			inUse[n] = true
+		}
+	}
+	var all []Image
+	for _, i := range imgs {
+		all = append(all, Image{Ref: i.Ref, Size: max(i.Size, 0), Created: i.CreatedAt, LastUsed: lastUsed[i.Ref], InUse: inUse[i.Ref]})
+	}
+	return all
 }
 
 // fsUsage is the use of the filesystem holding dir, as df counts it.

@@ -6,20 +6,15 @@ import (
 	"sync"
 )
 
-// Holds keep image collection, this process's and any other's, away from
-// the images held (lock.Images).
-type Holds interface {
-	// Collect runs fn with the references held, while no hold is taken.
-	Collect(ctx context.Context, fn func(held []string) error) error
-}
-
-// LocalHolds hold images within this process only: the ImageHolds of a
-// Host given none (tests, where hosts may share one).
+// LocalHolds hold images within this process only (lock.Images holds them
+// across processes): the image holds of a run.Host given none (tests,
+// where hosts may share one).
 type LocalHolds struct {
 	mu    sync.Mutex
 	holds map[*[]string]bool
 }
 
+// Hold records refs as in use until release.
 func (l *LocalHolds) Hold(_ context.Context, refs []string) (func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -35,6 +30,7 @@ func (l *LocalHolds) Hold(_ context.Context, refs []string) (func(), error) {
 	}, nil
 }
 
+// Collect runs fn with the references held, while no hold is taken.
 func (l *LocalHolds) Collect(_ context.Context, fn func(held []string) error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

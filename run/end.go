@@ -1,5 +1,9 @@
 package run
 
+// Ending a pod that fails on the node, as the eviction package decides
+// (an emptyDir over its limit, the active deadline): podRun is its
+// eviction.Pod.
+
 import (
 	"context"
 	"errors"
@@ -16,8 +20,13 @@ import (
 	"github.com/podrun/podrun/volumes"
 )
 
-// startTime is the pod's status.startTime: its sandbox's creation (status.go).
-func (r *podRun) startTime(ctx context.Context) (time.Time, error) {
+var _ eviction.Pod = (*podRun)(nil)
+
+// Spec is the pod.
+func (r *podRun) Spec() *corev1.Pod { return r.pod.Pod }
+
+// StartTime is the pod's status.startTime: its sandbox's creation (status.go).
+func (r *podRun) StartTime(ctx context.Context) (time.Time, error) {
 	ctrs, err := r.h.engine.List(ctx, map[string]string{labels.PodUID: r.pod.UID, labels.Container: labels.SandboxName})
 	if err != nil {
 		return time.Time{}, err
@@ -30,23 +39,29 @@ func (r *podRun) startTime(ctx context.Context) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("pod %s has no sandbox", r.pod.UID)
 }
 
-// deadlineTimer fires when the pod's active deadline passes (at once if it
-// has already); it is nil when the pod has no deadline, or no start time to
-// count from, as the kubelet does not count a pod that has none.
-func (r *podRun) deadlineTimer(ctx context.Context) <-chan time.Time {
-	ads := r.pod.Spec.ActiveDeadlineSeconds
-	if ads == nil {
-		return nil
+// VolumeUsage is how much of the disk the pod's emptyDir volume uses.
+func (r *podRun) VolumeUsage(volume string) (int64, error) {
+	return volumes.DiskUsage(r.layout.EmptyDir(volume))
+}
+
+// End ends the pod as v says under its lock, if v.While still holds once
+// the lock is had.
+func (r *podRun) End(ctx context.Context, v eviction.Verdict) (ended bool, err error) {
+	may := r.SandboxAlive
+	if v.While == eviction.Active {
+		may = r.active
 	}
-	start, err := r.startTime(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("activeDeadlineSeconds not enforced: %v", err)})
-		}
-		return nil
+	return r.endLocked(ctx, may, func() error { return r.endFor(ctx, v) })
+}
+
+// endFor ends the pod as v says; the caller holds its lock.
+func (r *podRun) endFor(ctx context.Context, v eviction.Verdict) error {
+	r.Report(v.Note)
+	grace := podGrace(r.pod.Pod)
+	if v.Grace != nil {
+		grace = *v.Grace
 	}
-	at := start.Add(time.Duration(*ads) * time.Second)
-	return r.w.Clock().After(at.Sub(r.w.Clock().Now()))
+	return r.end(ctx, v.Why, grace)
 }
 
 // active reports whether the pod still runs: its sandbox is up and an app
@@ -64,18 +79,12 @@ func (r *podRun) active(ctx context.Context) bool {
 	return false
 }
 
-// exceedDeadline ends the pod at its active deadline.
-func (r *podRun) exceedDeadline(ctx context.Context) error {
-	r.h.report(Event{Pod: r.key, Msg: eviction.ReasonDeadlineExceeded + ": " + eviction.DeadlineMessage})
-	return r.end(ctx, status.Ended{Reason: eviction.ReasonDeadlineExceeded, Message: eviction.DeadlineMessage}, podGrace(r.pod.Pod))
-}
-
 // untilDeadline returns ctx, ended also at the pod's active deadline, for
 // the waits of `up --wait=ready` (which no supervisor times yet); passed
 // reports whether the deadline is what ended it.
 func (r *podRun) untilDeadline(ctx context.Context) (dctx context.Context, passed func() bool, cancel context.CancelFunc) {
 	dctx, cancel = context.WithCancel(ctx)
-	due := r.deadlineTimer(ctx)
+	due := r.h.evictions.DeadlineTimer(ctx, r)
 	var fired atomic.Bool
 	if due != nil {
 		go func() {
@@ -93,56 +102,11 @@ func (r *podRun) untilDeadline(ctx context.Context) (dctx context.Context, passe
 // failDeadline ends a pod whose deadline passed while up waited for it:
 // it is Failed with DeadlineExceeded, and up reports it as a failed pod.
 func (r *podRun) failDeadline(ctx context.Context) error {
-	if err := r.exceedDeadline(ctx); err != nil {
+	if err := r.endFor(ctx, eviction.DeadlineExceeded()); err != nil {
 		return err
 	}
 	r.state.Complete = true
 	return r.h.saveState(r.state)
-}
-
-// housekeep measures the pod's size-limited emptyDirs every housekeeping
-// interval while the pod is supervised, and evicts the pod when one is
-// over its limit; it also ends the pod at its active deadline
-// (deadline.go). It runs only while a process supervises the pod
-// (UpOptions.Foreground): nothing measures or times a pod nobody supervises.
-func (r *podRun) housekeep(ctx context.Context, vols []corev1.Volume) {
-	usage := func(name string) (int64, error) { return volumes.DiskUsage(r.layout.EmptyDir(name)) }
-	due := r.deadlineTimer(ctx)
-	var tick <-chan time.Time
-	for len(vols) > 0 || due != nil {
-		if tick == nil && len(vols) > 0 {
-			tick = r.w.Clock().After(eviction.HousekeepingInterval)
-		}
-		var ended bool
-		var err error
-		select {
-		case <-tick:
-			tick = nil
-			if !r.SandboxAlive(ctx) {
-				continue // not started yet, or finished: only active pods are evicted
-			}
-			msg := eviction.OverLimit(vols, usage)
-			if msg == "" {
-				continue
-			}
-			ended, err = r.endLocked(ctx, r.SandboxAlive, func() error {
-				r.h.report(Event{Pod: r.key, Msg: "evicted: " + msg})
-				return r.end(ctx, status.Ended{Reason: eviction.ReasonEvicted, Message: msg}, eviction.Grace)
-			})
-		case <-due:
-			due = nil
-			// A pod finished before its deadline is terminal, and stays as it ended.
-			ended, err = r.endLocked(ctx, r.active, func() error { return r.exceedDeadline(ctx) })
-		case <-ctx.Done():
-			return
-		}
-		if err != nil && ctx.Err() == nil {
-			r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("ending the pod: %v", err)})
-		}
-		if ended || err != nil {
-			return
-		}
-	}
 }
 
 // endLocked ends the pod with end under its lock, as every teardown is

@@ -9,6 +9,7 @@ import (
 
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/eviction"
 	"github.com/podrun/podrun/history"
 	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/images"
@@ -35,6 +36,7 @@ type Host struct {
 	report     Reporter
 	closer     func() error
 	exits      *supervisor.Exits
+	evictions  *eviction.Manager // ends the supervised pods that fail on the node (end.go)
 	clock      probes.Clock
 	hostIPs    func() []net.IP    // the node's addresses, cached (cacheHostIPs)
 	closeExits context.CancelFunc // ends the exit router, which starts with the first supervised container
@@ -85,6 +87,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		report:     report,
 		closer:     closer,
 		clock:      d.Clock,
+		evictions:  eviction.NewManager(d.Clock),
 		hostIPs:    cacheHostIPs(d.HostIPs, d.Clock.Now),
 		workers:    map[string]*podRun{},
 		history:    newHistory(cfg.Root),

@@ -39,7 +39,7 @@ func TestImageGCKeepsImagesOfPodsBeingMade(t *testing.T) {
 	res := make(chan []Result, 1)
 	go func() { res <- up.Up(ctx, simplePods(t, "1", "web"), UpOptions{Wait: WaitRunning}) }()
 	<-reached
-	removed, err := gc.ImageCollector().CollectImages(ctx, imagegc.Collection{All: true})
+	removed, err := gc.ImageCollector().Collect(ctx, imagegc.Collection{All: true})
 	close(release)
 	if r := (<-res)[0]; r.Err != nil {
 		t.Fatalf("up: %v", r.Err)
@@ -47,7 +47,7 @@ func TestImageGCKeepsImagesOfPodsBeingMade(t *testing.T) {
 	if err != nil || len(removed) != 0 {
 		t.Errorf("GC removed %v (%v) while a pod being made held it", removed, err)
 	}
-	if removed, err := gc.ImageCollector().CollectImages(ctx, imagegc.Collection{All: true}); err != nil || len(removed) != 0 {
+	if removed, err := gc.ImageCollector().Collect(ctx, imagegc.Collection{All: true}); err != nil || len(removed) != 0 {
 		t.Errorf("GC removed %v (%v) once the pod's container used it", removed, err)
 	}
 	if holds.Collect(ctx, func(held []string) error {

@@ -35,9 +35,8 @@ func (h *Host) supervise(r *podRun) {
 	}
 	if old != r && r.state.Ended == nil {
 		r.w.Go(r.watchReady) // its version kept once Ready (history.go)
-		vols := eviction.SizeLimited(r.pod.Pod)
-		if len(vols) > 0 || r.pod.Spec.ActiveDeadlineSeconds != nil {
-			r.w.Go(func(ctx context.Context) { r.housekeep(ctx, vols) }) // emptyDir sizeLimit, active deadline (end.go)
+		if eviction.Watched(r.pod.Pod) {
+			r.w.Go(func(ctx context.Context) { r.h.evictions.Watch(ctx, r) }) // emptyDir sizeLimit, active deadline (end.go)
 		}
 	}
 }
