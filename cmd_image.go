@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/printers"
 	"github.com/podrun/podrun/run"
@@ -54,7 +55,7 @@ func imageCommand() *cli.Command {
 						return err
 					}
 					return withHost(c.Context, c, func(h *run.Host) error {
-						removed, err := h.CollectImages(c.Context, run.ImageGC{Policy: p, All: c.Bool("all")})
+						removed, err := h.ImageCollector().Collect(c.Context, imagegc.Collection{Policy: p, All: c.Bool("all")})
 						for _, ref := range removed {
 							fmt.Printf("deleted %s\n", ref)
 						}

@@ -634,7 +634,7 @@ func (d *Daemon) collectImages(ctx context.Context, due <-chan struct{}) {
 		d.wantedMu.Lock()
 		keep := slices.Clone(d.wanted)
 		d.wantedMu.Unlock()
-		removed, err := d.h.CollectImages(ctx, run.ImageGC{Policy: d.o.ImageGC, Keep: keep})
+		removed, err := d.h.ImageCollector().Collect(ctx, imagegc.Collection{Policy: d.o.ImageGC, Keep: keep})
 		for _, ref := range removed {
 			d.log.Info("removed an unused image", "image", ref)
 		}

@@ -1,5 +1,9 @@
-// Package imagegc decides which images to remove, as the kubelet's image
-// garbage collector (pkg/kubelet/images/image_gc_manager.go): pure, no I/O.
+// Package imagegc collects the node's unused images, as the kubelet's image
+// garbage collector (pkg/kubelet/images/image_gc_manager.go): Plan and
+// Unused decide which to remove (pure, no I/O); a Collector removes them
+// from the runtime, never one a container uses, one wanted, or one a pod
+// being made holds (Holds; LocalHolds within one process, lock.Images
+// across processes).
 package imagegc
 
 import (

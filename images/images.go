@@ -1,7 +1,8 @@
 // Package images makes the images of pods present as the kubelet's image
 // manager does: per imagePullPolicy, with the pod's pull Secrets then the
-// node's credentials, and with the kubelet's back-off after a failed pull.
-// Its errors carry the Kubernetes reasons (ErrImagePull, ImagePullBackOff...).
+// node's credentials, and with the kubelet's back-off after a failed pull
+// (EnsureGated for the daemon's pod workers; EnsureRetrying for `up`, which
+// waits it out). Its errors carry the Kubernetes reasons (ErrImagePull, ImagePullBackOff...).
 package images
 
 import (

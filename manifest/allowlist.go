@@ -95,7 +95,7 @@ var supportedPodFields = join(
 		"spec.tolerations",
 		"spec.topologySpreadConstraints",
 		// The node's side of a pod's life: the active deadline is enforced as
-		// the kubelet does (run/deadline.go); os.name must be linux (node.go).
+		// the kubelet does (package eviction); os.name must be linux (node.go).
 		"spec.activeDeadlineSeconds",
 		"spec.hostnameOverride", // the pod's hostname (sandbox.PodHostname)
 		"spec.os",

@@ -14,7 +14,7 @@ const osNotSupported = "podrun runs pods on this Linux node only; the kubelet re
 	"(PodOSNotSupported: Failed to admit pod as the OS field doesn't match node OS)"
 
 // validateNodeFields checks the fields the node acts on rather than the
-// runtime: the active deadline (enforced by the supervisor, run/deadline.go),
+// runtime: the active deadline (enforced while supervised, package eviction),
 // the pod's OS, and the containers' resizePolicy (accepted and ignored, but
 // checked as the API server checks it).
 func validateNodeFields(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {

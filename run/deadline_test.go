@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/eviction"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/status"
 )
@@ -196,7 +197,7 @@ func TestEndingTakesThePodsLock(t *testing.T) {
 		}
 		hs.h.supervise(hs.r)
 		hs.clk.waitAsked(t, 1)
-		hs.clk.Advance(housekeepingInterval)
+		hs.clk.Advance(eviction.HousekeepingInterval)
 		time.Sleep(100 * time.Millisecond)
 		if hs.called("Kill " + id + " SIGTERM") {
 			t.Fatalf("evicted while another podrun held the pod's lock; calls: %v", hs.eng.Calls())

@@ -1,7 +1,6 @@
 package run
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/eviction"
 	"github.com/podrun/podrun/labels"
 )
 
@@ -23,50 +23,6 @@ func emptyDirVolume(name string, medium corev1.StorageMedium, limit string) core
 		e.SizeLimit = &q
 	}
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: e}}
-}
-
-func TestOverLimit(t *testing.T) {
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{
-		emptyDirVolume("nolimit", "", ""),
-		emptyDirVolume("mem", corev1.StorageMediumMemory, "1Mi"),
-		emptyDirVolume("zero", "", "0"),
-		emptyDirVolume("a", "", "1Mi"),
-		emptyDirVolume("b", "", "500k"),
-		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp"}}},
-	}}}
-	vols := sizeLimited(pod)
-	var names []string
-	for _, v := range vols {
-		names = append(names, v.Name)
-	}
-	if !slices.Equal(names, []string{"a", "b"}) {
-		t.Fatalf("sizeLimited = %v, want [a b] (disk emptyDirs with a positive limit)", names)
-	}
-	usage := map[string]int64{"a": 1 << 20, "b": 500_000}
-	measure := func(name string) (int64, error) {
-		if u, ok := usage[name]; ok {
-			return u, nil
-		}
-		return 0, errors.New("no stats")
-	}
-	if msg := overLimit(vols, measure); msg != "" {
-		t.Errorf("at their limits exactly: %q, want no eviction", msg)
-	}
-	usage["b"]++
-	if msg, want := overLimit(vols, measure), `Usage of EmptyDir volume "b" exceeds the limit "500k". `; msg != want {
-		t.Errorf("b one byte over: %q, want %q", msg, want)
-	}
-	usage["a"] = 4 << 20
-	if msg, want := overLimit(vols, measure), `Usage of EmptyDir volume "a" exceeds the limit "1Mi". `; msg != want {
-		t.Errorf("a over: %q, want %q", msg, want)
-	}
-	// A volume that cannot be measured counts as over its limit (a
-	// container could otherwise hide any amount of data from the walk).
-	delete(usage, "a")
-	usage["b"] = 0
-	if msg, want := overLimit(vols, measure), `Usage of EmptyDir volume "a" cannot be measured (no stats): it counts as over the limit "1Mi". `; msg != want {
-		t.Errorf("a unmeasurable: %q, want %q", msg, want)
-	}
 }
 
 // TestEvictionOverSizeLimit: the housekeeping check measures every 10 s;
@@ -88,10 +44,10 @@ func TestEvictionOverSizeLimit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "small"), make([]byte, 512<<10), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if asked := hs.clk.waitAsked(t, 1); asked[0] != housekeepingInterval {
+	if asked := hs.clk.waitAsked(t, 1); asked[0] != eviction.HousekeepingInterval {
 		t.Fatalf("first clock wait %v, want the housekeeping interval", asked)
 	}
-	hs.clk.Advance(housekeepingInterval)
+	hs.clk.Advance(eviction.HousekeepingInterval)
 	hs.clk.waitAsked(t, 2)
 	if hs.called("Kill " + id + " SIGTERM") {
 		t.Fatal("killed under the limit")
@@ -100,7 +56,7 @@ func TestEvictionOverSizeLimit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 2<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	hs.clk.Advance(housekeepingInterval)
+	hs.clk.Advance(eviction.HousekeepingInterval)
 	var st *State
 	hs.eventually("the eviction recorded", func() bool {
 		st, _ = hs.h.loadState(testUID)

@@ -19,6 +19,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/eviction"
+	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/probes"
@@ -45,6 +47,7 @@ type Host struct {
 	report     Reporter
 	closer     func() error
 	exits      *supervisor.Exits
+	evictions  *eviction.Manager // ends the supervised pods that fail on the node (end.go)
 	clock      clock.Clock
 	hostIPs    func() []net.IP    // the node's addresses, cached (cacheHostIPs)
 	closeExits context.CancelFunc // ends the exit router, which starts with the first supervised container
@@ -81,7 +84,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		d.Locks = &localLocks{} // this process only
 	}
 	if d.ImageHolds == nil {
-		d.ImageHolds = &localHolds{} // this process only
+		d.ImageHolds = &imagegc.LocalHolds{} // this process only
 	}
 	if d.Versions == nil {
 		d.Versions = noVersions{}
@@ -102,6 +105,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		report:     report,
 		closer:     closer,
 		clock:      d.Clock,
+		evictions:  eviction.NewManager(d.Clock),
 		hostIPs:    cacheHostIPs(d.HostIPs, d.Clock.Now),
 		hostFile:   d.HostFile,
 		workers:    map[string]*podRun{},
@@ -148,6 +152,12 @@ func (h *Host) Report(e Event) { h.report(e) }
 
 // Engine exposes the runtime for image commands.
 func (h *Host) Engine() engine.Engine { return h.engine }
+
+// ImageCollector removes the node's unused images (imagegc), never one a
+// container uses or a pod being made holds (holdImages).
+func (h *Host) ImageCollector() *imagegc.Collector {
+	return imagegc.NewCollector(h.engine, h.imageHolds, h.clock)
+}
 
 // Images is the image manager (pulls, imports, their back-offs).
 func (h *Host) Images() *images.Manager { return h.images }

@@ -2,47 +2,12 @@ package run
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/podrun/podrun/engine"
-	"github.com/podrun/podrun/engine/fake"
 	"github.com/podrun/podrun/imagegc"
 )
-
-// TestCollectImages: image GC never removes an image a container uses
-// (running or not), one the daemon still wants, or one younger than the
-// minimum age; -a removes every other one; the policy removes nothing
-// while the image filesystem is below its high threshold.
-func TestCollectImages(t *testing.T) {
-	e := fake.New()
-	now := time.Now()
-	for _, img := range []engine.Image{
-		{Ref: "podrun.test/used:1"}, {Ref: "podrun.test/wanted:1"}, {Ref: "podrun.test/old:1"},
-		{Ref: "podrun.test/young:1", CreatedAt: now},
-	} {
-		e.AddImage(img)
-	}
-	if err := e.Create(context.Background(), engine.ContainerSpec{ID: "c1", Image: "podrun.test/used:1"}); err != nil {
-		t.Fatal(err)
-	}
-	h := NewHost(Config{Root: t.TempDir(), LogDir: t.TempDir()}, Deps{Engine: e}, nil, nil)
-	p := imagegc.Policy{HighPercent: 100, LowPercent: 100, MinAge: time.Minute}
-	if removed, err := h.CollectImages(context.Background(), ImageGC{Policy: p}); err != nil || len(removed) != 0 {
-		t.Errorf("below the threshold: removed %v, %v", removed, err)
-	}
-	removed, err := h.CollectImages(context.Background(), ImageGC{Policy: p, All: true, Keep: []string{"podrun.test/wanted:1"}})
-	if err != nil || !slices.Equal(removed, []string{"podrun.test/old:1"}) {
-		t.Errorf("-a: removed %v, %v; want only old", removed, err)
-	}
-	imgs, _ := e.Images(context.Background())
-	if len(imgs) != 3 {
-		t.Errorf("images left %v, want used, wanted and young", imgs)
-	}
-}
 
 // TestImageGCKeepsImagesOfPodsBeingMade: an image a pod being made (by
 // another process) has made present, but that no container uses yet, is
@@ -50,7 +15,7 @@ func TestCollectImages(t *testing.T) {
 // until its containers are made; afterwards its container keeps it.
 func TestImageGCKeepsImagesOfPodsBeingMade(t *testing.T) {
 	tp := newTwoProcesses(t)
-	holds := &localHolds{}
+	holds := &imagegc.LocalHolds{}
 	host := func() *Host {
 		d := tp.m.deps(tp.eng)
 		d.Locks, d.ImageHolds = tp.locks, holds
@@ -74,7 +39,7 @@ func TestImageGCKeepsImagesOfPodsBeingMade(t *testing.T) {
 	res := make(chan []Result, 1)
 	go func() { res <- up.Up(ctx, simplePods(t, "1", "web"), UpOptions{Wait: WaitRunning}) }()
 	<-reached
-	removed, err := gc.CollectImages(ctx, ImageGC{All: true})
+	removed, err := gc.ImageCollector().Collect(ctx, imagegc.Collection{All: true})
 	close(release)
 	if r := (<-res)[0]; r.Err != nil {
 		t.Fatalf("up: %v", r.Err)
@@ -82,7 +47,7 @@ func TestImageGCKeepsImagesOfPodsBeingMade(t *testing.T) {
 	if err != nil || len(removed) != 0 {
 		t.Errorf("GC removed %v (%v) while a pod being made held it", removed, err)
 	}
-	if removed, err := gc.CollectImages(ctx, ImageGC{All: true}); err != nil || len(removed) != 0 {
+	if removed, err := gc.ImageCollector().Collect(ctx, imagegc.Collection{All: true}); err != nil || len(removed) != 0 {
 		t.Errorf("GC removed %v (%v) once the pod's container used it", removed, err)
 	}
 	if holds.Collect(ctx, func(held []string) error {

@@ -2,12 +2,11 @@ package run
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/podrun/podrun/backoff"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/manifest"
@@ -18,36 +17,30 @@ import (
 // puts the image in back-off for this pod and, while it lasts, the pod
 // fails at once with ImagePullBackOff: the caller's next syncs retry it, as
 // the kubelet's pod workers do. Otherwise a pull that failed for a reason
-// that may pass is retried here with the same back-off until ctx ends, and
-// any other failure is returned at once.
+// that may pass is retried here with the same back-off until ctx ends
+// (images.EnsureRetrying), and any other failure is returned at once.
 func (r *podRun) image(ctx context.Context, ref string, policy corev1.PullPolicy, secrets []*corev1.Secret) (engine.Image, error) {
 	if r.pullBackOff {
 		return r.h.images.EnsureGated(ctx, r.pod.UID, ref, policy, secrets)
 	}
-	var b backoff.Backoff
-	for {
-		img, err := r.h.images.Ensure(ctx, ref, policy, secrets)
-		perr := (*images.PullError)(nil)
-		if err == nil || !errors.As(err, &perr) || !images.Retryable(err) || ctx.Err() != nil {
-			if err == nil && r.state.ImagePull != nil {
-				r.state.ImagePull = nil
-				err = r.h.saveState(r.state)
-			}
-			return img, err
-		}
-		// `podrun ps` meanwhile shows the pod Pending, ImagePullBackOff.
-		r.state.ImagePull = &status.ImageWait{Image: ref, Reason: images.ReasonImagePullBackOff, Message: images.BackOffError(ref, perr.Cause()).Err.Error()}
-		if err := r.h.saveState(r.state); err != nil {
-			return engine.Image{}, err
-		}
-		delay := b.Delay(0)
-		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("%s: back-off %s pulling image %q: %v", images.ReasonImagePullBackOff, delay, ref, perr.Err)})
-		select {
-		case <-r.h.clock.After(delay):
-		case <-ctx.Done():
-			return engine.Image{}, fmt.Errorf("%w; gave up retrying: %w", err, ctx.Err())
-		}
+	img, err := r.h.images.EnsureRetrying(ctx, ref, policy, secrets, images.Retrying{After: r.h.clock.After,
+		BackingOff: func(perr *images.PullError, delay time.Duration) error { return r.backingOff(ref, perr, delay) }})
+	if err == nil && r.state.ImagePull != nil {
+		r.state.ImagePull = nil
+		err = r.h.saveState(r.state)
 	}
+	return img, err
+}
+
+// backingOff records that the pull of ref failed with perr and is retried
+// after delay: `podrun ps` meanwhile shows the pod Pending, ImagePullBackOff.
+func (r *podRun) backingOff(ref string, perr *images.PullError, delay time.Duration) error {
+	r.state.ImagePull = &status.ImageWait{Image: ref, Reason: images.ReasonImagePullBackOff, Message: images.BackOffError(ref, perr.Cause()).Err.Error()}
+	if err := r.h.saveState(r.state); err != nil {
+		return err
+	}
+	r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("%s: back-off %s pulling image %q: %v", images.ReasonImagePullBackOff, delay, ref, perr.Err)})
+	return nil
 }
 
 // keepPending records an image failure of a pod that Up could not start

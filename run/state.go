@@ -39,8 +39,8 @@ type State struct {
 	Complete bool `json:"complete"`
 	// PodIPs are the addresses CNI gave the pod.
 	PodIPs []string `json:"podIPs,omitempty"`
-	// Ended is why the node ended the pod (evict.go: an eviction, the
-	// active deadline): it is Failed whatever its containers say, and none
+	// Ended is why the node ended the pod (end.go, as package eviction
+	// decides: an eviction, the active deadline): it is Failed whatever its containers say, and none
 	// is restarted.
 	Ended *status.Ended `json:"ended,omitempty"`
 	// ImagePull is the image failure a pod that could not start waits on

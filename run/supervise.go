@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/eviction"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/probes"
@@ -32,10 +33,9 @@ func (h *Host) supervise(r *podRun) {
 		old.w.Stop()
 	}
 	if old != r && r.state.Ended == nil {
-		r.w.Go(r.watchReady) // its version kept once Ready (up_wait.go)
-		vols := sizeLimited(r.pod.Pod)
-		if len(vols) > 0 || r.pod.Spec.ActiveDeadlineSeconds != nil {
-			r.w.Go(func(ctx context.Context) { r.housekeep(ctx, vols) }) // emptyDir sizeLimit, active deadline (evict.go)
+		r.w.Go(r.watchReady) // its version kept once Ready (wait.go)
+		if eviction.Watched(r.pod.Pod) {
+			r.w.Go(func(ctx context.Context) { r.h.evictions.Watch(ctx, r) }) // emptyDir sizeLimit, active deadline (end.go)
 		}
 	}
 }

@@ -71,6 +71,23 @@ func (r *podRun) undoVolumes(context.Context) error {
 	return r.h.disk.Undo(r.vols)
 }
 
+// holdImages keeps image collection away from pod p's images (and the
+// pause image) until release: from before its pipeline makes them present
+// (or finds them) until its containers, which then show them in use, are
+// made.
+func (h *Host) holdImages(ctx context.Context, p *manifest.Pod) (release func(), err error) {
+	var refs []string
+	for _, c := range resources.Containers(p.Pod) {
+		if !slices.Contains(refs, c.Image) {
+			refs = append(refs, c.Image)
+		}
+	}
+	if h.cfg.PauseImage != "" {
+		refs = append(refs, h.cfg.PauseImage)
+	}
+	return h.imageHolds.Hold(ctx, refs)
+}
+
 func (r *podRun) ensureImages(ctx context.Context) error {
 	r.images = map[string]engine.Image{}
 	for _, c := range resources.Containers(r.pod.Pod) {

@@ -24,7 +24,7 @@ func (r *podRun) recordRunning(context.Context) error {
 // waitReady waits until the pod is Ready (every app container and sidecar
 // ready), or has finished first (a run-to-completion pod whose app
 // containers are all done, which is then completed), or its active deadline
-// ends it (deadline.go): `kubectl wait --for=condition=Ready`, which never
+// ends it (end.go): `kubectl wait --for=condition=Ready`, which never
 // kills a healthy pod for not finishing.
 func (r *podRun) waitReady(ctx context.Context) error {
 	loops := r.readyLoops()
@@ -132,7 +132,7 @@ func (r *podRun) waitCompletion(ctx context.Context) error {
 			apps = append(apps, l)
 		}
 	}
-	dctx, passed, cancel := r.untilDeadline(ctx) // deadline.go
+	dctx, passed, cancel := r.untilDeadline(ctx) // end.go
 	defer cancel()
 	if err := r.w.WaitAll(dctx, apps, func(s supervisor.State) bool { return s.Done }); err != nil {
 		if passed() {
