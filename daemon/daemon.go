@@ -82,7 +82,11 @@ const logGCPeriod = time.Hour
 // 3 ms) in one sync, short enough not to count in a pod's start.
 const quick = 5 * time.Millisecond
 
-// Daemon keeps the sources' pods running.
+// Daemon keeps the sources' pods running. Run's goroutine alone touches
+// src's scans, logged and archives (no lock); what other goroutines share
+// (the workers, the Job runners, the progress watches, the collectors, the
+// HTTP handlers) is in a type that holds its own lock: workers, kept,
+// pub, jobRuns, watches, health.
 type Daemon struct {
 	o       Options
 	h       *run.Host
