@@ -76,6 +76,23 @@ var corpus = []input{
 		return b.Bytes()
 	}},
 	{"pod-dense-1.4M.yaml", "a pod of 700,000 one-letter args (refused: more values than a document's bound)", func() []byte { return densePod(700000) }},
+	{"pod-empty-25K.yaml", "a pod of 25,000 empty containers ({}: 4 bytes each; invalid)", func() []byte {
+		return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{}" + strings.Repeat(", {}", 25000-1) + "]\n")
+	}},
+	{"list-empty-vols.yaml", "a List of 100 pods of 1600 empty volumes each (160,000 {}, 6 bytes each; invalid)", func() []byte {
+		return yamlList(100, func(i int) string {
+			return fmt.Sprintf("- {apiVersion: v1, kind: Pod, metadata: {name: p%d}, spec: {containers: [{name: c, image: i}], volumes: [{}%s]}}\n", i, strings.Repeat(",   {}", 1600-1))
+		})
+	}},
+	{"list-named-vols.yaml", "a List of 100 pods of 330 emptyDir volumes each, named (33,000, 28 bytes each)", func() []byte {
+		return yamlList(100, func(i int) string {
+			var v strings.Builder
+			for k := range 330 {
+				fmt.Fprintf(&v, ", {name: v%d, emptyDir: {}}", k)
+			}
+			return fmt.Sprintf("- {apiVersion: v1, kind: Pod, metadata: {name: p%d}, spec: {containers: [{name: c, image: i}], volumes: [%s]}}\n", i, v.String()[2:])
+		})
+	}},
 	{"alias-list.yaml", "a 125 KB List: one 100 KB scalar referenced 5000 times (refused)", func() []byte {
 		var b bytes.Buffer
 		fmt.Fprintf(&b, "apiVersion: v1\nkind: List\nanchor: &a %q\nitems:\n", strings.Repeat("x", 100000))
