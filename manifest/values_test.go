@@ -23,7 +23,12 @@ func TestCountValues(t *testing.T) {
 	}{
 		{"scalar", "a\n", 1, ""},
 		{"block mapping", "a: b\nc: d\n", 4, ""},
-		{"nested", "spec:\n  containers:\n  - name: c\n    image: i\n", 6, "spec.containers[0]"},
+		{"nested", "spec:\n  containers:\n  - name: c\n    image: i\n", 6 + containerWeight, "spec.containers[0]"},
+		{"flow containers", "containers: [{}, {}]\n", 4 + 2*containerWeight, "containers"},
+		{"block entries weighed", "initContainers:\n- {}\n-\n  name: c\nvolumes:\n  - name: v\n", 8 + 2*containerWeight + volumeWeight, "initContainers"},
+		{"JSON volumes", `{"spec":{"volumes":[{},{"name":"v"}]}}`, 9 + 2*volumeWeight, "spec.volumes"},
+		{"weighed in a flow map", "c: {volumeMounts: [{}], b: [x]}\n", 8 + 4, "c.volumeMounts"},
+		{"env not weighed", "env:\n- {}\n- {name: a}\nx: [env, [{}]]\n", 10, "env"},
 		{"flow sequence", "args: [a,b,c,d]\n", 6, "args"},
 		{"flow in a sequence entry", "x:\n- [a, b, c, d]\n", 6, "x[0]"},
 		{"flow mapping keys", "m: {a: [1, 2, 3, 4], b: c}\n", 10, "m.a"},
@@ -93,7 +98,8 @@ func TestCountValuesNearParser(t *testing.T) {
 		chunks, _ := yamlChunks(f, data)
 		got := 0
 		for _, c := range chunks {
-			got += countValues(c.text, 1<<30).n
+			count := countValues(c.text, 1<<30)
+			got += count.n - count.weighed
 		}
 		want := yamlNodes(t, data)
 		if 3*got < 2*want || 3*got > 4*want {
@@ -118,7 +124,7 @@ func TestTooManyValuesRefused(t *testing.T) {
 		t.Fatalf("a document just under the bound: %v", err)
 	}
 	_, err := Parse("over.yaml", []byte(over))
-	want := fmt.Sprintf("over.yaml (document 1): spec.containers[0].args: the document holds 51716 values (scalars, keys, lists, maps), more than the 51617 its %d bytes may hold (50000 and one per 64 bytes)", len(over))
+	want := fmt.Sprintf("over.yaml (document 1): spec.containers[0].args: the document holds 51733 values (scalars, keys, lists, maps; an item of a pod's containers counts 17 more, of its volumes 10), more than the 51617 its %d bytes may hold (50000 and one per 64 bytes)", len(over))
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("a document just over the bound: %v\nwant %s", err, want)
 	}
@@ -129,12 +135,12 @@ func TestTooManyValuesRefused(t *testing.T) {
 		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q},"spec":{"containers":[{"name":"c","image":"i","args":["a"%s]}]}}`, name, strings.Repeat(`,"a"`, n-1))
 	}
 	_, err = Parse("p.json", []byte(pod("p", 60000)))
-	if err == nil || !strings.HasPrefix(err.Error(), "p.json (document 1): spec.containers[0].args: the document holds 60020 values") {
+	if err == nil || !strings.HasPrefix(err.Error(), "p.json (document 1): spec.containers[0].args: the document holds 60037 values") {
 		t.Errorf("a JSON document over the bound: %v", err)
 	}
 	list := `{"apiVersion":"v1","kind":"List","items":[` + pod("a", 10) + "," + pod("b", 60000) + "]}"
 	_, err = Parse("l.json", []byte(list))
-	if err == nil || !strings.HasPrefix(err.Error(), "l.json (document 1): items[1].spec.containers[0].args: the item holds 60020 values") {
+	if err == nil || !strings.HasPrefix(err.Error(), "l.json (document 1): items[1].spec.containers[0].args: the item holds 60037 values") {
 		t.Errorf("a JSON List's item over the bound: %v", err)
 	}
 	var y strings.Builder
@@ -145,7 +151,7 @@ func TestTooManyValuesRefused(t *testing.T) {
 	y.WriteString("- apiVersion: v1\n  kind: Pod\n  metadata: {name: dense}\n  spec:\n    containers: [{name: c, image: i, args: [a" + strings.Repeat(",a", 60000) + "]}]\n")
 	_, err = Parse("l.yaml", []byte(y.String()))
 	var ps Problems
-	if !errors.As(err, &ps) || len(ps) != 1 || !strings.HasPrefix(ps[0].String(), "l.yaml (document 1): items[30].spec.containers[0].args: the item holds 60019 values") {
+	if !errors.As(err, &ps) || len(ps) != 1 || !strings.HasPrefix(ps[0].String(), "l.yaml (document 1): items[30].spec.containers[0].args: the item holds 60036 values") {
 		t.Errorf("a YAML List's item over the bound: %v", err)
 	}
 }
@@ -157,7 +163,7 @@ func TestFileTooManyValuesRefused(t *testing.T) {
 	doc := func(i, n int) string {
 		return fmt.Sprintf("---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec:\n  containers: [{name: c, image: i, args: [a%s]}]\n", i, strings.Repeat(",a", n-1))
 	}
-	// Each document: n+18 values in 2n+91 bytes or so; the file at most
+	// Each document: n+18 values (and a container's weight) in 2n+91 bytes or so; the file at most
 	// 50,000 and one per 6 bytes.
 	file := func(docs, n int) []byte {
 		var b strings.Builder
@@ -167,7 +173,7 @@ func TestFileTooManyValuesRefused(t *testing.T) {
 		b.WriteString(doc(docs, 2*n))
 		return []byte(b.String())
 	}
-	values := func(docs, n int) int { return (docs+1)*18 + docs*n + 2*n }
+	values := func(docs, n int) int { return (docs+1)*(18+containerWeight) + docs*n + 2*n }
 	under, over := file(20, 3000), file(20, 4000)
 	if values(20, 3000) > 50000+len(under)/6 || values(20, 4000) <= 50000+len(over)/6 {
 		t.Fatalf("the test's files are not on either side of the bound")
@@ -176,9 +182,49 @@ func TestFileTooManyValuesRefused(t *testing.T) {
 		t.Fatalf("a file just under the bound (%d bytes): %v", len(under), err)
 	}
 	_, err := Parse("over.yaml", over)
-	want := fmt.Sprintf("over.yaml (document 21): spec.containers[0].args: the file holds %d values (scalars, keys, lists, maps), more than the %d its %d bytes may hold (50000 and one per 6 bytes): reading it would cost more memory than a manifest may; this document holds 8018 of them", values(20, 4000), 50000+len(over)/6, len(over))
+	want := fmt.Sprintf("over.yaml (document 21): spec.containers[0].args: the file holds %d values (scalars, keys, lists, maps; an item of a pod's containers counts 17 more, of its volumes 10), more than the %d its %d bytes may hold (50000 and one per 6 bytes): reading it would cost more memory than a manifest may; this document holds 8035 of them", values(20, 4000), 50000+len(over)/6, len(over))
 	if err == nil || err.Error() != want {
 		t.Errorf("a file just over the bound: %v\nwant %s", err, want)
+	}
+}
+
+// TestEmptyItemsWeighed: an empty container or volume ({}) counts what it
+// decodes to (itemWeight), so a pod of a few thousand empty containers, or
+// a file of many empty volumes, is refused before it is decoded; just
+// under the bounds, each is read (and its problems are its fields').
+func TestEmptyItemsWeighed(t *testing.T) {
+	// 11 values and 18 per container (the map and its weight), in 62+4n bytes.
+	pod := func(n int) []byte {
+		return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{}" + strings.Repeat(", {}", n-1) + "]\n")
+	}
+	under, over := pod(2780), pod(2790)
+	if 11+18*2780 > maxValues(len(under)) || 11+18*2790 <= maxValues(len(over)) {
+		t.Fatalf("the test's pods are not on either side of the bound")
+	}
+	_, err := Parse("under.yaml", under)
+	if err == nil || strings.Contains(err.Error(), "values") || !strings.Contains(err.Error(), "under.yaml (document 1): spec.containers[0].name: Required value") {
+		t.Errorf("a pod of empty containers just under the bound: %v", err)
+	}
+	_, err = Parse("over.yaml", over)
+	want := fmt.Sprintf("over.yaml (document 1): spec.containers: the document holds %d values (scalars, keys, lists, maps; an item of a pod's containers counts 17 more, of its volumes 10), more than the %d its %d bytes may hold (50000 and one per 64 bytes)", 11+18*2790, maxValues(len(over)), len(over))
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("a pod of empty containers just over the bound: %v\nwant %s", err, want)
+	}
+
+	// Documents of 4000 empty volumes each (6 bytes and 11 values a
+	// volume), each within a document's bound: one is read, three are
+	// more than a file may hold.
+	doc := func(i int) string {
+		return fmt.Sprintf("---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec:\n  containers: [{name: c, image: i}]\n  volumes: [{}%s]\n", i, strings.Repeat(",   {}", 3999))
+	}
+	one, three := []byte(doc(0)), []byte(doc(0)+doc(1)+doc(2))
+	_, err = Parse("one.yaml", one)
+	if err == nil || strings.Contains(err.Error(), "values") || !strings.Contains(err.Error(), "one.yaml (document 1): spec.volumes[0].name: Required value") {
+		t.Errorf("a file of empty volumes under the bound: %v", err)
+	}
+	_, err = Parse("three.yaml", three)
+	if err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("three.yaml (document 1): spec.volumes: the file holds %d values", 3*(4000*(1+volumeWeight)+18+containerWeight))) {
+		t.Errorf("a file of empty volumes over the bound: %v", err)
 	}
 }
 
