@@ -175,14 +175,15 @@ func TestFileTooManyValuesRefused(t *testing.T) {
 	}
 	values := func(docs, n int) int { return (docs+1)*(18+containerWeight) + docs*n + 2*n }
 	under, over := file(20, 3000), file(20, 4000)
-	if values(20, 3000) > 50000+len(under)/6 || values(20, 4000) <= 50000+len(over)/6 {
+	weighed := 21 * containerWeight
+	if values(20, 3000) > maxFileValues(len(under), weighed) || values(20, 4000) <= maxFileValues(len(over), weighed) {
 		t.Fatalf("the test's files are not on either side of the bound")
 	}
 	if _, err := Parse("under.yaml", under); err != nil {
 		t.Fatalf("a file just under the bound (%d bytes): %v", len(under), err)
 	}
 	_, err := Parse("over.yaml", over)
-	want := fmt.Sprintf("over.yaml (document 21): spec.containers[0].args: the file holds %d values (scalars, keys, lists, maps; an item of a pod's containers counts 17 more, of its volumes 10), more than the %d its %d bytes may hold (50000 and one per 6 bytes): reading it would cost more memory than a manifest may; this document holds 8035 of them", values(20, 4000), 50000+len(over)/6, len(over))
+	want := fmt.Sprintf("over.yaml (document 21): spec.containers[0].args: the file holds %d values (scalars, keys, lists, maps; an item of a pod's containers counts 17 more, of its volumes 10), more than the %d its %d bytes may hold (50000 and one per 6 bytes, and up to 100000 for the items' weight): reading it would cost more memory than a manifest may; this document holds 8035 of them", values(20, 4000), 50000+len(over)/6+weighed, len(over))
 	if err == nil || err.Error() != want {
 		t.Errorf("a file just over the bound: %v\nwant %s", err, want)
 	}
@@ -212,18 +213,24 @@ func TestEmptyItemsWeighed(t *testing.T) {
 	}
 
 	// Documents of 4000 empty volumes each (6 bytes and 11 values a
-	// volume), each within a document's bound: one is read, three are
-	// more than a file may hold.
+	// volume), each within a document's bound: three are read (100,000 of
+	// their weight allowed besides the file's 50,000 and one per 6 bytes),
+	// four are more than a file may hold.
 	doc := func(i int) string {
 		return fmt.Sprintf("---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec:\n  containers: [{name: c, image: i}]\n  volumes: [{}%s]\n", i, strings.Repeat(",   {}", 3999))
 	}
-	one, three := []byte(doc(0)), []byte(doc(0)+doc(1)+doc(2))
-	_, err = Parse("one.yaml", one)
-	if err == nil || strings.Contains(err.Error(), "values") || !strings.Contains(err.Error(), "one.yaml (document 1): spec.volumes[0].name: Required value") {
+	three := []byte(doc(0) + doc(1) + doc(2))
+	four := []byte(string(three) + doc(3))
+	_, err = Parse("three.yaml", three)
+	if err == nil || strings.Contains(err.Error(), "values") || !strings.Contains(err.Error(), "three.yaml (document 1): spec.volumes[0].name: Required value") {
 		t.Errorf("a file of empty volumes under the bound: %v", err)
 	}
-	_, err = Parse("three.yaml", three)
-	if err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("three.yaml (document 1): spec.volumes: the file holds %d values", 3*(4000*(1+volumeWeight)+18+containerWeight))) {
+	weighed := 4 * (4000*volumeWeight + containerWeight)
+	if 3*(4000+18)+weighed*3/4 > maxFileValues(len(three), weighed*3/4) || 4*(4000+18)+weighed <= maxFileValues(len(four), weighed) {
+		t.Fatalf("the test's files are not on either side of the bound")
+	}
+	_, err = Parse("four.yaml", four)
+	if err == nil || !strings.HasPrefix(err.Error(), fmt.Sprintf("four.yaml (document 1): spec.volumes: the file holds %d values (scalars, keys, lists, maps; an item of a pod's containers counts 17 more, of its volumes 10), more than the %d its %d bytes may hold (50000 and one per 6 bytes, and up to 100000 for the items' weight)", 4*(4000+18)+weighed, 150000+len(four)/6, len(four))) {
 		t.Errorf("a file of empty volumes over the bound: %v", err)
 	}
 }
