@@ -184,11 +184,11 @@ func (c *valueCounter) addN(n int) {
 }
 
 // A pod's list of structs costs what its entries decode to, whatever
-// their text: `{}` as a container is a 408-byte Container (some 3 KB at
+// their text: `{}` as a container is a 408-byte Container (some 2 KB at
 // the peak of its reading, with the decoder's growth of the list, the
 // defaults, its validation and the pod's hash), from three bytes of text;
-// a pod of 25,000 empty containers (100 KB) took 86 MiB where the goal is
-// 50. So an entry of such a list counts one value more per 24 bytes of
+// a pod of 25,000 empty containers (100 KB) took 75 to 86 MiB where the
+// goal is 50. So an entry of such a list counts one value more per 24 bytes of
 // the struct it decodes to (what a value of the file bound may cost the
 // pods kept; its 64-bit size), besides the values of its text: a
 // container 17 more, a volume 10. Only the lists whose struct is over 64

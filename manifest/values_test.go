@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -186,6 +187,34 @@ func TestFileTooManyValuesRefused(t *testing.T) {
 	want := fmt.Sprintf("over.yaml (document 21): spec.containers[0].args: the file holds %d values (scalars, keys, lists, maps; an item of a pod's containers counts 17 more, of its volumes 10), more than the %d its %d bytes may hold (50000 and one per 6 bytes, and up to 100000 for the items' weight): reading it would cost more memory than a manifest may; this document holds 8035 of them", values(20, 4000), 50000+len(over)/6+weighed, len(over))
 	if err == nil || err.Error() != want {
 		t.Errorf("a file just over the bound: %v\nwant %s", err, want)
+	}
+}
+
+// TestItemWeights: an entry of a pod's list of structs weighs one value
+// per 24 bytes of the struct (64-bit sizes); smaller ones weigh nothing.
+func TestItemWeights(t *testing.T) {
+	for _, tt := range []struct {
+		key string
+		typ reflect.Type
+	}{
+		{"containers", reflect.TypeFor[corev1.Container]()},
+		{"initContainers", reflect.TypeFor[corev1.Container]()},
+		{"ephemeralContainers", reflect.TypeFor[corev1.EphemeralContainer]()},
+		{"volumes", reflect.TypeFor[corev1.Volume]()},
+		{"volumeMounts", reflect.TypeFor[corev1.VolumeMount]()},
+		{"topologySpreadConstraints", reflect.TypeFor[corev1.TopologySpreadConstraint]()},
+		{"tolerations", reflect.TypeFor[corev1.Toleration]()},
+		{"env", reflect.TypeFor[corev1.EnvVar]()},
+		{"ports", reflect.TypeFor[corev1.ContainerPort]()},
+		{"args", reflect.TypeFor[string]()},
+	} {
+		want := 0
+		if size := int(tt.typ.Size()) * 64 / strconv.IntSize; size > 64 { // the 64-bit size, near enough on 32-bit
+			want = size / 24
+		}
+		if got := itemWeight([]byte(tt.key)); got != want && strconv.IntSize == 64 || got == 0 && want != 0 {
+			t.Errorf("itemWeight(%q) = %d, want %d (%s, %d bytes)", tt.key, got, want, tt.typ, tt.typ.Size())
+		}
 	}
 }
 
