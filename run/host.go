@@ -118,28 +118,6 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 	return h
 }
 
-// hostIPsTTL is how long the node's addresses are reused: the kubelet
-// reports a pod's hostIP(s) (and a hostNetwork pod's IPs) from its node
-// object's addresses, refreshed every 10 s (nodeStatusUpdateFrequency). A
-// lookup dumps every link of the host, a veth per pod among them, and a
-// daemon's resync lists each of its pods.
-const hostIPsTTL = 10 * time.Second
-
-// cacheHostIPs is lookup, called at most once per hostIPsTTL of now.
-func cacheHostIPs(lookup func() []net.IP, now func() time.Time) func() []net.IP {
-	var mu sync.Mutex
-	var at time.Time
-	var ips []net.IP
-	return func() []net.IP {
-		mu.Lock()
-		defer mu.Unlock()
-		if t := now(); at.IsZero() || t.Sub(at) >= hostIPsTTL || t.Before(at) {
-			ips, at = lookup(), t
-		}
-		return slices.Clone(ips)
-	}
-}
-
 // ObserveProbes has every probe attempt reported to fn (for metrics). Call
 // it before starting or adopting pods.
 func (h *Host) ObserveProbes(fn func(kind probes.Kind, o probes.Outcome, took time.Duration)) {

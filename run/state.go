@@ -65,16 +65,6 @@ func (h *Host) recordRefusal(p *manifest.Pod, r *admission.Refusal) error {
 		Ended: &status.Ended{Reason: r.Reason, Message: r.Message}, Final: rejectedStatus(p.Pod, r, h.clock.Now())})
 }
 
-// rejectedStatus is the status the kubelet's rejectPod gives a pod it
-// refused at admission: Failed, the reason, "Pod was rejected: " and the
-// message, the QoS class, and the start time its status manager sets; no
-// conditions and no container statuses, nothing having been made.
-func rejectedStatus(pod *corev1.Pod, r *admission.Refusal, now time.Time) *corev1.PodStatus {
-	start := metav1.NewTime(now.UTC().Truncate(time.Second))
-	return &corev1.PodStatus{Phase: corev1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message,
-		QOSClass: resources.QOSClass(pod), StartTime: &start}
-}
-
 // StateFile is a pod's record in its directory: a pod directory without
 // one is no pod's (volumes.SweepRemoved).
 const StateFile = stateFile
@@ -195,17 +185,6 @@ func SandboxID(uid string) string { return shortUID(uid) + "-pause" }
 // names are DNS labels, so "<uid12>-<name>-<n>" never clashes with the sandbox.
 func ContainerID(uid, name string, restart int) string {
 	return fmt.Sprintf("%s-%s-%d", shortUID(uid), name, restart)
-}
-
-// podLabels are the labels every container of a pod carries.
-func podLabels(uid, namespace, name, hash, source string) map[string]string {
-	return map[string]string{
-		labels.PodUID:       uid,
-		labels.PodNamespace: namespace,
-		labels.PodName:      name,
-		labels.PodHash:      hash,
-		labels.Source:       source,
-	}
 }
 
 // podCgroup is the pod cgroup of pod uid in podrun's containerd namespace.
