@@ -9,7 +9,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -49,7 +48,7 @@ type Host struct {
 	exits      *supervisor.Exits
 	evictions  *eviction.Manager // ends the supervised pods that fail on the node (end.go)
 	clock      clock.Clock
-	hostIPs    func() []net.IP    // the node's addresses, cached (cacheHostIPs)
+	hostIPs    func() []net.IP    // the node's addresses, cached (sandbox.CacheHostIPs)
 	closeExits context.CancelFunc // ends the exit router, which starts with the first supervised container
 
 	observeProbe func(probes.Kind, probes.Outcome, time.Duration)
@@ -106,7 +105,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		closer:     closer,
 		clock:      d.Clock,
 		evictions:  eviction.NewManager(d.Clock),
-		hostIPs:    cacheHostIPs(d.HostIPs, d.Clock.Now),
+		hostIPs:    sandbox.CacheHostIPs(d.HostIPs, d.Clock.Now),
 		hostFile:   d.HostFile,
 		workers:    map[string]*podRun{},
 		history:    d.Versions,

@@ -13,15 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/volumes"
@@ -54,7 +51,7 @@ type State struct {
 	// or it failed for good while starting (Final).
 	Refused bool `json:"refused,omitempty"`
 	// Final is the status of a pod that failed for good while starting
-	// (keepFailed), or that the node refused (rejectedStatus), shown as it was.
+	// (keepFailed), or that the node refused (status.Rejected), shown as it was.
 	Final *corev1.PodStatus `json:"final,omitempty"`
 }
 
@@ -62,7 +59,7 @@ type State struct {
 // Failed with the refusal's reason and message, nothing else made.
 func (h *Host) recordRefusal(p *manifest.Pod, r *admission.Refusal) error {
 	return h.makeState(&State{UID: p.UID, Hash: p.Hash, Source: p.Source.Origin(), Pod: p.Pod, Complete: true, Refused: true,
-		Ended: &status.Ended{Reason: r.Reason, Message: r.Message}, Final: rejectedStatus(p.Pod, r, h.clock.Now())})
+		Ended: &status.Ended{Reason: r.Reason, Message: r.Message}, Final: status.Rejected(p.Pod, r, h.clock.Now())})
 }
 
 // StateFile is a pod's record in its directory: a pod directory without
@@ -135,7 +132,7 @@ func (h *Host) stateUIDs() ([]string, error) {
 }
 
 func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[string]string {
-	l := podLabels(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.source)
+	l := labels.Pod(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.source)
 	l[labels.Container] = name
 	l[labels.Kind] = kind
 	l[labels.RestartCount] = strconv.Itoa(restart)

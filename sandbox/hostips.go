@@ -14,8 +14,8 @@ import (
 // daemon's resync lists each of its pods.
 const hostIPsTTL = 10 * time.Second
 
-// cacheHostIPs is lookup, called at most once per hostIPsTTL of now.
-func cacheHostIPs(lookup func() []net.IP, now func() time.Time) func() []net.IP {
+// CacheHostIPs is lookup, called at most once per hostIPsTTL of now.
+func CacheHostIPs(lookup func() []net.IP, now func() time.Time) func() []net.IP {
 	var mu sync.Mutex
 	var at time.Time
 	var ips []net.IP
