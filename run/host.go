@@ -54,10 +54,10 @@ type Host struct {
 	observeProbe func(probes.Kind, probes.Outcome, time.Duration)
 	hostFile     func(path string) ([]byte, error) // reads the host's /etc/hosts and resolv.conf (Deps.HostFile)
 
-	mu      sync.Mutex
-	workers map[string]*podRun // by pod UID: the pods this process supervises
-	images  *images.Manager
-	history Versions // the versions of the pods that became Ready (seams.go)
+	mu       sync.Mutex
+	workers  map[string]*podRun // by pod UID: the pods this process supervises
+	images   *images.Manager
+	versions Versions // the versions of the pods that became Ready (seams.go)
 
 	said sync.Map // notes about the host already reported (sayOnce, dns.go)
 }
@@ -108,7 +108,7 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		hostIPs:    sandbox.CacheHostIPs(d.HostIPs, d.Clock.Now),
 		hostFile:   d.HostFile,
 		workers:    map[string]*podRun{},
-		history:    d.Versions,
+		versions:   d.Versions,
 	}
 	h.images = images.New(d.Engine, cfg.Images, d.Clock.Now)
 	var ctx context.Context
