@@ -6,12 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestExclusive: holders never overlap, also within one process (each
@@ -72,6 +75,37 @@ func TestWaitEndsWithContext(t *testing.T) {
 	defer cancel()
 	if _, err := Acquire(ctx, path, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire = %v, want the deadline", err)
+	}
+}
+
+// TestWaiterToldAWrittenPid: a holder has the lock before it writes its
+// pid; a waiter that finds the file empty meanwhile is not told pid 0, and
+// is told the pid once the file names it.
+func TestWaiterToldAWrittenPid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	var told []int
+	waiting := func(pid int) { told = append(told, pid) }
+	// A waiter tries once at least, whatever its context.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*poll)
+	defer cancel()
+	if _, err := Acquire(ctx, path, waiting); !errors.Is(err, context.DeadlineExceeded) || len(told) != 0 {
+		t.Fatalf("the holder's pid not written yet: %v, told %v; want the deadline, told nothing", err, told)
+	}
+	if _, err := f.WriteString("4242\n"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 3*poll)
+	defer cancel()
+	if _, err := Acquire(ctx, path, waiting); !errors.Is(err, context.DeadlineExceeded) || !slices.Equal(told, []int{4242}) {
+		t.Errorf("the holder's pid written: %v, told %v; want the deadline, told 4242 once", err, told)
 	}
 }
 
