@@ -19,10 +19,17 @@ import (
 
 // TestExclusive: holders never overlap, also within one process (each
 // Acquire opens its own descriptor), and waiters are told who holds it.
+// The first holder holds until a waiter was told (whether a waiter looks
+// while a holder has written its pid is up to the scheduler otherwise).
 func TestExclusive(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pods", "default_web.lock")
+	first, err := Acquire(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var inside, maxInside atomic.Int32
-	var told atomic.Int32
+	told := make(chan struct{})
+	var tell sync.Once
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -30,7 +37,7 @@ func TestExclusive(t *testing.T) {
 			defer wg.Done()
 			l, err := Acquire(context.Background(), path, func(pid int) {
 				if pid == os.Getpid() {
-					told.Add(1)
+					tell.Do(func() { close(told) })
 				}
 			})
 			if err != nil {
@@ -51,12 +58,17 @@ func TestExclusive(t *testing.T) {
 			}
 		}()
 	}
+	select {
+	case <-told:
+	case <-time.After(10 * time.Second): // a hang, not a timing check
+		t.Error("no waiter was told the holder's pid")
+	}
+	if err := first.Release(); err != nil {
+		t.Error(err)
+	}
 	wg.Wait()
 	if maxInside.Load() != 1 {
 		t.Errorf("%d holders at once", maxInside.Load())
-	}
-	if told.Load() == 0 {
-		t.Error("no waiter was told the holder's pid")
 	}
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("lock file: %v %v", st.Mode(), err)
