@@ -147,7 +147,7 @@ fuzz:
 
 # End-to-end tests: a private containerd, runc, CNI; needs root (skips otherwise).
 e2e: deps-e2e
-	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./e2e/...
+	GO=$(GO) TIMEOUT=$(E2E_TIMEOUT) bash scripts/e2e.sh
 
 # podrun where its users run it: a Debian 12 guest under qemu (software
 # emulation) with systemd, cgroup v2 and Debian's containerd as a service;
