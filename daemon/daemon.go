@@ -19,9 +19,9 @@ import (
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/fsnotify/fsnotify"
-	"github.com/podrun/podrun/atomicfile"
 	"k8s.io/utils/clock"
 
+	"github.com/podrun/podrun/atomicfile"
 	"github.com/podrun/podrun/imagegc"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/logs"

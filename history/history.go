@@ -19,8 +19,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/podrun/podrun/atomicfile"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/atomicfile"
 )
 
 // Max is how many versions of a pod are kept.

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"os"
 
-	"github.com/podrun/podrun/atomicfile"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/atomicfile"
 )
 
 // Disk lays pods out on this host: the pod directory, the volumes and their

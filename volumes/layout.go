@@ -13,8 +13,9 @@ import (
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
-	"github.com/podrun/podrun/atomicfile"
 	"golang.org/x/sys/unix"
+
+	"github.com/podrun/podrun/atomicfile"
 )
 
 // Layout is the kubelet-style pod directory, <root>/pods/<uid>/.

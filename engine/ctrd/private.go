@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/containerd/containerd"
-	"github.com/podrun/podrun/atomicfile"
 
+	"github.com/podrun/podrun/atomicfile"
 	"github.com/podrun/podrun/engine"
 )
 
