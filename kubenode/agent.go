@@ -1,0 +1,176 @@
+package kubenode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/component-helpers/apimachinery/lease"
+	"k8s.io/utils/clock"
+)
+
+// Agent is this machine as a Node of the cluster its client talks to.
+type Agent struct {
+	Client kubernetes.Interface
+	Clock  clock.WithTicker
+	Log    *slog.Logger
+	// Facts are read at each status update (the machine may change:
+	// addresses, the runtime's version); Health likewise.
+	Facts  func(ctx context.Context) (Facts, error)
+	Health func(ctx context.Context) Health
+
+	lastSent time.Time // when this process last sent the node's status
+}
+
+// Run registers the node, then renews its Lease and keeps its status until
+// ctx ends. It returns nil when ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	name, ok := a.register(ctx)
+	if !ok {
+		return nil // ctx ended before the node was registered
+	}
+	leases := lease.NewController(a.Clock, a.Client, name, LeaseDurationSeconds, func() {},
+		LeaseDurationSeconds*time.Second/4, name, corev1.NamespaceNodeLease, a.setOwner(ctx, name))
+	go leases.Run(ctx)
+	t := a.Clock.NewTicker(StatusUpdateFrequency)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+			if err := a.UpdateStatus(ctx); err != nil {
+				a.Log.Error("updating the node's status", "node", name, "err", err)
+			}
+		}
+	}
+}
+
+// register retries Register as the kubelet's registerWithAPIServer does
+// (100 ms, doubling, at most 7 s) until it succeeds (ok) or ctx ends.
+func (a *Agent) register(ctx context.Context) (name string, ok bool) {
+	step := 100 * time.Millisecond
+	for {
+		name, err := a.Register(ctx)
+		if err == nil {
+			a.Log.Info("node registered", "node", name)
+			return name, true
+		}
+		a.Log.Error("registering the node", "err", err, "retry in", step)
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-a.Clock.After(step):
+		}
+		step = min(2*step, 7*time.Second)
+	}
+}
+
+// Register creates the Node, or, when it exists (a restart), brings its
+// labels, capacity and status to the machine's (the kubelet's
+// tryRegisterWithAPIServer). It returns the node's name.
+func (a *Agent) Register(ctx context.Context) (string, error) {
+	f, err := a.Facts(ctx)
+	if err != nil {
+		return "", fmt.Errorf("the node's facts: %w", err)
+	}
+	now := a.Clock.Now()
+	_, err = a.Client.CoreV1().Nodes().Create(ctx, Node(f, a.Health(ctx), now), metav1.CreateOptions{})
+	if err == nil {
+		a.lastSent = now
+		return f.Name, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("creating node %s: %w", f.Name, err)
+	}
+	old, err := a.Client.CoreV1().Nodes().Get(ctx, f.Name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading node %s: %w", f.Name, err)
+	}
+	n := old.DeepCopy()
+	Reconcile(n, f)
+	n.Status = Status(f, a.Health(ctx), old.Status.Conditions, now)
+	if err := a.patchStatus(ctx, old, n); err != nil {
+		return "", err
+	}
+	return f.Name, nil
+}
+
+// UpdateStatus computes the node's status and sends it when it changed or
+// the report frequency passed (the kubelet's tryUpdateNodeStatus).
+func (a *Agent) UpdateStatus(ctx context.Context) error {
+	f, err := a.Facts(ctx)
+	if err != nil {
+		return fmt.Errorf("the node's facts: %w", err)
+	}
+	old, err := a.Client.CoreV1().Nodes().Get(ctx, f.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading node %s: %w", f.Name, err)
+	}
+	now := a.Clock.Now()
+	n := old.DeepCopy()
+	labels := Reconcile(n, f)
+	n.Status = Status(f, a.Health(ctx), old.Status.Conditions, now)
+	if !ShouldSend(labels || Changed(old.Status, n.Status), a.lastSent, now) {
+		return nil
+	}
+	return a.patchStatus(ctx, old, n)
+}
+
+// patchStatus sends the difference of n from old as a strategic merge
+// patch of the node's status (the kubelet's nodeutil.PatchNodeStatus).
+func (a *Agent) patchStatus(ctx context.Context, old, n *corev1.Node) error {
+	patch, err := statusPatch(old, n)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("patching node %s's status: %w", n.Name, err)
+	}
+	a.lastSent = a.Clock.Now()
+	return nil
+}
+
+// statusPatch is the strategic merge patch from old to n: only what
+// changed, with no resourceVersion (as the kubelet's), so that what others
+// changed meanwhile is kept.
+func statusPatch(old, n *corev1.Node) ([]byte, error) {
+	o, err := json.Marshal(old)
+	if err != nil {
+		return nil, fmt.Errorf("encoding node %s: %w", old.Name, err)
+	}
+	m, err := json.Marshal(n)
+	if err != nil {
+		return nil, fmt.Errorf("encoding node %s: %w", n.Name, err)
+	}
+	p, err := strategicpatch.CreateTwoWayMergePatch(o, m, corev1.Node{})
+	if err != nil {
+		return nil, fmt.Errorf("node %s's status patch: %w", n.Name, err)
+	}
+	return p, nil
+}
+
+// setOwner makes the Node the owner of its Lease, so that the Lease goes
+// with the Node (the kubelet's SetNodeOwnerFunc).
+func (a *Agent) setOwner(ctx context.Context, name string) lease.ProcessLeaseFunc {
+	return func(l *coordinationv1.Lease) error {
+		if len(l.OwnerReferences) > 0 {
+			return nil
+		}
+		n, err := a.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading node %s for its lease's owner: %w", name, err)
+		}
+		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: n.UID}}
+		return nil
+	}
+}

@@ -1,0 +1,157 @@
+package kubenode
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func testAgent(objs ...runtime.Object) (*Agent, *fake.Clientset, *clocktesting.FakeClock, *Health) {
+	c := fake.NewClientset(objs...)
+	clk := clocktesting.NewFakeClock(t0)
+	h := &Health{}
+	f := testFacts()
+	a := &Agent{Client: c, Clock: clk, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Facts:  func(context.Context) (Facts, error) { return f, nil },
+		Health: func(context.Context) Health { return *h }}
+	return a, c, clk, h
+}
+
+// patches counts the node status patches the client sent.
+func patches(c *fake.Clientset) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == "patch" && a.GetResource().Resource == "nodes" && a.GetSubresource() == "status" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRegisterCreates(t *testing.T) {
+	a, c, _, _ := testAgent()
+	ctx := context.Background()
+	name, err := a.Register(ctx)
+	if err != nil || name != "dev1" {
+		t.Fatalf("Register = %q, %v", name, err)
+	}
+	n, err := c.CoreV1().Nodes().Get(ctx, "dev1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cond(&n.Status, corev1.NodeReady).Status != corev1.ConditionTrue || len(n.Spec.Taints) != 1 || n.Labels[corev1.LabelHostname] != "dev1" {
+		t.Errorf("registered node: %+v", n)
+	}
+	// Created with its status: the first update within the report
+	// frequency sends nothing.
+	if err := a.UpdateStatus(ctx); err != nil || patches(c) != 0 {
+		t.Errorf("UpdateStatus after create: %v, %d patches", err, patches(c))
+	}
+}
+
+func TestRegisterExisting(t *testing.T) {
+	// A node registered before (an earlier run of podrun), since marked
+	// NotReady by the node lifecycle controller and relabelled by hand.
+	f := testFacts()
+	old := Node(f, Health{}, t0.Add(-time.Hour))
+	old.UID = "uid-1"
+	old.Labels[corev1.LabelHostname] = "stale"
+	old.Labels["team"] = "a"
+	old.Spec.Taints = nil
+	for i := range old.Status.Conditions {
+		old.Status.Conditions[i].Status = corev1.ConditionUnknown
+		old.Status.Conditions[i].Reason = "NodeStatusUnknown"
+	}
+	a, c, _, _ := testAgent(old)
+	ctx := context.Background()
+	if _, err := a.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := c.CoreV1().Nodes().Get(ctx, "dev1", metav1.GetOptions{})
+	r := cond(&n.Status, corev1.NodeReady)
+	if r.Status != corev1.ConditionTrue || !r.LastTransitionTime.Time.Equal(t0) || n.Labels[corev1.LabelHostname] != "dev1" || n.Labels["team"] != "a" || n.UID != "uid-1" || len(n.Spec.Taints) != 0 {
+		t.Errorf("re-registered node: labels %v taints %v ready %+v uid %s", n.Labels, n.Spec.Taints, r, n.UID)
+	}
+	if patches(c) != 1 {
+		t.Errorf("%d status patches, want 1", patches(c))
+	}
+}
+
+func TestRegisterRefused(t *testing.T) {
+	a, c, _, _ := testAgent()
+	c.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("nodes"), "dev1", errors.New("node dev2 may not create node dev1"))
+	})
+	if _, err := a.Register(context.Background()); !apierrors.IsForbidden(err) {
+		t.Errorf("Register = %v, want the API's Forbidden", err)
+	}
+}
+
+func TestUpdateStatusCadence(t *testing.T) {
+	a, c, clk, h := testAgent()
+	ctx := context.Background()
+	if _, err := a.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		name    string
+		advance time.Duration
+		health  Health
+		patches int
+		ready   corev1.ConditionStatus
+	}{
+		{"unchanged: nothing sent", StatusUpdateFrequency, Health{}, 0, corev1.ConditionTrue},
+		{"not ready: sent at once", StatusUpdateFrequency, Health{NotReady: "runtime down"}, 1, corev1.ConditionFalse},
+		{"unchanged again", StatusUpdateFrequency, Health{NotReady: "runtime down"}, 1, corev1.ConditionFalse},
+		{"report frequency passed: sent", StatusReportFrequency, Health{NotReady: "runtime down"}, 2, corev1.ConditionFalse},
+		{"ready again", StatusUpdateFrequency, Health{}, 3, corev1.ConditionTrue},
+	} {
+		clk.Step(step.advance)
+		*h = step.health
+		if err := a.UpdateStatus(ctx); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		n, _ := c.CoreV1().Nodes().Get(ctx, "dev1", metav1.GetOptions{})
+		if got := patches(c); got != step.patches || cond(&n.Status, corev1.NodeReady).Status != step.ready {
+			t.Errorf("%s: %d patches, ready %s; want %d, %s", step.name, got, cond(&n.Status, corev1.NodeReady).Status, step.patches, step.ready)
+		}
+	}
+}
+
+func TestRunRenewsLease(t *testing.T) {
+	a, c, _, _ := testAgent()
+	a.Clock = clocktesting.NewFakeClock(time.Now()) // the lease controller's wait loop runs on real time
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- a.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "dev1", metav1.GetOptions{})
+		if err == nil {
+			if *l.Spec.HolderIdentity != "dev1" || *l.Spec.LeaseDurationSeconds != LeaseDurationSeconds || l.Spec.RenewTime == nil ||
+				len(l.OwnerReferences) != 1 || l.OwnerReferences[0].Kind != "Node" || l.OwnerReferences[0].Name != "dev1" {
+				t.Errorf("lease %+v %+v", l.Spec, l.OwnerReferences)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no lease: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+}
