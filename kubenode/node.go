@@ -67,7 +67,7 @@ type Facts struct {
 // Health is what the node's conditions report: NotReady is why the node is
 // not ready ("" when it is); the pressures are the eviction signals.
 type Health struct {
-	NotReady                                 string
+	NotReady                                  string
 	MemoryPressure, DiskPressure, PIDPressure bool
 }
 
