@@ -32,11 +32,11 @@ type Agent struct {
 }
 
 // Run registers the node, then renews its Lease and keeps its status until
-// ctx ends. It returns nil when ctx ends.
-func (a *Agent) Run(ctx context.Context) error {
+// ctx ends; what fails is logged and tried again, as the kubelet does.
+func (a *Agent) Run(ctx context.Context) {
 	name, ok := a.register(ctx)
 	if !ok {
-		return nil // ctx ended before the node was registered
+		return // ctx ended before the node was registered
 	}
 	leases := lease.NewController(a.Clock, a.Client, name, LeaseDurationSeconds, func() {},
 		LeaseDurationSeconds*time.Second/4, name, corev1.NamespaceNodeLease, a.setOwner(ctx, name))
@@ -46,7 +46,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-t.C():
 			if err := a.UpdateStatus(ctx); err != nil {
 				a.Log.Error("updating the node's status", "node", name, "err", err)
