@@ -10,6 +10,7 @@ import (
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -42,8 +43,8 @@ type runtimeVersioner interface {
 }
 
 // nodeAgent is this machine as a node of client's cluster: its facts from
-// the host (admissionNode's name, labels and allocatable, the addresses the
-// pods see as status.hostIPs, containerd's version), Ready while containerd
+// the host (admissionNode's name, labels and allocatable, its address,
+// containerd's version), Ready while containerd
 // answers. The node is tainted until the pods bound to it are run
 // (kubenode.NotRunningPodsTaint).
 func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface) (*kubenode.Agent, error) {
@@ -57,9 +58,15 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface) (*kuben
 			return kubenode.Facts{}, err
 		}
 		v, _ := rt.RuntimeVersion(ctx) // a runtime that does not answer is the Ready condition's
+		// One InternalIP, the kubelet's without --node-ip: the address of
+		// the default route's interface; else every address the pods see.
 		var ips []string
-		for _, ip := range sandbox.HostIPs() {
+		if ip, err := utilnet.ChooseHostInterface(); err == nil {
 			ips = append(ips, ip.String())
+		} else {
+			for _, ip := range sandbox.HostIPs() {
+				ips = append(ips, ip.String())
+			}
 		}
 		return kubenode.Facts{
 			Name: n.Name, Labels: n.Labels, Taints: []corev1.Taint{kubenode.NotRunningPodsTaint},

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,11 +16,11 @@ import (
 )
 
 // anchorBin holds the control plane's binaries, built once per machine by
-// ../shared/cluster-anchor/build.sh (KVER=v1.37.2).
-const (
-	anchorBin = "/var/lib/anchor/bin"
-	anchorDir = "/work/shared/cluster-anchor"
-)
+// cluster-anchor's build.sh (KVER=v1.37.2); anchorDir holds its scripts
+// ($PODRUN_CLUSTER_ANCHOR, by default where this machine keeps them).
+const anchorBin = "/var/lib/anchor/bin"
+
+var anchorDir = cmp.Or(os.Getenv("PODRUN_CLUSTER_ANCHOR"), "/work/shared/cluster-anchor")
 
 // nodeGrace is the node lifecycle controller's --node-monitor-grace-period
 // in these tests (its default is 50 s): how long a node may be silent
