@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/podrun/podrun/apply"
 	"github.com/podrun/podrun/jobs"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
@@ -49,9 +50,9 @@ func downCommand() *cli.Command {
 				if len(set.Workloads) > 0 {
 					// Every pod of the file's workloads, of an older template or
 					// a larger scale too.
-					targets = run.DownTargets(pods, targets, set.Workloads)
+					targets = apply.DownTargets(pods, targets, set.Workloads)
 				}
-				for _, p := range run.Sourced(pods, targets, own.Owns) {
+				for _, p := range apply.Sourced(pods, targets, own.Owns) {
 					fmt.Fprintf(os.Stderr, "note: pod %s comes from %s: the running podrun daemon will start it again while that file exists\n", p.Key(), p.Source)
 				}
 				var errs []error

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/podrun/podrun/apply"
 	"github.com/podrun/podrun/jobs"
 	"github.com/podrun/podrun/plan"
 	"github.com/podrun/podrun/run"
@@ -47,13 +48,13 @@ func upCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := run.Unrunnable(set, o); err != nil {
+			if err := apply.Unrunnable(set, o); err != nil {
 				return usageError{err.Error()}
 			}
 			ctx, stop := signalContext(c)
 			defer stop()
 			return withHost(ctx, c, func(h *run.Host) error {
-				want := run.WantSet(set)
+				want := apply.WantSet(set)
 				want.Yield = openOwner(c).Owns // a running daemon's pods are its own (docs/daemon.md)
 				var errs []error
 				for _, r := range waves.Sync(ctx, h, want, set.Rollouts, o) {

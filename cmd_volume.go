@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/podrun/podrun/claims"
 	"github.com/podrun/podrun/printers"
 	"github.com/podrun/podrun/run"
 )
@@ -26,16 +27,16 @@ func volumeCommand() *cli.Command {
 				Flags: []cli.Flag{outputFlag("json", "yaml")},
 				Action: func(c *cli.Context) error {
 					return withHost(c.Context, c, func(h *run.Host) error {
-						claims, err := h.Claims(c.Context)
+						vols, err := claims.Node{Lifecycle: h, Root: c.String("root")}.Claims(c.Context)
 						if err != nil {
 							return err
 						}
 						if o := c.String("output"); o != "" {
-							return printers.Object(os.Stdout, claims, o)
+							return printers.Object(os.Stdout, vols, o)
 						}
 						tw := tabwriter.NewWriter(os.Stdout, 0, 8, 3, ' ', 0)
 						fmt.Fprintln(tw, "NAMESPACE\tNAME\tUSED BY\tPATH")
-						for _, cl := range claims {
+						for _, cl := range vols {
 							users := strings.Join(cl.UsedBy, ",")
 							if users == "" {
 								users = "<none>"
@@ -60,7 +61,7 @@ func volumeCommand() *cli.Command {
 							if err != nil {
 								return err
 							}
-							found, err := h.RemoveClaim(c.Context, t.Namespace, t.Name)
+							found, err := claims.Node{Lifecycle: h, Root: c.String("root")}.RemoveClaim(c.Context, t.Namespace, t.Name)
 							switch {
 							case err != nil:
 								errs = append(errs, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/podrun/podrun/await"
 	"github.com/podrun/podrun/run"
 )
 
@@ -25,8 +26,8 @@ func waitCommand() *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "give up after this long (exit 1), as kubectl wait's"},
 		},
 		Action: func(c *cli.Context) error {
-			cond := run.Condition(c.String("for"))
-			if cond != run.ForReady && cond != run.ForCompletion && cond != run.ForDelete {
+			cond := await.Condition(c.String("for"))
+			if cond != await.ForReady && cond != await.ForCompletion && cond != await.ForDelete {
 				return usageError{fmt.Sprintf("wait: --for must be ready, completion or delete, not %q", cond)}
 			}
 			if c.NArg() < 1 {
@@ -47,7 +48,7 @@ func waitCommand() *cli.Command {
 			return withHost(ctx, c, func(h *run.Host) error {
 				var errs []error
 				for _, t := range targets {
-					msg, err := h.Await(ctx, t, cond)
+					msg, err := await.Await(ctx, h, t, cond)
 					if err != nil {
 						errs = append(errs, err)
 						continue

@@ -41,6 +41,7 @@ bench_require_tools containerd ctr runc jq curl setpriv setsid go
 D_PID=""
 CUR_FILE="" # the manifests of the case running, for the safety net
 CUR_BIN=""
+BINS=()
 
 cleanup() {
 	local rc=$?
@@ -52,6 +53,9 @@ cleanup() {
 		# shellcheck disable=SC2086
 		[[ -n $left ]] && timeout 300 "$CUR_BIN" "${G[@]}" down --grace-period 0 $left >&2
 	fi
+	for b in "${BINS[@]}"; do
+		for k in $(keepers_of "${b#*:}"); do stop_pid "$k" "the stream keeper" 30 || true; done
+	done
 	((rc != 0)) && bench_dump_containerd_log
 	bench_stop_containerd
 	bench_remove_tmp
@@ -221,6 +225,23 @@ run_case() {
 	fi
 	CUR_FILE=""
 	rm -rf "$dir"
+	# The stream keeper outlives the pods (it idles out later): stop it, so
+	# that the next case's binary starts and is measured with its own.
+	local k
+	for k in $(keepers_of "$bin"); do stop_pid "$k" "the stream keeper" 30 || true; done # not a child: wait says 127
+}
+
+# keepers_of BIN: the pids of the stream keepers (`podrun cri-io`) of BIN.
+keepers_of() {
+	local p a
+	for p in /proc/[0-9]*; do
+		p=${p#/proc/}
+		[[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$1" ]] || continue
+		a=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || continue
+		set -- $a
+		[[ ${2:-} == cri-io ]] && echo "$p"
+	done
+	return 0
 }
 
 : >"$TMP/rows"

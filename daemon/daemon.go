@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +26,6 @@ import (
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/rollout"
 	"github.com/podrun/podrun/run"
 )
@@ -84,7 +82,11 @@ const logGCPeriod = time.Hour
 // 3 ms) in one sync, short enough not to count in a pod's start.
 const quick = 5 * time.Millisecond
 
-// Daemon keeps the sources' pods running.
+// Daemon keeps the sources' pods running. Run's goroutine alone touches
+// src's scans, logged and archives (no lock); what other goroutines share
+// (the workers, the Job runners, the progress watches, the collectors, the
+// HTTP handlers) is in a type that holds its own lock: workers, kept,
+// pub, jobRuns, watches, health.
 type Daemon struct {
 	o       Options
 	h       *run.Host
@@ -97,24 +99,18 @@ type Daemon struct {
 	logged map[string]string
 	// archives are the image archives of ImagesDir as last imported.
 	archives map[string]archiveState
-	// wanted are the images of the pods the sources define, at the last
-	// sync: image GC keeps them though no container uses them yet.
-	wantedMu sync.Mutex
-	wanted   []string
+	// kept are the images image GC keeps (images.go).
+	kept keptImages
 	// workers change the pods, one goroutine per pod (workers.go).
 	workers *workers
 	// pub is what the status file is made of besides the workers' results.
 	pub published
-	// jobRuns are the goroutines of the sources' Jobs and CronJobs, by
-	// UID; current names those the sources define (jobs.go).
-	jobsMu  sync.Mutex
-	jobRuns map[string]*jobRun
-	current map[string]bool
-	// watched is, by namespace/name, the uid of the pod whose progress is
-	// watched or was found settled (rollback.go); kick asks the loop for a
-	// sync.
-	watchMu sync.Mutex
-	watched map[string]string
+	// jobRuns are the goroutines of the sources' Jobs and CronJobs
+	// (jobs.go).
+	jobRuns jobRuns
+	// watches are the pods whose progress is watched (rollback.go); kick
+	// asks the loop for a sync.
+	watches watches
 	kick    chan struct{}
 	clock   clock.Clock
 }
@@ -159,8 +155,8 @@ func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
 	src := NewSources(o.ManifestDir, o.URL)
 	src.Admission, src.URLHeaderFile = o.Admission, o.URLHeaderFile
 	d := &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{},
-		archives: map[string]archiveState{}, pub: published{sources: map[string]string{}}, jobRuns: map[string]*jobRun{},
-		watched: map[string]string{}, kick: make(chan struct{}, 1), clock: o.Clock}
+		archives: map[string]archiveState{}, pub: published{sources: map[string]string{}},
+		kick: make(chan struct{}, 1), clock: o.Clock}
 	d.workers = newWorkers(d.syncPod)
 	return d
 }
@@ -354,7 +350,7 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	defer func() { d.metrics.observeSync(d.clock.Since(start), retry) }()
 	imageProblems := d.importImages(ctx) // before the pods that need them start
 	wants, broken, problems := d.src.Scan(ctx, settling)
-	d.keepImages(wants)
+	d.kept.set(wants)
 	problems = append(problems, imageProblems...)
 	if d.interrupted(ctx) {
 		return false
@@ -428,9 +424,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 		w.Pods = append(w.Pods, p)
 	}
 	d.pub.setWanted(sources, rolledBack)
-	d.watchMu.Lock()
-	maps.DeleteFunc(d.watched, func(k, _ string) bool { _, ok := wants[k]; return !ok }) // pods of no source
-	d.watchMu.Unlock()
+	d.watches.keep(func(k string) bool { _, ok := wants[k]; return ok }) // not the pods of no source
 	for _, k := range append(w.Others(pods), keys...) {
 		d.workers.update(ctx, k, job{want: w, snapshot: pods, deadline: deadlines[k]})
 	}
@@ -510,7 +504,7 @@ func (d *Daemon) shutdown() error {
 	// In-flight changes end first: creates are cancelled (and undone),
 	// removals finish (a teardown is never cancelled half-way).
 	d.workers.wait()
-	d.stopJobs()
+	d.jobRuns.stopAll()
 	if d.o.StopPodsOnExit {
 		d.log.Info("stopping pods before exit")
 		return d.h.TerminateAll(context.Background())
@@ -608,19 +602,6 @@ func (d *Daemon) collectLogs(ctx context.Context, due <-chan struct{}) {
 	}
 }
 
-// keepImages records the images of the pods wanted, for image GC.
-func (d *Daemon) keepImages(wants map[string]Want) {
-	var refs []string
-	for _, w := range wants {
-		for _, c := range resources.Containers(w.Pod.Pod) {
-			refs = append(refs, c.Image)
-		}
-	}
-	d.wantedMu.Lock()
-	d.wanted = refs
-	d.wantedMu.Unlock()
-}
-
 // collectImages runs the image GC whenever due says (timerImageGC: after
 // the first sync, when the images the sources want are known, and every
 // imageGCPeriod), until ctx ends.
@@ -631,10 +612,7 @@ func (d *Daemon) collectImages(ctx context.Context, due <-chan struct{}) {
 			return
 		case <-due:
 		}
-		d.wantedMu.Lock()
-		keep := slices.Clone(d.wanted)
-		d.wantedMu.Unlock()
-		removed, err := d.h.ImageCollector().Collect(ctx, imagegc.Collection{Policy: d.o.ImageGC, Keep: keep})
+		removed, err := d.h.ImageCollector().Collect(ctx, imagegc.Collection{Policy: d.o.ImageGC, Keep: d.kept.get()})
 		for _, ref := range removed {
 			d.log.Info("removed an unused image", "image", ref)
 		}

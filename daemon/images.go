@@ -6,8 +6,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/podrun/podrun/resources"
 )
 
 // archiveExts are the image archives read from the images directory: OCI
@@ -109,4 +113,32 @@ func (d *Daemon) importArchive(ctx context.Context, dir *os.File, name string) e
 	}
 	d.log.Info("imported image archive", "file", filepath.Join(d.o.ImagesDir, name), "images", strings.Join(refs, ","))
 	return nil
+}
+
+// keptImages are the images of the pods the sources define, at the last
+// sync: image GC keeps them though no container uses them yet. The sync
+// sets them, the collector's goroutine (collectImages) reads them.
+type keptImages struct {
+	mu   sync.Mutex
+	refs []string
+}
+
+// set keeps the images of the containers of wants (init containers too).
+func (k *keptImages) set(wants map[string]Want) {
+	var refs []string
+	for _, w := range wants {
+		for _, c := range resources.Containers(w.Pod.Pod) {
+			refs = append(refs, c.Image)
+		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.refs = refs
+}
+
+// get returns a copy of the images kept.
+func (k *keptImages) get() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.refs)
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"sync"
 
 	"github.com/podrun/podrun/jobs"
 	"github.com/podrun/podrun/manifest"
@@ -24,10 +25,10 @@ func (d *Daemon) jobController() *jobs.Controller { return jobs.New(d.h, d.o.Roo
 // has none (a changed one is another one, by UID), and stops those of the
 // ones no source defines any more, except those of broken sources; the
 // records of a Job no source names any more are forgotten. A stopped one is
-// waited for (its pods being made are undone) without holding jobsMu, which
+// waited for (its pods being made are undone) outside jobRuns' lock, which
 // the workers' prune checks take.
 func (d *Daemon) syncJobs(ctx context.Context, broken map[string]bool) {
-	stopped, forget := d.assignJobs(ctx, broken)
+	stopped, forget := d.jobRuns.assign(ctx, d.jobWants(), broken)
 	for _, jr := range stopped {
 		<-jr.done
 	}
@@ -38,39 +39,82 @@ func (d *Daemon) syncJobs(ctx context.Context, broken map[string]bool) {
 	}
 }
 
-// assignJobs is syncJobs' part under jobsMu: it starts the goroutines
-// wanted, cancels those not, and returns them and the Jobs to forget once
-// they have ended.
-func (d *Daemon) assignJobs(ctx context.Context, broken map[string]bool) (stopped, forget []*jobRun) {
+// jobWants are the Jobs and CronJobs of the sources' last scan, Jobs
+// first, each with how its goroutine runs it.
+func (d *Daemon) jobWants() []jobWant {
 	js, cronJobs := d.src.Jobs()
 	ctl := d.jobController()
-	wanted := map[string]func(context.Context){}
-	names := map[string]bool{} // kind/namespace/name
-	d.jobsMu.Lock()
-	defer d.jobsMu.Unlock()
 	opts := jobs.Options{UpOptions: run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, RetryStartErrors: true}, AwaitTTL: true}
+	var out []jobWant
 	for _, j := range js {
-		names["Job/"+j.Key()] = true
-		wanted[j.UID] = func(jctx context.Context) { d.logJob(ctl.RunJob(jctx, j, opts)) }
-		if d.jobRuns[j.UID] == nil {
-			d.jobRuns[j.UID] = &jobRun{kind: "Job", ns: j.Namespace, name: j.Name, source: j.Source.Origin()}
-		}
+		out = append(out, jobWant{uid: j.UID, run: &jobRun{kind: "Job", ns: j.Namespace, name: j.Name, source: j.Source.Origin()},
+			start: func(jctx context.Context) { d.logJob(ctl.RunJob(jctx, j, opts)) }})
 	}
 	for _, cj := range cronJobs {
-		names["CronJob/"+cj.Key()] = true
-		wanted[cj.UID] = func(jctx context.Context) { ctl.RunCronJob(jctx, cj, opts, d.clock.Now(), d.logJob) }
-		if d.jobRuns[cj.UID] == nil {
-			d.jobRuns[cj.UID] = &jobRun{kind: "CronJob", ns: cj.Namespace, name: cj.Name, source: cj.Source.Origin()}
+		out = append(out, jobWant{uid: cj.UID, run: &jobRun{kind: "CronJob", ns: cj.Namespace, name: cj.Name, source: cj.Source.Origin()},
+			start: func(jctx context.Context) { ctl.RunCronJob(jctx, cj, opts, d.clock.Now(), d.logJob) }})
+	}
+	return out
+}
+
+// jobPod reports whether pod belongs to one of the sources' Jobs or
+// CronJobs: their runners own it, no prune removes it.
+func (d *Daemon) jobPod(p *run.PodInfo) bool {
+	if p.Pod == nil {
+		return false
+	}
+	return d.jobRuns.owns(p.Namespace, manifest.CronJobOf(p.Pod), manifest.JobOf(p.Pod))
+}
+
+// jobWant is a Job or CronJob the sources define: its UID, what its
+// goroutine is known by (kind, names, source; not yet started) and what
+// the goroutine runs.
+type jobWant struct {
+	uid   string
+	run   *jobRun
+	start func(context.Context)
+}
+
+// jobRuns are the goroutines of the sources' Jobs and CronJobs, by UID, and
+// the names of those the sources define: the sync assigns them (assign),
+// the workers' prunes ask whether a pod is theirs (owns), the shutdown
+// stops them (stopAll). The zero value runs none.
+type jobRuns struct {
+	mu   sync.Mutex
+	runs map[string]*jobRun
+	// current names the Jobs (by UID) and CronJobs (by
+	// "CronJob/namespace/name") the sources define, broken ones' included.
+	current map[string]bool
+}
+
+// assign starts a goroutine for each of wants that has none, cancels
+// those of the ones not wanted (kept, as last applied, when their source
+// is broken), and returns those cancelled, to be waited for, and the Jobs
+// whose records to forget once they have ended (no Job of their name is
+// wanted any more).
+func (r *jobRuns) assign(ctx context.Context, wants []jobWant, broken map[string]bool) (stopped, forget []*jobRun) {
+	wanted := map[string]func(context.Context){}
+	names := map[string]bool{} // kind/namespace/name
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.runs == nil {
+		r.runs = map[string]*jobRun{}
+	}
+	for _, w := range wants {
+		names[w.run.kind+"/"+w.run.ns+"/"+w.run.name] = true
+		wanted[w.uid] = w.start
+		if r.runs[w.uid] == nil {
+			r.runs[w.uid] = w.run
 		}
 	}
-	d.current = map[string]bool{}
-	for uid, jr := range d.jobRuns {
+	r.current = map[string]bool{}
+	for uid, jr := range r.runs {
 		start := wanted[uid]
 		switch {
 		case start == nil && broken[jr.source]:
-			d.current[uid] = true // kept as last applied
+			r.current[uid] = true // kept as last applied
 		case start == nil:
-			delete(d.jobRuns, uid)
+			delete(r.runs, uid)
 			if jr.cancel != nil {
 				jr.cancel()
 				stopped = append(stopped, jr)
@@ -85,45 +129,42 @@ func (d *Daemon) assignJobs(ctx context.Context, broken map[string]bool) (stoppe
 				defer close(jr.done)
 				start(jctx)
 			}()
-			d.current[uid] = true
+			r.current[uid] = true
 		default:
-			d.current[uid] = true
+			r.current[uid] = true
 		}
 	}
-	for _, jr := range d.jobRuns {
+	for _, jr := range r.runs {
 		if jr.kind == "CronJob" {
-			d.current[jr.kind+"/"+jr.ns+"/"+jr.name] = true
+			r.current[jr.kind+"/"+jr.ns+"/"+jr.name] = true
 		}
 	}
 	return stopped, forget
 }
 
-// jobPod reports whether pod belongs to one of the sources' Jobs or
-// CronJobs: their runners own it, no prune removes it.
-func (d *Daemon) jobPod(p *run.PodInfo) bool {
-	if p.Pod == nil {
-		return false
-	}
-	d.jobsMu.Lock()
-	defer d.jobsMu.Unlock()
-	if cj := manifest.CronJobOf(p.Pod); cj != "" && d.current["CronJob/"+p.Namespace+"/"+cj] {
+// owns reports whether a pod of namespace ns made for CronJob cronJob (a
+// name) or Job jobUID (either "" when none) belongs to a Job or CronJob the
+// sources define.
+func (r *jobRuns) owns(ns, cronJob, jobUID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cronJob != "" && r.current["CronJob/"+ns+"/"+cronJob] {
 		return true
 	}
-	uid := manifest.JobOf(p.Pod)
-	return uid != "" && d.current[uid]
+	return jobUID != "" && r.current[jobUID]
 }
 
-// stopJobs stops every Job and CronJob goroutine (the shutdown): the pods
+// stopAll stops every goroutine and waits for it (the shutdown): the pods
 // being made are undone, the running ones keep running.
-func (d *Daemon) stopJobs() {
-	d.jobsMu.Lock()
-	defer d.jobsMu.Unlock()
-	for uid, jr := range d.jobRuns {
+func (r *jobRuns) stopAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid, jr := range r.runs {
 		if jr.cancel != nil {
 			jr.cancel()
 			<-jr.done
 		}
-		delete(d.jobRuns, uid)
+		delete(r.runs, uid)
 	}
 }
 

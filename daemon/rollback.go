@@ -8,7 +8,9 @@ package daemon
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/podrun/podrun/history"
@@ -41,7 +43,7 @@ type Rollback struct {
 }
 
 // watchProgress watches pod p, new on the node, until it is Ready or has
-// failed, and then rolls it back; each pod once (d.watched), so that the
+// failed, and then rolls it back; each pod once (d.watches), so that the
 // syncs that find it unchanged cost nothing. Nothing is watched when
 // rollback is off (ProgressDeadline 0, or no History), nor a pod with no
 // other version that became Ready to go back to, nor one that is Ready
@@ -51,16 +53,12 @@ func (d *Daemon) watchProgress(ctx context.Context, p *manifest.Pod, workload *i
 		return
 	}
 	key := p.Key()
-	d.watchMu.Lock()
-	seen := d.watched[key] == p.UID
-	d.watched[key] = p.UID
-	d.watchMu.Unlock()
-	if seen {
+	if !d.watches.start(key, p.UID) {
 		return // watched now, or settled
 	}
 	revs, err := d.o.History.List(key)
 	if err != nil {
-		d.forgetWatch(key, p.UID) // looked at again at the next sync
+		d.watches.forget(key, p.UID) // looked at again at the next sync
 		return
 	}
 	if len(revs) == 0 || slices.ContainsFunc(revs, func(r history.Revision) bool { return r.Hash == p.Hash }) {
@@ -73,18 +71,47 @@ func (d *Daemon) watchProgress(ctx context.Context, p *manifest.Pod, workload *i
 	}
 	go func() {
 		if !d.awaitProgress(ctx, p, d.clock.Now(), deadline) {
-			d.forgetWatch(key, p.UID) // watched again if it comes back
+			d.watches.forget(key, p.UID) // watched again if it comes back
 		}
 	}()
 }
 
-// forgetWatch lets pod uid of key be watched again.
-func (d *Daemon) forgetWatch(key, uid string) {
-	d.watchMu.Lock()
-	defer d.watchMu.Unlock()
-	if d.watched[key] == uid {
-		delete(d.watched, key)
+// watches are, by namespace/name, the uid of the pod whose progress is
+// watched or was found settled: the workers start watches (watchProgress),
+// the watches' goroutines forget them, the sync drops the pods of no
+// source. The zero value watches nothing.
+type watches struct {
+	mu   sync.Mutex
+	uids map[string]string
+}
+
+// start records pod uid of key as watched; false when it is already
+// (watched now, or settled).
+func (w *watches) start(key, uid string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.uids == nil {
+		w.uids = map[string]string{}
 	}
+	seen := w.uids[key] == uid
+	w.uids[key] = uid
+	return !seen
+}
+
+// forget lets pod uid of key be watched again; another uid of key stays.
+func (w *watches) forget(key, uid string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.uids[key] == uid {
+		delete(w.uids, key)
+	}
+}
+
+// keep forgets the pods whose key wanted refuses.
+func (w *watches) keep(wanted func(key string) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	maps.DeleteFunc(w.uids, func(k, _ string) bool { return !wanted(k) })
 }
 
 // awaitProgress looks at p every progressPoll until progress.Decide says

@@ -19,7 +19,7 @@ import (
 // cronJobOf parses one CronJob "tick" of schedule "* * * * *" in UTC.
 func cronJobOf(t *testing.T, spec string) *manifest.CronJob {
 	t.Helper()
-	set, err := manifest.Options{}.ParseUnresolved("cronjob.yaml", []byte(`apiVersion: batch/v1
+	return parseResolved(t, "cronjob.yaml", `apiVersion: batch/v1
 kind: CronJob
 metadata: {name: tick}
 spec:
@@ -32,14 +32,7 @@ spec:
         spec:
           restartPolicy: Never
           containers: [{name: work, image: "busybox:1"}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if set, err = manifest.Resolve(set); err != nil {
-		t.Fatal(err)
-	}
-	return set.CronJobs[0]
+`).CronJobs[0]
 }
 
 // t0 is when the CronJobs of the tests are first seen: half a minute

@@ -21,7 +21,7 @@ import (
 // jobOf parses one Job.
 func jobOf(t *testing.T, spec string) *manifest.Job {
 	t.Helper()
-	set, err := manifest.Options{}.ParseUnresolved("job.yaml", []byte(`apiVersion: batch/v1
+	return parseResolved(t, "job.yaml", `apiVersion: batch/v1
 kind: Job
 metadata: {name: pi}
 spec:
@@ -30,14 +30,20 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{name: work, image: "busybox:1"}]
-`))
+`).Jobs[0]
+}
+
+// parseResolved parses and resolves the manifest text of file name.
+func parseResolved(t *testing.T, name, text string) *manifest.Set {
+	t.Helper()
+	set, err := manifest.Options{}.ParseUnresolved(name, []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if set, err = manifest.Resolve(set); err != nil {
 		t.Fatal(err)
 	}
-	return set.Jobs[0]
+	return set
 }
 
 // TestRunJobCompletions: completions 3, parallelism 2: two pods at once,

@@ -12,37 +12,28 @@ import (
 	"strings"
 )
 
-// compress gzips path to path.gz (through a temporary file) and removes it.
-// A file removed meanwhile (over MaxFiles: removeOver, in the write path)
-// leaves no .gz behind.
-func compress(path string) error {
+// compress gzips path to path.gz.tmp and returns that name; the
+// compressor (File.compressLater) gives it the .gz name and removes path,
+// under the File's lock, unless path was removed meanwhile (over MaxFiles:
+// removeOver, in the write path), so no .gz outlives its file.
+func compress(path string) (string, error) {
 	in, err := os.Open(path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer in.Close()
 	tmp := path + ".gz.tmp"
 	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
 	if err != nil {
-		return err
+		return "", err
 	}
 	zw := gzip.NewWriter(out)
 	_, err = io.Copy(zw, in)
-	err = errors.Join(err, zw.Close(), out.Close())
-	if err == nil && !exists(path) {
-		err = os.ErrNotExist
-	}
-	if err == nil {
-		err = os.Rename(tmp, path+".gz")
-	}
-	if err != nil {
+	if err = errors.Join(err, zw.Close(), out.Close()); err != nil {
 		os.Remove(tmp)
-		return err
+		return "", err
 	}
-	if !exists(path) {
-		return os.Remove(path + ".gz")
-	}
-	return os.Remove(path)
+	return tmp, nil
 }
 
 // Rotated returns the rotated files of the log at path (path.<n>.<time>,

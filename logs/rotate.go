@@ -66,8 +66,10 @@ type File struct {
 	reportTo func(msg string)
 	// The compressor: one goroutine at a time, started when there is
 	// something to compress.
-	queue   []string      // rotated files to compress
-	running chan struct{} // closed when the running compressor ends; nil: none
+	queue       []string      // rotated files to compress
+	running     chan struct{} // closed when the running compressor ends; nil: none
+	compressing string        // the file being compressed
+	dropped     bool          // compressing was removed meanwhile: its .gz is not kept
 }
 
 // fsys is what rotating does to the file system (a test makes it fail).
@@ -262,17 +264,29 @@ const numberWidth = 8
 
 // removeOver removes the oldest rotated files over MaxFiles; one that
 // cannot be removed is kept in the list, tried again at the next rotation.
+// A file being compressed is removed too, and its compression dropped
+// (under the lock the compressor commits under, so that no .gz of a
+// removed file appears after it: the cap holds at every moment).
 func (r *File) removeOver() {
 	over := max(len(r.rotated)-max(r.rot.MaxFiles-1, 1), 0)
 	var kept []string
+	var failed []error
+	r.mu.Lock()
 	for _, p := range r.rotated[:over] {
+		if p == r.compressing {
+			r.dropped = true
+		}
 		for _, f := range []string{p, p + ".gz"} {
 			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
-				r.report(fmt.Sprintf("removing an old log: %v", err))
+				failed = append(failed, err)
 				kept = append(kept, p)
 				break
 			}
 		}
+	}
+	r.mu.Unlock()
+	for _, err := range failed {
+		r.report(fmt.Sprintf("removing an old log: %v", err))
 	}
 	r.rotated = append(kept, r.rotated[over:]...)
 }
@@ -297,13 +311,34 @@ func (r *File) compressLater() {
 				return
 			}
 			p := r.queue[0]
-			r.queue = r.queue[1:]
+			r.queue, r.compressing, r.dropped = r.queue[1:], p, false
 			r.mu.Unlock()
-			if err := compressFile(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			tmp, err := compressFile(p)
+			if err == nil {
+				err = r.commit(p, tmp)
+			}
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				r.report(fmt.Sprintf("compressing %s: %v", p, err))
 			}
 		}
 	}()
+}
+
+// commit gives a compressed file its .gz name and removes the plain one,
+// or drops it when removeOver removed the plain one meanwhile.
+func (r *File) commit(p, tmp string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.compressing = ""
+	if r.dropped || !exists(p) {
+		os.Remove(tmp)
+		return nil
+	}
+	if err := os.Rename(tmp, p+".gz"); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Remove(p)
 }
 
 // compressFile is compress; tests hold it up.

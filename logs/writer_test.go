@@ -78,7 +78,7 @@ func TestWriterDropsWhatCannotBeWritten(t *testing.T) {
 // records go on being written and rotated; Close waits for it.
 func TestCompressionOffTheWritePath(t *testing.T) {
 	release := make(chan struct{})
-	compressFile = func(p string) error { <-release; return compress(p) }
+	compressFile = func(p string) (string, error) { <-release; return compress(p) }
 	defer func() { compressFile = compress }()
 	path := filepath.Join(t.TempDir(), "0.log")
 	rf, err := openRotating(path, Rotation{MaxSize: 300, MaxFiles: 4}, fakeClock())

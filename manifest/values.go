@@ -38,21 +38,33 @@ import (
 // hold.
 func maxValues(size int) int { return 50_000 + size/64 }
 
-// maxFileValues is how many values a file of size bytes may hold.
-func maxFileValues(size int) int { return 50_000 + size/6 }
+// maxFileValues is how many values a file of size bytes may hold, weighed
+// of them for the entries of pods' lists (itemWeight): up to 100,000 of
+// these are allowed besides, out of the goal's 50 MiB (a List of 1000
+// compact pods of 3 containers and 5 volumes, 394 KB, 163,000 values of
+// which 105,000 weighed, took 46 MiB where the goal is 54).
+func maxFileValues(size, weighed int) int { return 50_000 + size/6 + min(weighed, maxFreeWeight) }
+
+// maxFreeWeight is how many weighed values a file holds besides its bound.
+const maxFreeWeight = 100_000
 
 // valueCount is what countValues found in a text: how many values it
-// holds, and the deepest field holding more than a threshold of them.
+// holds (weighed of them for the entries of a pod's lists, itemWeight),
+// and the deepest field holding more than a threshold of them.
 type valueCount struct {
-	n     int
-	field string
+	n, weighed int
+	field      string
 }
 
 // tooManyValues is the problem of a text (what: "the document", "the
 // item", "the file") of size bytes holding n values, more than limit (50000
 // and one per "per" bytes).
 func tooManyValues(what string, n, limit, size, per int) string {
-	return fmt.Sprintf("%s holds %d values (scalars, keys, lists, maps), more than the %d its %d bytes may hold (50000 and one per %d bytes): reading it would cost more memory than a manifest may", what, n, limit, size, per)
+	more := ""
+	if what == "the file" {
+		more = fmt.Sprintf(", and up to %d for the items' weight", maxFreeWeight)
+	}
+	return fmt.Sprintf("%s holds %d values (scalars, keys, lists, maps; an item of a pod's containers counts %d more, of its volumes %d), more than the %d its %d bytes may hold (50000 and one per %d bytes%s): reading it would cost more memory than a manifest may", what, n, containerWeight, volumeWeight, limit, size, per, more)
 }
 
 // tooDense records a problem when text, parsed at once, holds more values
@@ -77,21 +89,23 @@ func (r *reader) tooDense(src Source, field, what string, text []byte) bool {
 // holding the most and, when it holds more than half the limit, its
 // deepest field that does.
 func (r *reader) fileTooDense(file string, size int, docs []document) bool {
-	limit := maxFileValues(size)
 	text := func(d document) []byte {
 		if d.json != nil {
 			return d.json
 		}
 		return d.yaml.text
 	}
-	total, most, at := 0, 0, 0
+	total, weighed, most, at := 0, 0, 0, 0
 	for i, d := range docs {
-		n := countValues(text(d), math.MaxInt).n
+		count := countValues(text(d), math.MaxInt)
+		n := count.n
 		total += n
+		weighed += count.weighed
 		if n > most {
 			most, at = n, i
 		}
 	}
+	limit := maxFileValues(size, weighed)
 	if total <= limit {
 		return false
 	}
@@ -123,6 +137,7 @@ type frame struct {
 	index  int    // its index in the sequence above (when key is nil)
 	elem   bool   // false: no path element (the value of a block frame)
 	next   int    // a flow sequence's current index
+	weight int    // a flow sequence's: what each of its entries adds (itemWeight)
 	cur    []byte // a flow mapping's current key
 	n      int    // values inside
 }
@@ -141,6 +156,7 @@ type valueCounter struct {
 	frames    []frame
 	deep      int // flow collections deeper than maxFrames
 	total     int
+	weighed   int // of total, for the entries of a pod's lists
 	threshold int
 	field     string
 }
@@ -153,15 +169,97 @@ func countValues(text []byte, threshold int) valueCount {
 	for len(c.frames) > 0 {
 		c.pop()
 	}
-	return valueCount{n: c.total, field: c.field}
+	return valueCount{n: c.total, weighed: c.weighed, field: c.field}
 }
 
 // add counts one value in the innermost collection.
-func (c *valueCounter) add() {
-	c.total++
+func (c *valueCounter) add() { c.addN(1) }
+
+// addN counts n values in the innermost collection.
+func (c *valueCounter) addN(n int) {
+	c.total += n
 	if len(c.frames) > 0 {
-		c.frames[len(c.frames)-1].n++
+		c.frames[len(c.frames)-1].n += n
 	}
+}
+
+// A pod's list of structs costs what its entries decode to, whatever
+// their text: `{}` as a container is a 408-byte Container (some 2 KB at
+// the peak of its reading, with the decoder's growth of the list, the
+// defaults, its validation and the pod's hash), from three bytes of text;
+// a pod of 25,000 empty containers (100 KB) took 75 to 86 MiB where the
+// goal is 50. So an entry of such a list counts one value more per 24 bytes of
+// the struct it decodes to (what a value of the file bound may cost the
+// pods kept; its 64-bit size), besides the values of its text: a
+// container 17 more, a volume 10. Only the lists whose struct is over 64
+// bytes are weighed; a list of env entries (40 bytes) counts its text.
+//
+// itemWeight is what an entry of the list of field key adds.
+func itemWeight(key []byte) int {
+	switch string(key) {
+	case "containers", "initContainers":
+		return containerWeight // corev1.Container, 408 bytes
+	case "ephemeralContainers":
+		return 17 // corev1.EphemeralContainer, 424 bytes
+	case "volumes":
+		return volumeWeight // corev1.Volume, 256 bytes
+	case "volumeMounts":
+		return 4 // corev1.VolumeMount, 112 bytes
+	case "topologySpreadConstraints":
+		return 4 // corev1.TopologySpreadConstraint, 96 bytes
+	case "tolerations":
+		return 3 // corev1.Toleration, 72 bytes
+	}
+	return 0
+}
+
+// The weights the messages and docs name.
+const (
+	containerWeight = 17
+	volumeWeight    = 10
+)
+
+// weighBlockEntry counts what a block sequence's entry adds, when the
+// sequence is the value of a weighed key (the innermost frame, before the
+// entry's own is pushed).
+func (c *valueCounter) weighBlockEntry() {
+	if n := len(c.frames); n > 0 {
+		if top := c.frames[n-1]; !top.flow && !top.seq && top.key != nil {
+			c.weigh(itemWeight(top.key))
+		}
+	}
+}
+
+// weigh counts the weight w of an entry in the innermost collection.
+func (c *valueCounter) weigh(w int) {
+	c.weighed += w
+	c.addN(w)
+}
+
+// weighFlowEntry counts what an entry starting in the innermost flow
+// collection adds, when it is a sequence of a weighed key.
+func (c *valueCounter) weighFlowEntry() {
+	if n := len(c.frames); n > 0 && c.deep == 0 {
+		if top := c.frames[n-1]; top.flow && top.seq {
+			c.weigh(top.weight)
+		}
+	}
+}
+
+// flowListWeight is the weight of the entries of a flow sequence starting
+// at depth (0: the value of a block key) in the innermost collection.
+func (c *valueCounter) flowListWeight(depth int) int {
+	n := len(c.frames)
+	if n == 0 || c.deep > 0 {
+		return 0
+	}
+	switch top := c.frames[n-1]; {
+	case depth == 0 && !top.flow && !top.seq && top.key != nil:
+		return itemWeight(top.key)
+	case depth > 0 && top.flow && !top.seq:
+		return itemWeight(top.cur)
+	}
+	return 0
 }
 
 func (c *valueCounter) push(f frame) {
@@ -271,7 +369,9 @@ func (c *valueCounter) line(p, start, end int) (next, scalarParent int) {
 	parent := p - start - 1
 	for p < end && text[p] == '-' && (p+1 == end || isBlank(text[p+1])) {
 		col := p - start
-		c.push(frame{indent: col, seq: true, index: c.popBlock(col, true), elem: true})
+		index := c.popBlock(col, true)
+		c.weighBlockEntry()
+		c.push(frame{indent: col, seq: true, index: index, elem: true})
 		parent = col
 		p++
 		for p < end && isBlank(text[p]) {
@@ -400,8 +500,13 @@ func (c *valueCounter) flow(p int) int {
 				}
 			}
 		case '[', '{':
+			c.weighFlowEntry()
+			var weight int
+			if b == '[' {
+				weight = c.flowListWeight(depth)
+			}
 			c.add()
-			f := frame{indent: -1, flow: true, seq: b == '[', elem: true}
+			f := frame{indent: -1, flow: true, seq: b == '[', elem: true, weight: weight}
 			if depth == 0 || len(c.frames) == 0 || c.deep > 0 {
 				f.elem = false
 			} else if top := c.frames[len(c.frames)-1]; top.seq {
@@ -433,11 +538,13 @@ func (c *valueCounter) flow(p int) int {
 				c.frames[len(c.frames)-1].cur = last
 			}
 		case '"', '\'':
+			c.weighFlowEntry()
 			c.add()
 			end := skipQuoted(text, i)
 			last = text[i+1 : max(i+1, end-1)]
 			i = end - 1
 		default: // a plain scalar
+			c.weighFlowEntry()
 			c.add()
 			start := i
 			for i < len(text) && !plainEnd(text, i) {

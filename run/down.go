@@ -44,7 +44,7 @@ func (h *Host) Down(ctx context.Context, targets []Target, o DownOptions) []Down
 				}
 			}
 			if results[i].Found && errors.Join(errs...) == nil {
-				errs = append(errs, h.history.Forget(t.String())) // taken down for good
+				errs = append(errs, h.versions.Forget(t.String())) // taken down for good
 			}
 			results[i].Err = errors.Join(errs...)
 		}()

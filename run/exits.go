@@ -1,7 +1,8 @@
 // How a container's end is kept: its exit code, time and reason on its
 // labels (finish; an OOM kill read from its cgroup), its termination
-// message (the kubelet's, recorded in the pod directory: messages), and the
-// last lines of its log that the errors quote (ExitError, readTail).
+// message (package termination, recorded in the pod directory: messages),
+// and the last lines of its log that the errors quote (ExitError,
+// readTail).
 
 package run
 
@@ -9,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,80 +24,14 @@ import (
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/status"
-	"github.com/podrun/podrun/untrusted"
+	"github.com/podrun/podrun/termination"
 	"github.com/podrun/podrun/volumes"
 )
-
-// The kubelet's bounds on termination messages (kubecontainer): the last
-// 4096 bytes of the file, or the last 80 lines and 2048 bytes of the log.
-const (
-	maxTerminationMessage  = 4096
-	terminationLogLines    = 80
-	maxTerminationLogBytes = 2048
-)
-
-// terminationMessage is the kubelet's getTerminationMessage for attempt id
-// (restart n) of c, which ended with code: the end of the file mounted at
-// its terminationMessagePath, or, with FallbackToLogsOnError, a failure
-// and an empty file, the end of its log. The file is the container's to
-// write, so it is opened without following a link and only its last bytes
-// are read.
-func terminationMessage(l volumes.Layout, logPath string, c *corev1.Container, id string, code uint32) string {
-	fallback := c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError && code != 0
-	msg, err := readEnd(l.TerminationLog(c.Name, id), maxTerminationMessage)
-	switch {
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return fmt.Sprintf("Error on reading termination log %s: %v", l.TerminationLog(c.Name, id), err)
-	case msg != "" || !fallback:
-		return msg
-	}
-	f, err := os.Open(logPath)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return ""
-		}
-		return fmt.Sprintf("Error on reading termination message from logs: %v", err)
-	}
-	defer f.Close()
-	return logs.TailText(f, terminationLogLines, maxTerminationLogBytes)
-}
-
-// readEnd reads the last limit bytes of the regular file at path, opened
-// as a container's file is (untrusted.Open: never through a symlink, a
-// FIFO or device swapped in is never opened).
-func readEnd(path string, limit int64) (string, error) {
-	f, err := untrusted.Open(nil, path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	off := max(st.Size()-limit, 0)
-	b, err := io.ReadAll(io.NewSectionReader(f, off, limit))
-	return string(b), err
-}
-
-// messageRecord is where the termination message of attempt id of
-// container name is kept once its exit is handled: in the pod directory
-// (root's only), apart from the containers' own files, whose tmpfs a
-// container may fill (volumes.TerminationLogsSize).
-func messageRecord(l volumes.Layout, name, id string) string {
-	return l.File(filepath.Join("termination-messages", name, id))
-}
-
-// oldMessageRecord is where podrun kept the record before, next to the
-// container's file: pods started then still have theirs there.
-func oldMessageRecord(l volumes.Layout, name, id string) string {
-	return l.TerminationLog(name, id) + ".message"
-}
 
 // writeMessage records the termination message of attempt id of container
 // name.
 func (h *Host) writeMessage(l volumes.Layout, name, id, msg string) error {
-	path := messageRecord(l, name, id)
+	path := termination.Record(l, name, id)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -117,7 +51,7 @@ func (h *Host) messages(pod *corev1.Pod, uid string, ctrs []engine.Container) ma
 		if c == nil || (!finished && ctr.Task.State != engine.TaskStopped) {
 			continue // running, or not started: no message (and no file read)
 		}
-		if b, ok := readRecord(l, name, ctr.ID); ok {
+		if b, ok := termination.ReadRecord(l, name, ctr.ID); ok {
 			out[ctr.ID] = b
 			continue
 		}
@@ -129,21 +63,10 @@ func (h *Host) messages(pod *corev1.Pod, uid string, ctrs []engine.Container) ma
 				out[ctr.ID] = fmt.Sprintf("Error on reading termination message: label %s: %v", labels.RestartCount, err)
 				continue
 			}
-			out[ctr.ID] = terminationMessage(l, logs.Path(h.cfg.LogDir, pod.Namespace, pod.Name, uid, name, n), c, ctr.ID, ctr.Task.ExitCode)
+			out[ctr.ID] = termination.Message(l, logs.Path(h.cfg.LogDir, pod.Namespace, pod.Name, uid, name, n), c, ctr.ID, ctr.Task.ExitCode)
 		}
 	}
 	return out
-}
-
-// readRecord reads the record of attempt id of container name, where it is
-// kept now or was before.
-func readRecord(l volumes.Layout, name, id string) (string, bool) {
-	for _, path := range []string{messageRecord(l, name, id), oldMessageRecord(l, name, id)} {
-		if b, err := os.ReadFile(path); err == nil {
-			return string(b), true
-		}
-	}
-	return "", false
 }
 
 // ExitError is a container that exited with a non-zero code where that fails the pod.

@@ -9,7 +9,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -49,16 +48,16 @@ type Host struct {
 	exits      *supervisor.Exits
 	evictions  *eviction.Manager // ends the supervised pods that fail on the node (end.go)
 	clock      clock.Clock
-	hostIPs    func() []net.IP    // the node's addresses, cached (cacheHostIPs)
+	hostIPs    func() []net.IP    // the node's addresses, cached (sandbox.CacheHostIPs)
 	closeExits context.CancelFunc // ends the exit router, which starts with the first supervised container
 
 	observeProbe func(probes.Kind, probes.Outcome, time.Duration)
 	hostFile     func(path string) ([]byte, error) // reads the host's /etc/hosts and resolv.conf (Deps.HostFile)
 
-	mu      sync.Mutex
-	workers map[string]*podRun // by pod UID: the pods this process supervises
-	images  *images.Manager
-	history Versions // the versions of the pods that became Ready (seams.go)
+	mu       sync.Mutex
+	workers  map[string]*podRun // by pod UID: the pods this process supervises
+	images   *images.Manager
+	versions Versions // the versions of the pods that became Ready (seams.go)
 
 	said sync.Map // notes about the host already reported (sayOnce, dns.go)
 }
@@ -106,38 +105,16 @@ func NewHost(cfg Config, d Deps, report Reporter, closer func() error) *Host {
 		closer:     closer,
 		clock:      d.Clock,
 		evictions:  eviction.NewManager(d.Clock),
-		hostIPs:    cacheHostIPs(d.HostIPs, d.Clock.Now),
+		hostIPs:    sandbox.CacheHostIPs(d.HostIPs, d.Clock.Now),
 		hostFile:   d.HostFile,
 		workers:    map[string]*podRun{},
-		history:    d.Versions,
+		versions:   d.Versions,
 	}
 	h.images = images.New(d.Engine, cfg.Images, d.Clock.Now)
 	var ctx context.Context
 	ctx, h.closeExits = context.WithCancel(context.Background())
 	h.exits = supervisor.NewExits(ctx, d.Engine)
 	return h
-}
-
-// hostIPsTTL is how long the node's addresses are reused: the kubelet
-// reports a pod's hostIP(s) (and a hostNetwork pod's IPs) from its node
-// object's addresses, refreshed every 10 s (nodeStatusUpdateFrequency). A
-// lookup dumps every link of the host, a veth per pod among them, and a
-// daemon's resync lists each of its pods.
-const hostIPsTTL = 10 * time.Second
-
-// cacheHostIPs is lookup, called at most once per hostIPsTTL of now.
-func cacheHostIPs(lookup func() []net.IP, now func() time.Time) func() []net.IP {
-	var mu sync.Mutex
-	var at time.Time
-	var ips []net.IP
-	return func() []net.IP {
-		mu.Lock()
-		defer mu.Unlock()
-		if t := now(); at.IsZero() || t.Sub(at) >= hostIPsTTL || t.Before(at) {
-			ips, at = lookup(), t
-		}
-		return slices.Clone(ips)
-	}
 }
 
 // ObserveProbes has every probe attempt reported to fn (for metrics). Call

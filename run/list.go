@@ -319,7 +319,7 @@ func (h *Host) markRolledBack(p *PodInfo) {
 	if p.Pod == nil {
 		return
 	}
-	if c := h.history.Condition(p.Key(), p.UID); c != nil {
+	if c := h.versions.Condition(p.Key(), p.UID); c != nil {
 		p.Pod.Status.Conditions = append(p.Pod.Status.Conditions, *c)
 	}
 }

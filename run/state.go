@@ -13,15 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/manifest"
-	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/spec"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/volumes"
@@ -54,7 +51,7 @@ type State struct {
 	// or it failed for good while starting (Final).
 	Refused bool `json:"refused,omitempty"`
 	// Final is the status of a pod that failed for good while starting
-	// (keepFailed), or that the node refused (rejectedStatus), shown as it was.
+	// (keepFailed), or that the node refused (status.Rejected), shown as it was.
 	Final *corev1.PodStatus `json:"final,omitempty"`
 }
 
@@ -62,17 +59,7 @@ type State struct {
 // Failed with the refusal's reason and message, nothing else made.
 func (h *Host) recordRefusal(p *manifest.Pod, r *admission.Refusal) error {
 	return h.makeState(&State{UID: p.UID, Hash: p.Hash, Source: p.Source.Origin(), Pod: p.Pod, Complete: true, Refused: true,
-		Ended: &status.Ended{Reason: r.Reason, Message: r.Message}, Final: rejectedStatus(p.Pod, r, h.clock.Now())})
-}
-
-// rejectedStatus is the status the kubelet's rejectPod gives a pod it
-// refused at admission: Failed, the reason, "Pod was rejected: " and the
-// message, the QoS class, and the start time its status manager sets; no
-// conditions and no container statuses, nothing having been made.
-func rejectedStatus(pod *corev1.Pod, r *admission.Refusal, now time.Time) *corev1.PodStatus {
-	start := metav1.NewTime(now.UTC().Truncate(time.Second))
-	return &corev1.PodStatus{Phase: corev1.PodFailed, Reason: r.Reason, Message: "Pod was rejected: " + r.Message,
-		QOSClass: resources.QOSClass(pod), StartTime: &start}
+		Ended: &status.Ended{Reason: r.Reason, Message: r.Message}, Final: status.Rejected(p.Pod, r, h.clock.Now())})
 }
 
 // StateFile is a pod's record in its directory: a pod directory without
@@ -145,7 +132,7 @@ func (h *Host) stateUIDs() ([]string, error) {
 }
 
 func (r *podRun) labels(name, kind string, restart int, stopSignal string) map[string]string {
-	l := podLabels(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.source)
+	l := labels.Pod(r.pod.UID, r.pod.Namespace, r.pod.Name, r.pod.Hash, r.source)
 	l[labels.Container] = name
 	l[labels.Kind] = kind
 	l[labels.RestartCount] = strconv.Itoa(restart)
@@ -195,17 +182,6 @@ func SandboxID(uid string) string { return shortUID(uid) + "-pause" }
 // names are DNS labels, so "<uid12>-<name>-<n>" never clashes with the sandbox.
 func ContainerID(uid, name string, restart int) string {
 	return fmt.Sprintf("%s-%s-%d", shortUID(uid), name, restart)
-}
-
-// podLabels are the labels every container of a pod carries.
-func podLabels(uid, namespace, name, hash, source string) map[string]string {
-	return map[string]string{
-		labels.PodUID:       uid,
-		labels.PodNamespace: namespace,
-		labels.PodName:      name,
-		labels.PodHash:      hash,
-		labels.Source:       source,
-	}
 }
 
 // podCgroup is the pod cgroup of pod uid in podrun's containerd namespace.

@@ -21,6 +21,7 @@ import (
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/probes"
 	"github.com/podrun/podrun/supervisor"
+	"github.com/podrun/podrun/termination"
 )
 
 // supervise keeps r's supervisor running after Up, for Supervise.
@@ -180,8 +181,8 @@ func (r *podRun) Prune(ctx context.Context, name string, current int) {
 		}
 		// Its termination log and message go with it.
 		_ = r.h.disk.RemoveFile(r.layout.TerminationLog(name, c.ID))
-		_ = r.h.disk.RemoveFile(messageRecord(r.layout, name, c.ID))
-		_ = r.h.disk.RemoveFile(oldMessageRecord(r.layout, name, c.ID))
+		_ = r.h.disk.RemoveFile(termination.Record(r.layout, name, c.ID))
+		_ = r.h.disk.RemoveFile(termination.OldRecord(r.layout, name, c.ID))
 	}
 	dir := filepath.Dir(r.logPath(name, current))
 	if err := logs.RemoveAttempts(dir, func(n int) bool { return n < current-1 && !kept[n] }); err != nil {
@@ -211,7 +212,7 @@ func (r *podRun) Finish(ctx context.Context, c *corev1.Container, n int, e engin
 	if err := r.h.finish(ctx, r.pod.UID, id, e); err != nil {
 		return err
 	}
-	msg := terminationMessage(r.layout, r.logPath(c.Name, n), c, id, e.Code)
+	msg := termination.Message(r.layout, r.logPath(c.Name, n), c, id, e.Code)
 	return r.h.writeMessage(r.layout, c.Name, id, msg)
 }
 

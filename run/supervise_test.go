@@ -20,6 +20,7 @@ import (
 	"github.com/podrun/podrun/labels"
 	"github.com/podrun/podrun/status"
 	"github.com/podrun/podrun/supervisor"
+	"github.com/podrun/podrun/termination"
 )
 
 // TestSupervisorBackoffSchedule: an app container under restartPolicy
@@ -888,7 +889,7 @@ func TestTerminationMessages(t *testing.T) {
 			if got := msgs[id]; got != tc.want {
 				t.Errorf("message %.60q (%d bytes), want %.60q (%d bytes)", got, len(got), tc.want, len(tc.want))
 			}
-			b, err := os.ReadFile(messageRecord(hs.r.layout, "app", id))
+			b, err := os.ReadFile(termination.Record(hs.r.layout, "app", id))
 			if err != nil || string(b) != tc.want {
 				t.Errorf("record %.60q, %v; want %.60q", b, err, tc.want)
 			}

@@ -346,7 +346,7 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) R
 	case plan.Remove:
 		res.Action = Removed
 		if res.Err = h.downUID(ctx, a.UID, nil); res.Err == nil {
-			res.Err = h.history.Forget(a.Key) // its source is gone
+			res.Err = h.versions.Forget(a.Key) // its source is gone
 		}
 	case plan.Keep, plan.Adopt:
 		res.Action = Unchanged
@@ -471,7 +471,7 @@ func (h *Host) create(ctx context.Context, p *manifest.Pod, o UpOptions) (corev1
 // failure is still returned, saying so.
 func (h *Host) rollBackNew(ctx context.Context, p *manifest.Pod, o UpOptions, phase corev1.PodPhase, failed error) (corev1.PodPhase, error) {
 	key := p.Key()
-	to, revision, err := h.history.Before(key, p.Hash)
+	to, revision, err := h.versions.Before(key, p.Hash)
 	if err != nil {
 		return phase, errors.Join(failed, err)
 	}

@@ -60,7 +60,7 @@ func (f *fakeVersions) told() (ready, forgot []string) {
 // withVersions gives p's host a fakeVersions.
 func withVersions(p *pipeline) *fakeVersions {
 	v := &fakeVersions{}
-	p.h.history = v
+	p.h.versions = v
 	return v
 }
 

@@ -166,7 +166,7 @@ func (r *podRun) recordReady() {
 	p := *r.pod
 	p.ConfigMaps, p.Secrets = maps.Clone(r.pod.ConfigMaps), maps.Clone(r.pod.Secrets)
 	r.objMu.Unlock()
-	if err := r.h.history.Ready(&p, r.source, r.h.clock.Now()); err != nil {
+	if err := r.h.versions.Ready(&p, r.source, r.h.clock.Now()); err != nil {
 		r.h.report(Event{Pod: r.key, Msg: fmt.Sprintf("not recorded in the pod's history: %v", err)})
 	}
 }

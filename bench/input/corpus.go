@@ -76,6 +76,42 @@ var corpus = []input{
 		return b.Bytes()
 	}},
 	{"pod-dense-1.4M.yaml", "a pod of 700,000 one-letter args (refused: more values than a document's bound)", func() []byte { return densePod(700000) }},
+	{"pod-empty-25K.yaml", "a pod of 25,000 empty containers ({}: 4 bytes each; invalid)", func() []byte {
+		return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{}" + strings.Repeat(", {}", 25000-1) + "]\n")
+	}},
+	{"list-empty-vols.yaml", "a List of 100 pods of 1600 empty volumes each (160,000 {}, 6 bytes each; invalid)", func() []byte {
+		return yamlList(100, func(i int) string {
+			return fmt.Sprintf("- {apiVersion: v1, kind: Pod, metadata: {name: p%d}, spec: {containers: [{name: c, image: i}], volumes: [{}%s]}}\n", i, strings.Repeat(",   {}", 1600-1))
+		})
+	}},
+	{"list-named-vols.yaml", "a List of 100 pods of 330 emptyDir volumes each, named (33,000, 28 bytes each)", func() []byte {
+		return yamlList(100, func(i int) string {
+			var v strings.Builder
+			for k := range 330 {
+				fmt.Fprintf(&v, ", {name: v%d, emptyDir: {}}", k)
+			}
+			return fmt.Sprintf("- {apiVersion: v1, kind: Pod, metadata: {name: p%d}, spec: {containers: [{name: c, image: i}], volumes: [%s]}}\n", i, v.String()[2:])
+		})
+	}},
+	{"pod-empty-max.yaml", "the most empty containers a document's bound lets be parsed: 2780 (an item of containers counts 17 values more)", func() []byte {
+		return []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{}" + strings.Repeat(", {}", 2780-1) + "]\n")
+	}},
+	{"vols-empty-max.yaml", "the most empty volumes the file's bound lets through: 3 pods of 4000 (a volume counts 10 more, 100,000 of which allowed besides; invalid)", func() []byte {
+		var b bytes.Buffer
+		for i := range 3 {
+			fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec:\n  containers: [{name: c, image: i}]\n  volumes: [{}%s]\n", i, strings.Repeat(",   {}", 3999))
+		}
+		return b.Bytes()
+	}},
+	{"list-compact-1000.yaml", "a List of 1000 compact pods (flow style) of 3 containers and 5 volumes", func() []byte {
+		return yamlList(1000, func(i int) string {
+			var v strings.Builder
+			for k := 1; k <= 5; k++ {
+				fmt.Fprintf(&v, "    - {name: v%d, emptyDir: {}}\n", k)
+			}
+			return fmt.Sprintf("- apiVersion: v1\n  kind: Pod\n  metadata: {name: pod-%d}\n  spec:\n    containers:\n    - {name: a, image: busybox:1, volumeMounts: [{name: v1, mountPath: /a}]}\n    - {name: b, image: busybox:1}\n    - {name: c, image: busybox:1}\n    volumes:\n%s", i, v.String())
+		})
+	}},
 	{"alias-list.yaml", "a 125 KB List: one 100 KB scalar referenced 5000 times (refused)", func() []byte {
 		var b bytes.Buffer
 		fmt.Fprintf(&b, "apiVersion: v1\nkind: List\nanchor: &a %q\nitems:\n", strings.Repeat("x", 100000))

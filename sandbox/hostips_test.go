@@ -1,4 +1,4 @@
-package run
+package sandbox
 
 import (
 	"net"
@@ -14,7 +14,7 @@ func TestCacheHostIPs(t *testing.T) {
 		calls++
 		return []net.IP{net.ParseIP("192.0.2.1"), net.ParseIP("2001:db8::1")}
 	}
-	get := cacheHostIPs(lookup, func() time.Time { return now })
+	get := CacheHostIPs(lookup, func() time.Time { return now })
 	for _, step := range []struct {
 		at    time.Duration // since start
 		calls int

@@ -1,4 +1,4 @@
-package run
+package apply
 
 import (
 	"slices"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/run"
 )
 
 // TestWantSet: a set with a Deployment and a Job prunes the Deployment's
@@ -62,7 +63,7 @@ spec:
 		{"a pod of the Job", set.Jobs[0].Pod(0, 0).Pod, false},
 		{"a pod of nothing in the set", other, false},
 	} {
-		if got := w.Owns(&PodInfo{Pod: tt.pod}); got != tt.want {
+		if got := w.Owns(&run.PodInfo{Pod: tt.pod}); got != tt.want {
 			t.Errorf("Owns(%s) = %v, want %v", tt.what, got, tt.want)
 		}
 	}
@@ -90,20 +91,20 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := Target{Namespace: "default", Name: set.Pods[0].Name}
+	named := run.Target{Namespace: "default", Name: set.Pods[0].Name}
 	old := set.Pods[0].DeepCopy()
 	old.Name = "web-old"
-	pods := []*PodInfo{
+	pods := []*run.PodInfo{
 		{Namespace: "default", Name: named.Name, Source: "/etc/podrun/manifests/web.yaml", Pod: set.Pods[0].Pod},
 		{Namespace: "default", Name: "web-old", Source: "/home/me/web.yaml", Pod: old},
 		{Namespace: "default", Name: "other", Source: "/etc/podrun/manifests/other.yaml", Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "other"}}},
 	}
-	got := DownTargets(pods, []Target{named}, set.Workloads)
-	want := []Target{named, {Namespace: "default", Name: "web-old"}}
+	got := DownTargets(pods, []run.Target{named}, set.Workloads)
+	want := []run.Target{named, {Namespace: "default", Name: "web-old"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("DownTargets = %v, want %v", got, want)
 	}
-	if got := DownTargets(pods, []Target{named}, nil); !slices.Equal(got, []Target{named}) {
+	if got := DownTargets(pods, []run.Target{named}, nil); !slices.Equal(got, []run.Target{named}) {
 		t.Errorf("DownTargets without workloads = %v, want only %v", got, named)
 	}
 	daemon := func(source string) bool { return strings.HasPrefix(source, "/etc/podrun/manifests/") }
@@ -141,15 +142,15 @@ spec:
 	for _, tt := range []struct {
 		name string
 		set  *manifest.Set
-		wait Wait
+		wait run.Wait
 		want string
 	}{
-		{"a pod, ready", always, WaitReady, ""},
-		{"a pod of Always, completion", always, WaitCompletion, "up --wait=completion: pod default/web (stdin (document 1)) has restartPolicy Always"},
-		{"a pod of Never, completion", never, WaitCompletion, ""},
-		{"a CronJob", cron, WaitRunning, "up: CronJob default/tick (stdin (document 1)) runs on its schedule"},
+		{"a pod, ready", always, run.WaitReady, ""},
+		{"a pod of Always, completion", always, run.WaitCompletion, "up --wait=completion: pod default/web (stdin (document 1)) has restartPolicy Always"},
+		{"a pod of Never, completion", never, run.WaitCompletion, ""},
+		{"a CronJob", cron, run.WaitRunning, "up: CronJob default/tick (stdin (document 1)) runs on its schedule"},
 	} {
-		err := Unrunnable(tt.set, UpOptions{Wait: tt.wait})
+		err := Unrunnable(tt.set, run.UpOptions{Wait: tt.wait})
 		if (err == nil) != (tt.want == "") || err != nil && !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("%s: %v; want %q", tt.name, err, tt.want)
 		}

@@ -1,15 +1,30 @@
-// The claims' volumes of the node (volumes/claims.go): listed with the pods
-// that use them, removed when none does.
-
-package run
+// Package claims is `podrun volume`: the claims' volumes of the node
+// (volumes/claims.go) listed with the pods that use them, removed when none
+// does. It asks the lifecycle (run.Host) for the pods through Lifecycle.
+package claims
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/volumes"
 )
+
+// Lifecycle is what the claims ask of the pods on this node; run.Host is
+// it.
+type Lifecycle interface {
+	// Pods lists the pods on the node.
+	Pods(ctx context.Context) ([]*run.PodInfo, error)
+}
+
+// Node is the claims' volumes of the node whose state directory is
+// Root, and the pods of its Lifecycle.
+type Node struct {
+	Lifecycle
+	Root string
+}
 
 // ClaimInfo is a claim's volume and the pods on the node that use it.
 type ClaimInfo struct {
@@ -18,8 +33,8 @@ type ClaimInfo struct {
 }
 
 // Claims lists the claims' volumes of the node (volumes/claims.go).
-func (h *Host) Claims(ctx context.Context) ([]ClaimInfo, error) {
-	claims, err := volumes.Claims(h.layout(""))
+func (h Node) Claims(ctx context.Context) ([]ClaimInfo, error) {
+	claims, err := volumes.Claims(h.layout())
 	if err != nil {
 		return nil, err
 	}
@@ -36,8 +51,8 @@ func (h *Host) Claims(ctx context.Context) ([]ClaimInfo, error) {
 
 // RemoveClaim removes a claim's volume and its data, unless a pod on the
 // node uses it; found says whether it was there.
-func (h *Host) RemoveClaim(ctx context.Context, namespace, name string) (found bool, err error) {
-	l := h.layout("")
+func (h Node) RemoveClaim(ctx context.Context, namespace, name string) (found bool, err error) {
+	l := h.layout()
 	claims, err := volumes.Claims(l)
 	if err != nil {
 		return false, err
@@ -58,7 +73,7 @@ func (h *Host) RemoveClaim(ctx context.Context, namespace, name string) (found b
 	return true, volumes.RemoveClaim(l, namespace, name)
 }
 
-func usersOf(pods []*PodInfo, namespace, claim string) []string {
+func usersOf(pods []*run.PodInfo, namespace, claim string) []string {
 	var users []string
 	for _, p := range pods {
 		if p.Pod != nil && p.Namespace == namespace && volumes.UsesClaim(p.Pod, claim) {
@@ -67,3 +82,5 @@ func usersOf(pods []*PodInfo, namespace, claim string) []string {
 	}
 	return users
 }
+
+func (h Node) layout() volumes.Layout { return volumes.Layout{Root: h.Root} }

@@ -1,6 +1,7 @@
-// Waiting for pods already started, as kubectl wait.
-
-package run
+// Package await waits for pods already started to meet a condition, as
+// kubectl wait: `podrun wait`. It asks the lifecycle (run.Host) for the
+// pods and their failures through Lifecycle.
+package await
 
 import (
 	"context"
@@ -9,7 +10,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/run"
 )
+
+// Lifecycle is what Await asks of the pods on this node; run.Host is it.
+type Lifecycle interface {
+	// Pod finds the pod t names (run.ErrNoPod when there is none).
+	Pod(ctx context.Context, t run.Target) (*run.PodInfo, error)
+	// Failure is the error a Failed pod p is, as up reports it.
+	Failure(p *run.PodInfo) error
+}
 
 // Condition is what Await waits for, as kubectl wait --for.
 type Condition string
@@ -26,10 +37,10 @@ const awaitPoll = 250 * time.Millisecond
 
 // Await waits until pod t meets cond, or ctx ends, and says how; a pod that
 // Failed (for ready or completion) is its failure, as up reports it.
-func (h *Host) Await(ctx context.Context, t Target, cond Condition) (string, error) {
+func Await(ctx context.Context, h Lifecycle, t run.Target, cond Condition) (string, error) {
 	for {
 		p, err := h.Pod(ctx, t)
-		if msg, done, err := h.met(p, err, t, cond); done {
+		if msg, done, err := met(h, p, err, t, cond); done {
 			return msg, err
 		}
 		select {
@@ -43,11 +54,11 @@ func (h *Host) Await(ctx context.Context, t Target, cond Condition) (string, err
 	}
 }
 
-// met tells whether pod t, p as found (or the error finding it), meets
+// met tells, from h, whether pod t, p as found (or the error finding it), meets
 // cond, and how; done with an error when it never will.
-func (h *Host) met(p *PodInfo, err error, t Target, cond Condition) (msg string, done bool, _ error) {
+func met(h Lifecycle, p *run.PodInfo, err error, t run.Target, cond Condition) (msg string, done bool, _ error) {
 	switch {
-	case errors.Is(err, ErrNoPod) && cond == ForDelete:
+	case errors.Is(err, run.ErrNoPod) && cond == ForDelete:
 		return "deleted", true, nil
 	case err != nil:
 		return "", true, fmt.Errorf("pod %s: %w", t, err)
