@@ -1,4 +1,4 @@
-package daemon
+package untrusted
 
 import (
 	"errors"
@@ -8,17 +8,15 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/podrun/podrun/untrusted"
 )
 
-// The daemon acts on what its manifest and images directories hold as
-// root: anyone who can change a file there, or swap one of the
-// directories on the way to it, runs anything on the node. Its checks are
-// sshd's StrictModes, done on descriptors so that what is checked is what
-// is read.
+// podrun acts as root on what some directories hold (the daemon's
+// manifests and image archives, the node's kept state): anyone who can
+// change a file there, or swap one of the directories on the way to it,
+// runs anything on the node. These checks are sshd's StrictModes, done on
+// descriptors so that what is checked is what is read.
 
-// openDir opens the directory at path for reading once every directory
+// OpenDir opens the directory at path for reading once every directory
 // from / down to it is trusted. Each is opened (O_PATH|O_NOFOLLOW)
 // relative to the one above it and checked through that very descriptor:
 // not a symlink, owned by root (or the daemon's user), and not writable by
@@ -26,9 +24,9 @@ import (
 // /tmp), in which only an entry's owner (or root) can rename or remove it,
 // the entry being checked next. sshd refuses that too; podrun trusts it, as
 // a root-owned directory made in /tmp cannot be swapped by anyone else.
-// Files are then opened relative to the descriptor returned (openTrusted),
+// Files are then opened relative to the descriptor returned (OpenTrusted),
 // never by path again.
-func openDir(path string) (*os.File, error) {
+func OpenDir(path string) (*os.File, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -72,11 +70,13 @@ func checkDir(fd int, path string, ancestor bool) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return &os.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	return checkDirStat(&st, path, ancestor)
+	return CheckDirStat(&st, path, ancestor)
 }
 
-// checkDirStat checks what st says of the directory at path.
-func checkDirStat(st *unix.Stat_t, path string, ancestor bool) error {
+// CheckDirStat checks what st says of the directory at path: a directory
+// (not a symlink) of root's or the process's user's that nobody else may
+// write; an ancestor may be group- or world-writable with the sticky bit.
+func CheckDirStat(st *unix.Stat_t, path string, ancestor bool) error {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 	case unix.S_IFLNK:
@@ -101,13 +101,13 @@ func owner(uid uint32) error {
 	return nil
 }
 
-// openTrusted opens the file name of the trusted directory dir (openDir)
-// for reading as a container's file is opened (untrusted.Open: never
+// OpenTrusted opens the file name of the trusted directory dir (OpenDir)
+// for reading as a container's file is opened (Open: never
 // through a symlink, a FIFO or device swapped in never opened, only a
 // regular file), and only when root or the daemon's user owns it and
 // nobody else can write it (trusted).
-func openTrusted(dir *os.File, name string) (*os.File, error) {
-	f, err := untrusted.Open(dir, name)
+func OpenTrusted(dir *os.File, name string) (*os.File, error) {
+	f, err := Open(dir, name)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -135,26 +135,6 @@ func trusted(f *os.File) error {
 	}
 	if st.Mode&0o022 != 0 {
 		return fmt.Errorf("writable by its group or by others (mode %04o): chmod go-w", st.Mode&0o777)
-	}
-	return nil
-}
-
-// CheckStateDirs checks, at the daemon's start, the directories its state
-// and its containerd's live in (--root, --run-dir and their io/ and
-// containerd/): each must be a directory, not a symlink, of root's (or the
-// daemon's user's), that nobody else may write. One missing is made later,
-// root's alone.
-func CheckStateDirs(dirs ...string) error {
-	for _, dir := range dirs {
-		var st unix.Stat_t
-		if err := unix.Lstat(dir, &st); errors.Is(err, unix.ENOENT) {
-			continue
-		} else if err != nil {
-			return &os.PathError{Op: "lstat", Path: dir, Err: err}
-		}
-		if err := checkDirStat(&st, dir, false); err != nil {
-			return err
-		}
 	}
 	return nil
 }
