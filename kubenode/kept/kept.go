@@ -266,6 +266,7 @@ func (s *Store) Load() ([]Pod, []*Problem, error) {
 			continue
 		}
 		if len(pods) == s.o.MaxPods {
+			s.sums[uid] = [32]byte{} // still kept: it counts against MaxPods
 			problems = append(problems, &Problem{Path: s.fs.path(name), Err: fmt.Errorf("is beyond the node's %d pods (max-pods): not run", s.o.MaxPods)})
 			continue
 		}

@@ -426,7 +426,11 @@ func TestBounds(t *testing.T) {
 	// Kept by a node with more max-pods: the first two are run.
 	wide := openStore(t, dir, clusterA, Options{MaxPods: 3})
 	save(t, wide, Pod{Pod: testPod("c", "p-c")})
-	pods, problems := load(t, openStore(t, dir, clusterA, Options{MaxPods: 2}))
+	narrow := openStore(t, dir, clusterA, Options{MaxPods: 2})
+	pods, problems := load(t, narrow)
+	if err := narrow.Save(Pod{Pod: testPod("d", "p-d")}); !errors.Is(err, ErrTooMany) {
+		t.Errorf("Save of a pod beyond those kept and not run: %v", err)
+	}
 	if k := keys(pods); !slices.Equal(k, []string{"default/p-a-renamed@a", "default/p-b@b"}) || len(problems) != 1 ||
 		!strings.Contains(problems[0].Error(), "c.json is beyond the node's 2 pods (max-pods): not run") {
 		t.Errorf("loaded %v, %v", k, problems)
