@@ -17,8 +17,10 @@ package kept
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +31,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/admission"
+	"github.com/podrun/podrun/manifest"
 )
 
 // Pod is one pod the API bound to the node, with what it was given.
@@ -51,6 +54,43 @@ type Pod struct {
 
 // Key is the pod's namespace/name.
 func (p Pod) Key() string { return p.Pod.Namespace + "/" + p.Pod.Name }
+
+// New is pod as the API gave it with the ConfigMaps and Secrets read for
+// it (objects: those of a manifest.Set, as the API source reads them), to
+// be kept (Save).
+func New(pod *corev1.Pod, objects *manifest.Set) Pod {
+	p := Pod{Pod: pod}
+	if objects == nil {
+		return p
+	}
+	for _, cm := range objects.ConfigMaps {
+		if p.ConfigMaps == nil {
+			p.ConfigMaps = map[string]*corev1.ConfigMap{}
+		}
+		p.ConfigMaps[cm.Name] = cm
+	}
+	for _, s := range objects.Secrets {
+		if p.Secrets == nil {
+			p.Secrets = map[string]*corev1.Secret{}
+		}
+		p.Secrets[s.Name] = s
+	}
+	return p
+}
+
+// Objects are the ConfigMaps and Secrets kept with the pod, sorted by
+// name, as a manifest.Set: what the API source resolves the pod against
+// (manifest.Resolve) when they cannot be read from the API server.
+func (p Pod) Objects() *manifest.Set {
+	set := &manifest.Set{}
+	for _, name := range slices.Sorted(maps.Keys(p.ConfigMaps)) {
+		set.ConfigMaps = append(set.ConfigMaps, p.ConfigMaps[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Secrets)) {
+		set.Secrets = append(set.Secrets, p.Secrets[name])
+	}
+	return set
+}
 
 // DefaultMaxFileSize bounds one kept pod's file: a pod and the objects it
 // names (each at most 1.5 MiB, what etcd stores) in JSON.

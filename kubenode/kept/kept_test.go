@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podrun/podrun/manifest"
 )
 
 var t0 = time.Date(2026, 11, 29, 16, 0, 0, 0, time.UTC)
@@ -519,5 +521,38 @@ func TestClusterOf(t *testing.T) {
 	}
 	if _, err := ClusterOf(&rest.Config{Host: "https://x", TLSClientConfig: rest.TLSClientConfig{CAFile: file + ".missing"}}, "vm"); err == nil {
 		t.Error("a missing CA file")
+	}
+}
+
+// TestNewObjects: the objects the API source read for a pod, kept and
+// loaded, are the same set again, sorted by name.
+func TestNewObjects(t *testing.T) {
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	secret := func(name string) *corev1.Secret { return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	set := &manifest.Set{ConfigMaps: []*corev1.ConfigMap{cm("b"), cm("a")}, Secrets: []*corev1.Secret{secret("pull"), secret("db")}}
+	dir := t.TempDir()
+	s := openStore(t, dir, clusterA, Options{})
+	save(t, s, New(testPod("u1", "web"), set))
+	save(t, s, New(testPod("u2", "bare"), nil))
+	pods, _ := load(t, openStore(t, dir, clusterA, Options{}))
+	if len(pods) != 2 {
+		t.Fatalf("loaded %v", keys(pods))
+	}
+	names := func(s *manifest.Set) (out []string) {
+		for _, c := range s.ConfigMaps {
+			out = append(out, "cm/"+c.Name)
+		}
+		for _, x := range s.Secrets {
+			out = append(out, "secret/"+x.Name)
+		}
+		return out
+	}
+	if got, want := names(pods[1].Objects()), []string{"cm/a", "cm/b", "secret/db", "secret/pull"}; !slices.Equal(got, want) {
+		t.Errorf("objects %v, want %v", got, want)
+	}
+	if got := names(pods[0].Objects()); len(got) != 0 || pods[0].ConfigMaps != nil || pods[0].Secrets != nil {
+		t.Errorf("a pod without objects has %v", got)
 	}
 }
