@@ -93,7 +93,8 @@ func (p Pod) Objects() *manifest.Set {
 }
 
 // DefaultMaxFileSize bounds one kept pod's file: a pod and the objects it
-// names (each at most 1.5 MiB, what etcd stores) in JSON.
+// names in JSON, each at most manifest.MaxObjectSize (1.5 MiB, what etcd
+// stores): ten of the largest, or any number of usual ones.
 const DefaultMaxFileSize = 16 << 20
 
 // Options are a Store's.
