@@ -73,7 +73,7 @@ func NewCluster(server string, ca []byte, node string) Cluster {
 // String names the cluster in a message: `node "vm" of https://10.0.0.1:6443
 // (CA sha256 0123456789ab)`.
 func (c Cluster) String() string {
-	ca := "the system's CAs"
+	ca := "no CA in its kubeconfig"
 	if c.CA != "" {
 		ca = "CA sha256 " + c.CA[:min(12, len(c.CA))]
 	}

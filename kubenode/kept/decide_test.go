@@ -80,7 +80,7 @@ func TestNewCluster(t *testing.T) {
 	if got := base.String(); !strings.Contains(got, `node "vm" of https://10.0.0.1:6443 (CA sha256 `) {
 		t.Errorf("String() = %q", got)
 	}
-	if got := NewCluster("https://x", nil, "n").String(); !strings.Contains(got, "the system's CAs") {
+	if got := NewCluster("https://x", nil, "n").String(); !strings.Contains(got, "(no CA in its kubeconfig)") {
 		t.Errorf("String() = %q", got)
 	}
 }
