@@ -171,7 +171,11 @@ func Open(o Options) (*Store, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	fs, err := makeDirs(o.Dir)
+	dir, err := filepath.Abs(o.Dir) // the paths in messages are whole
+	if err != nil {
+		return nil, fmt.Errorf("kept state: %w", err)
+	}
+	fs, err := makeDirs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("kept state: %w", err)
 	}

@@ -556,3 +556,18 @@ func TestNewObjects(t *testing.T) {
 		t.Errorf("a pod without objects has %v", got)
 	}
 }
+
+// TestRelativeDir: a relative directory is named whole in messages.
+func TestRelativeDir(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	s := openStore(t, "kept", clusterA, Options{})
+	if err := os.WriteFile(filepath.Join(dir, "kept", "pods", "u1.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, problems := load(t, s)
+	if len(problems) != 1 || problems[0].Path != filepath.Join(dir, "kept", "pods", "u1.json") ||
+		!strings.HasPrefix(problems[0].Aside, filepath.Join(dir, "kept", "aside")+"/") {
+		t.Errorf("problems %v", problems)
+	}
+}
