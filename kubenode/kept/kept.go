@@ -156,8 +156,12 @@ type Store struct {
 	fs *dirs
 	mu sync.Mutex
 	// sums are the essences (essence) of the pods kept, by UID: a Save
-	// that changes none of it writes nothing. nil until first needed.
+	// that changes none of it writes nothing. nil until the directory
+	// was first read (load).
 	sums map[types.UID][32]byte
+	// pending are the problems of a read that Save or Reconcile made
+	// before any Load, for the next Load to return.
+	pending []*Problem
 }
 
 // Open is the Store of o.Dir, made (root's alone) when missing.
@@ -183,14 +187,16 @@ func Open(o Options) (*Store, error) {
 }
 
 // ErrTooMany is a pod not kept because the node keeps MaxPods already.
-var ErrTooMany = errors.New("the node keeps its most pods already")
+var ErrTooMany = errors.New("the node keeps as many pods as it may run")
 
 // Save keeps p (replacing what was kept of its UID): called on every
 // change the API source sees of a pod bound to the node, its objects or
 // tokens. A change of its status alone (conditions, container statuses,
 // resourceVersion) writes nothing: only the phase is worth a write. A pod
 // whose file would be over MaxFileSize, or a new pod beyond MaxPods, is
-// refused and nothing changes.
+// refused and nothing changes. Before any Load, the directory is read
+// first as Load reads it (its problems kept for the next Load), so that
+// nothing of another cluster is overwritten.
 func (s *Store) Save(p Pod) error {
 	if p.Pod == nil {
 		return errors.New("keeping a pod: no pod")
@@ -205,7 +211,7 @@ func (s *Store) Save(p Pod) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.known(); err != nil {
+	if err := s.loaded(); err != nil {
 		return fmt.Errorf("keeping pod %s: %w", p.Key(), err)
 	}
 	old, ok := s.sums[p.Pod.UID]
@@ -213,7 +219,7 @@ func (s *Store) Save(p Pod) error {
 		return nil
 	}
 	if !ok && len(s.sums) >= s.o.MaxPods {
-		return fmt.Errorf("keeping pod %s: %w (%d, the node's max-pods)", p.Key(), ErrTooMany, s.o.MaxPods)
+		return fmt.Errorf("keeping pod %s: %w (%d, its max-pods)", p.Key(), ErrTooMany, s.o.MaxPods)
 	}
 	p.Saved = s.o.Clock.Now().UTC()
 	data, err := encode(s.o.Cluster, p)
@@ -254,6 +260,11 @@ func (s *Store) Remove(uid types.UID) error {
 func (s *Store) Reconcile(live []*corev1.Pod) ([]types.UID, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Files of another cluster or damaged are set aside first, never
+	// forgotten with the pods the API no longer has.
+	if err := s.loaded(); err != nil {
+		return nil, err
+	}
 	names, _, err := s.fs.list(s.maxEntries())
 	if err != nil {
 		return nil, fmt.Errorf("kept state: %w", err)
@@ -290,6 +301,25 @@ func (s *Store) Reconcile(live []*corev1.Pod) ([]types.UID, error) {
 func (s *Store) Load() ([]Pod, []*Problem, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	pods, problems, err := s.load()
+	problems = append(s.pending, problems...)
+	s.pending = nil
+	return pods, problems, err
+}
+
+// loaded reads the directory (load) unless it was read already, keeping
+// the problems for the next Load.
+func (s *Store) loaded() error {
+	if s.sums != nil {
+		return nil
+	}
+	_, problems, err := s.load()
+	s.pending = append(s.pending, problems...)
+	return err
+}
+
+// load is Load, the lock held.
+func (s *Store) load() ([]Pod, []*Problem, error) {
 	names, more, err := s.fs.list(s.maxEntries())
 	if err != nil {
 		return nil, nil, fmt.Errorf("kept state: %w", err)
@@ -357,24 +387,6 @@ func (s *Store) setAside(name string, bad *refusal) *Problem {
 	}
 	p.Aside = to
 	return p
-}
-
-// known reads which pods are kept when nothing has said so yet (no Load).
-func (s *Store) known() error {
-	if s.sums != nil {
-		return nil
-	}
-	names, _, err := s.fs.list(s.maxEntries())
-	if err != nil {
-		return err
-	}
-	s.sums = map[types.UID][32]byte{}
-	for _, name := range names {
-		if uid := uidOf(name); uid != "" {
-			s.sums[uid] = [32]byte{} // no essence is zero: the next Save writes
-		}
-	}
-	return nil
 }
 
 // maxEntries bounds the entries of the pods directory read: the pods,

@@ -477,14 +477,42 @@ func TestStatusOnlyChangeNotWritten(t *testing.T) {
 	if len(pods) != 1 || pods[0].Pod.Status.Phase != corev1.PodSucceeded || !pods[0].Saved.Equal(t0.Add(time.Minute)) {
 		t.Errorf("loaded %+v", pods)
 	}
-	// A new Store (a restarted daemon) writes the first Save even when
-	// Load was not called, and skips the next.
+	// A new Store (a restarted daemon) reads what is kept before its
+	// first Save, even without a Load: the same pod is not written again.
+	second := inode()
 	s2 := openStore(t, dir, clusterA, Options{})
 	save(t, s2, Pod{Pod: p})
-	second := inode()
-	save(t, s2, Pod{Pod: p})
 	if inode() != second {
-		t.Error("the same pod written twice")
+		t.Error("the same pod written again after a restart")
+	}
+}
+
+// TestSaveAndReconcileBeforeLoad: a Save or a Reconcile before any Load
+// reads the directory first, so a file of another cluster is set aside,
+// never overwritten or forgotten; the next Load says so.
+func TestSaveAndReconcileBeforeLoad(t *testing.T) {
+	for _, first := range []string{"Save", "Reconcile"} {
+		dir := t.TempDir()
+		save(t, openStore(t, dir, clusterA, Options{}), Pod{Pod: testPod("u1", "web")})
+		s := openStore(t, dir, clusterB, Options{})
+		switch first {
+		case "Save":
+			save(t, s, Pod{Pod: testPod("u2", "api")})
+		case "Reconcile":
+			if removed, err := s.Reconcile(nil); err != nil || len(removed) != 0 {
+				t.Errorf("Reconcile = %v, %v", removed, err)
+			}
+		}
+		if got := entries(t, filepath.Join(dir, "aside")); len(got) != 1 || !strings.HasPrefix(got[0], "u1.json.other-cluster.") {
+			t.Errorf("%s first: aside/ holds %v", first, got)
+		}
+		_, problems := load(t, s)
+		if len(problems) != 1 || !strings.Contains(problems[0].Error(), "u1.json is of another cluster") {
+			t.Errorf("%s first: problems %v", first, problems)
+		}
+		if _, problems := load(t, s); len(problems) != 0 {
+			t.Errorf("%s first: problems again %v", first, problems)
+		}
 	}
 }
 
