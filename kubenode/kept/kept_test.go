@@ -599,3 +599,37 @@ func TestRelativeDir(t *testing.T) {
 		t.Errorf("problems %v", problems)
 	}
 }
+
+// TestConcurrent: Save, Load and Reconcile from several goroutines (run
+// with -race).
+func TestConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, clusterA, Options{})
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			var err error
+			for i := range 5 {
+				uid := string(rune('a'+g)) + string(rune('0'+i))
+				if err = s.Save(Pod{Pod: testPod(uid, "p-"+uid)}); err != nil {
+					break
+				}
+				if _, _, err = s.Load(); err != nil {
+					break
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	if removed, err := s.Reconcile([]*corev1.Pod{testPod("a0", "p-a0")}); err != nil || len(removed) != 19 {
+		t.Errorf("Reconcile removed %d, %v", len(removed), err)
+	}
+	if got := entries(t, filepath.Join(dir, "pods")); !slices.Equal(got, []string{"a0.json"}) {
+		t.Errorf("pods/ holds %v", got)
+	}
+}
