@@ -38,7 +38,7 @@ import (
 type Pod struct {
 	// Pod is the pod as the API gave it (UID, resourceVersion, spec,
 	// metadata.deletionTimestamp when it is being deleted, and the status
-	// the node last wrote).
+	// the node last wrote), but its managedFields.
 	Pod *corev1.Pod `json:"pod"`
 	// ConfigMaps and Secrets are the objects of the pod's namespace it
 	// names (volumes, env, envFrom, imagePullSecrets), by name, as fetched.
@@ -222,6 +222,10 @@ func (s *Store) Save(p Pod) error {
 		return fmt.Errorf("keeping pod %s: %w (%d, its max-pods)", p.Key(), ErrTooMany, s.o.MaxPods)
 	}
 	p.Saved = s.o.Clock.Now().UTC()
+	if p.Pod.ManagedFields != nil { // the API's bookkeeping: nothing a reboot needs
+		p.Pod = p.Pod.DeepCopy()
+		p.Pod.ManagedFields = nil
+	}
 	data, err := encode(s.o.Cluster, p)
 	if err != nil {
 		return fmt.Errorf("keeping pod %s: %w", p.Key(), err)

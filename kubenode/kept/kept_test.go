@@ -95,7 +95,11 @@ func TestSaveLoad(t *testing.T) {
 			Spec:   authenticationv1.TokenRequestSpec{Audiences: []string{"https://kubernetes.default.svc"}},
 			Status: authenticationv1.TokenRequestStatus{Token: "eyJ...", ExpirationTimestamp: exp}}},
 	}
+	web.Pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}}
 	save(t, s, web)
+	if web.Pod.ManagedFields == nil {
+		t.Error("Save changed the caller's pod")
+	}
 	save(t, s, Pod{Pod: testPod("u2", "api")})
 
 	pods, problems := load(t, openStore(t, dir, clusterA, Options{}))
@@ -110,7 +114,7 @@ func TestSaveLoad(t *testing.T) {
 		got.ConfigMaps["conf"].Data["a"] != "1" || got.ConfigMaps["conf"].ResourceVersion != "7" ||
 		string(got.Secrets["pass"].Data["p"]) != "s3cret" ||
 		got.Tokens["kube-api-access/token"].Status.Token != "eyJ..." || !got.Tokens["kube-api-access/token"].Status.ExpirationTimestamp.Equal(&exp) ||
-		!got.Saved.Equal(t0) {
+		!got.Saved.Equal(t0) || got.Pod.ManagedFields != nil {
 		t.Errorf("loaded %+v", got)
 	}
 	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, "pods"): 0o700, filepath.Join(dir, "aside"): 0o700, filepath.Join(dir, "pods", "u1.json"): 0o600} {
