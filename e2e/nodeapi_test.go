@@ -143,7 +143,6 @@ func TestNodeAPI(t *testing.T) {
 	})
 	for _, tc := range []struct{ query, want string }{
 		{"?previous=true", "first run\n"},
-		{"?tailLines=1", "tick\n"},
 		{"?stream=Stderr", "to stderr\n"},
 		{"?limitBytes=4", "seco"},
 	} {
@@ -151,6 +150,11 @@ func TestNodeAPI(t *testing.T) {
 			t.Errorf("GET %s%s: %d %q, want %q", logs, tc.query, code, body, tc.want)
 		}
 	}
+	// stdout and stderr are read apart: the stderr line may come after a tick.
+	eventually(t, 5*time.Second, "the last line", func() (bool, string) {
+		code, body := get(client, logs+"?tailLines=1", nil)
+		return code == 200 && body == "tick\n", fmt.Sprintf("%d %q", code, body)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	req, _ := http.NewRequestWithContext(ctx, "GET", base+logs+"?follow=true&tailLines=0", nil)
 	if resp, err := client.Do(req); err != nil {
@@ -201,10 +205,13 @@ func TestNodeAPI(t *testing.T) {
 	sizes := sizeQueue{make(chan remotecommand.TerminalSize, 1)}
 	sizes.c <- remotecommand.TerminalSize{Width: 123, Height: 45}
 	close(sizes.c)
-	if err := exe("app", "command=sh&command=-c&command=sleep+1;stty+size&input=1&output=1&tty=1",
-		remotecommand.StreamOptions{Stdin: strings.NewReader(""), Stdout: &out, Tty: true, TerminalSizeQueue: sizes}); err != nil || strings.TrimSpace(out.String()) != "45 123" {
+	// A terminal's stdin stays open (its end hangs the terminal up).
+	ttyIn, ttyInW := io.Pipe()
+	if err := exe("app", "command=sh&command=-c&command=sleep+1%3Bstty+size&input=1&output=1&tty=1",
+		remotecommand.StreamOptions{Stdin: ttyIn, Stdout: &out, Tty: true, TerminalSizeQueue: sizes}); err != nil || strings.TrimSpace(out.String()) != "45 123" {
 		t.Errorf("exec -it stty size: %v, %q; want \"45 123\"", err, out.String())
 	}
+	ttyInW.Close()
 
 	// Attach: the terminal's cat echoes what is typed; app's output from now on.
 	attachTo := func(container, query string, o remotecommand.StreamOptions, want string) {
