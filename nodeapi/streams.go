@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+	"k8s.io/streaming/pkg/httpstream/wsstream"
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/podrun/podrun/attach"
@@ -28,8 +29,8 @@ const (
 )
 
 // exec serves /exec/{namespace}/{pod}[/{uid}]/{container}?command=...: the
-// command run in the container, its streams over SPDY or WebSocket
-// (remotecommand v1–v4), its exit code in the status.
+// command run in the container, its streams over SPDY (remotecommand
+// v1–v4) or WebSocket (v1–v5), its exit code in the status.
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	opts, err := remotecommand.NewOptions(r)
 	if err != nil {
@@ -44,7 +45,14 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	remotecommand.ServeExec(w, r, streamer{s: s, pod: p}, p.Name, p.UID, id, r.URL.Query()["command"], opts,
+	x, cmd := streamer{s: s, pod: p}, r.URL.Query()["command"]
+	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
+		s.serveV5(w, r, opts, func(ctx context.Context, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
+			return x.ExecInContainer(ctx, p.Name, p.UID, id, cmd, in, out, errw, tty, resize, 0)
+		})
+		return
+	}
+	remotecommand.ServeExec(w, r, x, p.Name, p.UID, id, cmd, opts,
 		streamIdleTimeout, streamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
 
@@ -65,7 +73,14 @@ func (s *Server) attachTo(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	remotecommand.ServeAttach(w, r, streamer{s: s, pod: p, container: r.PathValue("container")}, p.Name, p.UID, id, opts,
+	x := streamer{s: s, pod: p, container: r.PathValue("container")}
+	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
+		s.serveV5(w, r, opts, func(ctx context.Context, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
+			return x.AttachContainer(ctx, p.Name, p.UID, id, in, out, errw, tty, resize)
+		})
+		return
+	}
+	remotecommand.ServeAttach(w, r, x, p.Name, p.UID, id, opts,
 		streamIdleTimeout, streamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
 

@@ -101,17 +101,27 @@ func streamServer(t *testing.T, e *fakeEngine, attachFn func(context.Context, st
 // upgrade is refused.
 func kubectlExecutor(t *testing.T, cfg *rest.Config, u *url.URL) remotecommand.Executor {
 	t.Helper()
-	spdyExec, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wsExec, err := remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex, err := remotecommand.NewFallbackExecutor(wsExec, spdyExec, func(err error) bool {
+	ex, err := remotecommand.NewFallbackExecutor(executor(t, "websocket", cfg, u), executor(t, "spdy", cfg, u), func(err error) bool {
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex
+}
+
+// executor speaks one protocol: "websocket" (v5, the API server's to a
+// node that declares ExtendWebSocketsToKubelet) or "spdy" (v4, the API
+// server's to other nodes).
+func executor(t *testing.T, protocol string, cfg *rest.Config, u *url.URL) remotecommand.Executor {
+	t.Helper()
+	var ex remotecommand.Executor
+	var err error
+	if protocol == "websocket" {
+		ex, err = remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+	} else {
+		ex, err = remotecommand.NewSPDYExecutor(cfg, "POST", u)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,29 +173,33 @@ func TestExec(t *testing.T) {
 		if strings.Contains(tc.query, "error=1") {
 			opts.Stderr = &stderr
 		}
-		if strings.Contains(tc.query, "input=1") {
-			opts.Stdin = strings.NewReader(tc.stdin)
-		}
-		if tc.tty {
-			q := sizeQueue{sizes: make(chan remotecommand.TerminalSize, 1)}
-			q.sizes <- remotecommand.TerminalSize{Width: 80, Height: 24}
-			close(q.sizes)
-			opts.TerminalSizeQueue = q
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := kubectlExecutor(t, cfg, execURL(tc.path, tc.query)).StreamWithContext(ctx, opts)
-		cancel()
-		var exit exec.CodeExitError
-		switch {
-		case tc.code == 0 && err != nil:
-			t.Errorf("%s: %v", tc.name, err)
-		case tc.code > 0 && (!errors.As(err, &exit) || exit.Code != tc.code):
-			t.Errorf("%s: got %v, want exit code %d", tc.name, err, tc.code)
-		case tc.code < 0 && (err == nil || errors.As(err, &exit)):
-			t.Errorf("%s: got %v, want a refusal", tc.name, err)
-		}
-		if stdout.String() != tc.stdout || stderr.String() != tc.stderr {
-			t.Errorf("%s: stdout %q, stderr %q; want %q, %q", tc.name, stdout.String(), stderr.String(), tc.stdout, tc.stderr)
+		for _, protocol := range []string{"websocket", "spdy"} {
+			stdout.Reset()
+			stderr.Reset()
+			if strings.Contains(tc.query, "input=1") {
+				opts.Stdin = strings.NewReader(tc.stdin)
+			}
+			if tc.tty {
+				q := sizeQueue{sizes: make(chan remotecommand.TerminalSize, 1)}
+				q.sizes <- remotecommand.TerminalSize{Width: 80, Height: 24}
+				close(q.sizes)
+				opts.TerminalSizeQueue = q
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			err := executor(t, protocol, cfg, execURL(tc.path, tc.query)).StreamWithContext(ctx, opts)
+			cancel()
+			var exit exec.CodeExitError
+			switch {
+			case tc.code == 0 && err != nil:
+				t.Errorf("%s over %s: %v", tc.name, protocol, err)
+			case tc.code > 0 && (!errors.As(err, &exit) || exit.Code != tc.code):
+				t.Errorf("%s over %s: got %v, want exit code %d", tc.name, protocol, err, tc.code)
+			case tc.code < 0 && (err == nil || errors.As(err, &exit)):
+				t.Errorf("%s over %s: got %v, want a refusal", tc.name, protocol, err)
+			}
+			if stdout.String() != tc.stdout || stderr.String() != tc.stderr {
+				t.Errorf("%s over %s: stdout %q, stderr %q; want %q, %q", tc.name, protocol, stdout.String(), stderr.String(), tc.stdout, tc.stderr)
+			}
 		}
 	}
 	e.mu.Lock()
@@ -218,12 +232,14 @@ func TestAttach(t *testing.T) {
 	}
 	srv, cfg := streamServer(t, e, attachFn, nil)
 	for _, tc := range []struct {
-		name, path, query, stdin, stdout string
-		tty                              bool
-		attached                         string
+		name, protocol, path, query, stdin, stdout string
+		tty                                        bool
+		attached                                   string
 	}{
-		{name: "the keeper, with stdin and a terminal", path: "/attach/default/web/app", query: "input=1&output=1&tty=1", stdin: "typed", tty: true, stdout: "attached\ntyped", attached: "app-1 stdin=true"},
-		{name: "output only", path: "/attach/default/web/app", query: "output=1&error=1", stdout: "attached\n", attached: "app-1 stdin=false"},
+		{name: "the keeper, with stdin and a terminal", protocol: "websocket", path: "/attach/default/web/app", query: "input=1&output=1&tty=1", stdin: "typed", tty: true, stdout: "attached\ntyped", attached: "app-1 stdin=true"},
+		{name: "the keeper, with stdin and a terminal", protocol: "spdy", path: "/attach/default/web/app", query: "input=1&output=1&tty=1", stdin: "typed", tty: true, stdout: "attached\ntyped", attached: "app-1 stdin=true"},
+		{name: "output only", protocol: "websocket", path: "/attach/default/web/app", query: "output=1&error=1", stdout: "attached\n", attached: "app-1 stdin=false"},
+		{name: "output only", protocol: "spdy", path: "/attach/default/web/app", query: "output=1&error=1", stdout: "attached\n", attached: "app-1 stdin=false"},
 	} {
 		u, err := url.Parse(srv.URL + tc.path + "?" + tc.query)
 		if err != nil {
@@ -244,10 +260,10 @@ func TestAttach(t *testing.T) {
 			opts.TerminalSizeQueue = q
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err = kubectlExecutor(t, cfg, u).StreamWithContext(ctx, opts)
+		err = executor(t, tc.protocol, cfg, u).StreamWithContext(ctx, opts)
 		cancel()
 		if err != nil || stdout.String() != tc.stdout {
-			t.Errorf("%s: %v, stdout %q; want %q", tc.name, err, stdout.String(), tc.stdout)
+			t.Errorf("%s over %s: %v, stdout %q; want %q", tc.name, tc.protocol, err, stdout.String(), tc.stdout)
 		}
 		mu.Lock()
 		if len(got) == 0 || got[len(got)-1] != tc.attached {
@@ -266,8 +282,8 @@ func TestAttach(t *testing.T) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.resized) != 1 || e.resized[0] != "app-1 100x30" {
-		t.Errorf("resized %v, want [app-1 100x30]", e.resized)
+	if len(e.resized) != 2 || e.resized[0] != "app-1 100x30" || e.resized[1] != "app-1 100x30" {
+		t.Errorf("resized %v, want [app-1 100x30] for each protocol", e.resized)
 	}
 }
 
