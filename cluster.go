@@ -46,8 +46,8 @@ type runtimeVersioner interface {
 // the host (admissionNode's name, labels and allocatable, its address,
 // containerd's version), Ready while containerd
 // answers. The node is tainted until the pods bound to it are run
-// (kubenode.NotRunningPodsTaint).
-func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface) (*kubenode.Agent, error) {
+// (kubenode.NotRunningPodsTaint). port is the node API's.
+func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface, port int32) (*kubenode.Agent, error) {
 	rt, ok := h.Engine().(runtimeVersioner)
 	if !ok {
 		return nil, fmt.Errorf("daemon: --kubeconfig: the engine %T has no runtime version", h.Engine())
@@ -71,7 +71,7 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface) (*kuben
 		return kubenode.Facts{
 			Name: n.Name, Labels: n.Labels, Taints: []corev1.Taint{kubenode.NotRunningPodsTaint},
 			Capacity: n.Allocatable, Allocatable: n.Allocatable,
-			InternalIPs: ips, Hostname: n.Name, Port: kubenode.DefaultPort,
+			InternalIPs: ips, Hostname: n.Name, Port: port,
 			Info: kubenode.SystemInfo(os.ReadFile, v, buildVersion().GitVersion),
 		}, nil
 	}

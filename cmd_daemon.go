@@ -40,7 +40,7 @@ func daemonCommand() *cli.Command {
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
 			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"PODRUN_KUBECONFIG"}, Usage: "also be a node of this kubeconfig's cluster (a node's credentials, system:node:NAME): register the Node and renew its Lease and status; pods bound to it are not run yet (the node is tainted podrun.io/no-api-pods)"},
 			&cli.StringFlag{Name: "images-dir", EnvVars: []string{"PODRUN_IMAGES_DIR"}, Usage: "image archives (.tar, .tar.gz, .tgz, .tar.zst; OCI or docker) imported at start and when they appear, as k3s's air-gap images (default: <root>/images)"},
-		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags())...),
+		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags(), nodeAPIFlags())...),
 		Action: func(c *cli.Context) error {
 			o, err := daemonOptions(c)
 			if err != nil {
@@ -72,8 +72,15 @@ func daemonCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				agent, err := nodeAgent(cfg, h, cluster)
+				port, err := nodeAPIPort(c)
 				if err != nil {
+					return err
+				}
+				agent, err := nodeAgent(cfg, h, cluster, port)
+				if err != nil {
+					return err
+				}
+				if err := serveNodeAPI(ctx, c, cfg, h, cluster); err != nil {
 					return err
 				}
 				go agent.Run(ctx)
