@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/internal/testimage"
+)
+
+// apiPodsManifest is what the operator applies: a pod naming the node
+// (no scheduler needed) and a Deployment of 2 the scheduler binds to it.
+// Their containers end at SIGTERM; the pod's preStop hook runs first.
+const apiPodsManifest = `apiVersion: v1
+kind: Pod
+metadata: {name: api-single, labels: {test: apipods}}
+spec:
+  nodeName: %[1]s
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: %[2]s
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+    lifecycle:
+      preStop: {exec: {command: ["sh", "-c", "sleep 1"]}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api-web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api-web}}
+  template:
+    metadata: {labels: {app: api-web, test: apipods}}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: web
+        image: %[2]s
+        command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+`
+
+// TestNodeRunsAPIPods: as an operator with kubectl only, a pod naming the
+// podrun node and a Deployment's pods the scheduler binds to it run on it,
+// with their status written back as a kubelet writes it; `kubectl delete
+// pod` (graceful) removes the object once nothing of it is left on the
+// device, and scaling the Deployment to 0 removes its pods likewise.
+func TestNodeRunsAPIPods(t *testing.T) {
+	cp := startControlPlane(t)
+	name := H.Node
+	kc := cp.nodeKubeconfig(t, name)
+	image := H.ImportImage(t, testimage.Config{Ref: "podrun.test/api-web:1"})
+	dir := t.TempDir()
+	// Anything left at the end is stopped with the daemon (the suite's
+	// leak check then finds nothing of a failed run).
+	startDaemon(t, dir, nil, "--kubeconfig", kc, "--stop-pods-on-exit")
+	cp.waitNodeReady(t, name, corev1.ConditionTrue, 60*time.Second)
+	var n corev1.Node
+	if err := cp.get(t, &n, "node", name); err != nil {
+		t.Fatal(err)
+	}
+	checkNodeObject(t, &n, name)
+
+	// The ServiceAccount admission plugin refuses pods until the
+	// namespace's default ServiceAccount exists.
+	eventually(t, 60*time.Second, "the default ServiceAccount", func() (bool, string) {
+		out, err := cp.kubectl("", "get", "serviceaccount", "default")
+		return err == nil, out
+	})
+	file := filepath.Join(t.TempDir(), "apipods.yaml")
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(apiPodsManifest, name, image)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applied := time.Now()
+	if out, err := cp.kubectl("", "apply", "-f", file); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { cp.kubectl("", "delete", "--wait=false", "-f", file) })
+	pods := cp.waitAPIPods(t, "test=apipods", 3, 120*time.Second)
+	t.Logf("3 pods Running with their status written %v after kubectl apply", time.Since(applied).Round(time.Millisecond))
+	out, _ := cp.kubectl("", "get", "pods", "-o", "wide")
+	t.Logf("$ kubectl get pods -o wide\n%s", out)
+	for _, p := range pods {
+		checkAPIPodStatus(t, &p, name)
+	}
+
+	began := time.Now()
+	if out, err := cp.kubectl("", "delete", "pod", "api-single", "--timeout=60s"); err != nil {
+		t.Fatalf("kubectl delete pod: %v\n%s", err, out)
+	}
+	t.Logf("kubectl delete pod api-single (graceful, preStop 1 s) returned after %v", time.Since(began).Round(time.Millisecond))
+	if out, err := cp.kubectl("", "get", "pod", "api-single"); err == nil || !strings.Contains(out, "NotFound") {
+		t.Errorf("pod api-single after its deletion: %v %s", err, out)
+	}
+	cp.checkNotOnNode(t, "api-single")
+
+	began = time.Now()
+	if out, err := cp.kubectl("", "scale", "deployment", "api-web", "--replicas=0"); err != nil {
+		t.Fatalf("kubectl scale: %v\n%s", err, out)
+	}
+	cp.waitAPIPods(t, "app=api-web", 0, 90*time.Second)
+	t.Logf("Deployment scaled to 0: its pods' objects gone %v after kubectl scale", time.Since(began).Round(time.Millisecond))
+	for _, p := range pods {
+		if p.Name != "api-single" {
+			cp.checkNotOnNode(t, p.Name)
+		}
+	}
+	if out, err := cp.kubectl("", "delete", "deployment", "api-web"); err != nil {
+		t.Errorf("kubectl delete deployment: %v\n%s", err, out)
+	}
+}
+
+// waitAPIPods waits until the pods of selector are n, all Running and
+// Ready with their status written (as the admin reads them), and returns
+// them.
+func (cp *controlPlane) waitAPIPods(t *testing.T, selector string, n int, timeout time.Duration) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	eventually(t, timeout, fmt.Sprintf("%d pods %s Running and Ready", n, selector), func() (bool, string) {
+		if err := cp.get(t, &list, "pods", "-l", selector); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		ok := len(list.Items) == n
+		for _, p := range list.Items {
+			ready := false
+			for _, c := range p.Status.Conditions {
+				ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+			}
+			ok = ok && p.Status.Phase == corev1.PodRunning && ready
+			seen = append(seen, fmt.Sprintf("%s %s ready=%t", p.Name, p.Status.Phase, ready))
+		}
+		return ok, strings.Join(seen, ", ")
+	})
+	return list.Items
+}
+
+// checkAPIPodStatus checks what the node wrote of a running pod: as a
+// kubelet's, its IPs, start time, conditions and container statuses.
+func checkAPIPodStatus(t *testing.T, p *corev1.Pod, node string) {
+	t.Helper()
+	s := p.Status
+	if p.Spec.NodeName != node || s.PodIP == "" || len(s.PodIPs) == 0 || s.HostIP == "" || s.StartTime == nil || s.QOSClass == "" {
+		t.Errorf("pod %s: node %q podIP %q podIPs %v hostIP %q startTime %v qos %q", p.Name, p.Spec.NodeName, s.PodIP, s.PodIPs, s.HostIP, s.StartTime, s.QOSClass)
+	}
+	want := map[corev1.PodConditionType]bool{corev1.PodScheduled: true, corev1.PodInitialized: true, corev1.ContainersReady: true, corev1.PodReady: true}
+	for _, c := range s.Conditions {
+		if want[c.Type] && c.Status == corev1.ConditionTrue {
+			delete(want, c.Type)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("pod %s: conditions %+v, missing True %v", p.Name, s.Conditions, want)
+	}
+	if len(s.ContainerStatuses) != 1 {
+		t.Fatalf("pod %s: container statuses %+v", p.Name, s.ContainerStatuses)
+	}
+	c := s.ContainerStatuses[0]
+	if !c.Ready || c.State.Running == nil || c.ContainerID == "" || c.ImageID == "" || c.RestartCount != 0 || c.Started == nil || !*c.Started {
+		t.Errorf("pod %s: container status %+v", p.Name, c)
+	}
+}
+
+// checkNotOnNode checks that nothing of pod name is left on the device:
+// podrun lists no pod of that name (the suite's leak check looks at the
+// rest).
+func (cp *controlPlane) checkNotOnNode(t *testing.T, name string) {
+	t.Helper()
+	out, code := podrunQuiet(t, "ps", "-a", "-o", "json")
+	var list corev1.PodList
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
+		t.Fatalf("podrun ps -a -o json: exit %d, %v: %s", code, err, out)
+	}
+	for _, p := range list.Items {
+		if p.Name == name {
+			t.Errorf("pod %s still on the node: %s", name, p.Status.Phase)
+		}
+	}
+}
