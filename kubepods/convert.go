@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/manifest"
 )
 
@@ -29,11 +30,18 @@ const MirrorAnnotation = "kubernetes.io/config.mirror"
 // node (the other sources are files and a URL).
 const SourceName = "kubernetes://apiserver"
 
+// UnsupportedReason is why a pod the node cannot run as it is written is
+// rejected (Failed, as the kubelet rejects a pod at admission): a field
+// podrun does not support, a value it does not accept, or the node's
+// admission policy (--policy, --allowed-host-paths, unsafe sysctls).
+const UnsupportedReason = "UnsupportedPodSpec"
+
 // Convert turns pod, bound to this node by the API server, into the pod
 // the node runs: read as a manifest file's pod is (decoded strictly,
 // defaulted, validated, admitted by o), its ConfigMaps and Secrets
 // resolved among objects, and its identity the API's metadata.uid, so
-// that what runs on the node is matched with the API's pod by UID.
+// that what runs on the node is matched with the API's pod by UID. A pod
+// that does not read is refused (*admission.Refusal, UnsupportedReason).
 //
 // Before it is read, what only the API server sets and the node does not
 // use is dropped: ownerReferences, generateName, finalizers, the deletion
@@ -58,7 +66,10 @@ func Convert(o manifest.Options, pod *corev1.Pod, objects *manifest.Set) (*manif
 	o.StaticNode = "" // the API's pod keeps its name
 	set, err := o.ParseUnresolved(SourceName, data)
 	if err != nil {
-		return nil, err
+		// Refused for good (another try reads the same); a missing
+		// ConfigMap or Secret below may come.
+		msg := strings.ReplaceAll(err.Error(), SourceName+" (document 1): ", "")
+		return nil, &admission.Refusal{Reason: UnsupportedReason, Message: strings.ReplaceAll(msg, "\n", "; ")}
 	}
 	if set, err = manifest.Resolve(set, objects); err != nil {
 		return nil, err

@@ -83,7 +83,7 @@ func TestConvert(t *testing.T) {
 
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"missing configmap", "", "", `ConfigMap "kube-root-ca.crt" not found`},
-		{"unsupported field", `"priority": 0,`, `"priority": 0, "runtimeClassName": "gvisor",`, "spec.runtimeClassName: field not supported by podrun yet"},
+		{"unsupported field", `"priority": 0,`, `"priority": 0, "runtimeClassName": "gvisor",`, "UnsupportedPodSpec: spec.runtimeClassName: field not supported by podrun yet"},
 	} {
 		objects := &manifest.Set{ConfigMaps: []*corev1.ConfigMap{rootCA()}}
 		if tc.from == "" {

@@ -2,6 +2,7 @@ package kubepods
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -13,10 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/manifest"
 )
 
@@ -67,6 +70,9 @@ type Wanted struct {
 	Grace  map[string]time.Duration // of the pods being deleted, by UID
 	// Problems are the pods bound to the node that cannot run.
 	Problems []string
+	// Rejected are the pods the node refuses as they are written (never
+	// run here), by UID: the status writer writes them Failed.
+	Rejected map[types.UID]*admission.Refusal
 	// API are the pods bound to the node as the API server last said,
 	// for the status writer.
 	API []*corev1.Pod
@@ -153,7 +159,7 @@ func (s *Source) Run(ctx context.Context) {
 // read turns the API's pods into what the node runs.
 func (s *Source) read(ctx context.Context, api []*corev1.Pod) Wanted {
 	sort.Slice(api, func(i, j int) bool { return key(api[i]) < key(api[j]) })
-	w := Wanted{Synced: true, API: api, Grace: map[string]time.Duration{}}
+	w := Wanted{Synced: true, API: api, Grace: map[string]time.Duration{}, Rejected: map[types.UID]*admission.Refusal{}}
 	seen := map[string]bool{}
 	for _, pod := range api {
 		uid := string(pod.UID)
@@ -176,6 +182,9 @@ func (s *Source) read(ctx context.Context, api []*corev1.Pod) Wanted {
 		if err != nil {
 			w.Problems = append(w.Problems, oneLine(pod, pod.UID, err))
 			if p = s.good[uid]; p == nil {
+				if r := (*admission.Refusal)(nil); errors.As(err, &r) {
+					w.Rejected[pod.UID] = r
+				}
 				continue
 			}
 		}
@@ -294,7 +303,7 @@ func fingerprint(w Wanted) string {
 	for _, uid := range uids {
 		fmt.Fprintf(&b, "deleting %s %v\n", uid, w.Grace[uid])
 	}
-	fmt.Fprintf(&b, "%t %q", w.Synced, w.Problems)
+	fmt.Fprintf(&b, "%t %q", w.Synced, w.Problems) // the rejected pods are among the problems
 	return b.String()
 }
 

@@ -3,12 +3,16 @@ package kubepods
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/podrun/podrun/admission"
+	"github.com/podrun/podrun/status"
 )
 
 // Write is what the node writes of one pod bound to it: its status (a
@@ -24,10 +28,12 @@ type Write struct {
 // status as the node computes it, by UID; nil when the node cannot compute
 // it) gets its status written when it differs from the API's and from
 // what was last sent (sent, by UID: the watch may not have brought it
-// back yet); a pod being deleted with nothing left of it on the node is
-// deleted (the kubelet's canBeDeleted). A terminal phase is never left
-// (the kubelet refuses that transition). It is pure.
-func Decide(api []*corev1.Pod, node map[types.UID]*corev1.PodStatus, sent map[types.UID]*corev1.PodStatus) []Write {
+// back yet); a pod the node refused as it is written (rejected, by UID)
+// is written Failed with the refusal, as the kubelet's rejectPod, once; a
+// pod being deleted with nothing left of it on the node is deleted (the
+// kubelet's canBeDeleted). A terminal phase is never left (the kubelet
+// refuses that transition). It is pure.
+func Decide(api []*corev1.Pod, node map[types.UID]*corev1.PodStatus, rejected map[types.UID]*admission.Refusal, sent map[types.UID]*corev1.PodStatus, now time.Time) []Write {
 	var out []Write
 	for _, pod := range api {
 		if isMirror(pod) {
@@ -38,6 +44,8 @@ func Decide(api []*corev1.Pod, node map[types.UID]*corev1.PodStatus, sent map[ty
 		case !on && pod.DeletionTimestamp != nil:
 			out = append(out, Write{Pod: pod, Delete: true})
 			continue
+		case !on && rejected[pod.UID] != nil && !terminal(pod.Status.Phase) && sent[pod.UID] == nil:
+			computed, on = status.Rejected(pod, rejected[pod.UID], now), true
 		case !on || computed == nil:
 			continue
 		case terminal(pod.Status.Phase) && !terminal(computed.Phase):

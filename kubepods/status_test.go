@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/podrun/podrun/admission"
 )
 
 var t0 = time.Date(2026, 11, 29, 15, 0, 0, 0, time.UTC)
@@ -45,40 +47,52 @@ func TestDecide(t *testing.T) {
 	now := metav1.NewTime(t0.Add(time.Minute))
 	written := Merge(boundPod("a", nil).Status, *running(corev1.ConditionTrue))
 	for _, tc := range []struct {
-		name string
-		api  *corev1.Pod
-		node map[types.UID]*corev1.PodStatus
-		sent *corev1.PodStatus
-		want string
+		name     string
+		api      *corev1.Pod
+		node     map[types.UID]*corev1.PodStatus
+		sent     *corev1.PodStatus
+		want     string
+		rejected bool
 	}{
-		{"running here, Pending in the API: written", boundPod("a", nil), map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionTrue)}, nil, "status a Running"},
+		{"running here, Pending in the API: written", boundPod("a", nil), map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionTrue)}, nil, "status a Running", false},
 		{"as the API has it (to the second): nothing", boundPod("a", func(p *corev1.Pod) { p.Status = written }),
-			map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionTrue)}, nil, ""},
-		{"sent, the watch not back yet: nothing", boundPod("a", nil), map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionTrue)}, &written, ""},
-		{"sent, then changed: written", boundPod("a", nil), map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionFalse)}, &written, "status a Running"},
-		{"not on the node yet: nothing", boundPod("a", nil), nil, nil, ""},
-		{"on the node, no status known: nothing", boundPod("a", nil), map[types.UID]*corev1.PodStatus{"a": nil}, nil, ""},
+			map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionTrue)}, nil, "", false},
+		{"sent, the watch not back yet: nothing", boundPod("a", nil), map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionTrue)}, &written, "", false},
+		{"sent, then changed: written", boundPod("a", nil), map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionFalse)}, &written, "status a Running", false},
+		{"not on the node yet: nothing", boundPod("a", nil), nil, nil, "", false},
+		{"on the node, no status known: nothing", boundPod("a", nil), map[types.UID]*corev1.PodStatus{"a": nil}, nil, "", false},
 		{"deleted, still on the node: its status", boundPod("a", func(p *corev1.Pod) { p.DeletionTimestamp = &now }),
-			map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionFalse)}, nil, "status a Running"},
-		{"deleted, nothing left on the node: deleted", boundPod("a", func(p *corev1.Pod) { p.DeletionTimestamp = &now }), nil, nil, "delete a"},
+			map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionFalse)}, nil, "status a Running", false},
+		{"deleted, nothing left on the node: deleted", boundPod("a", func(p *corev1.Pod) { p.DeletionTimestamp = &now }), nil, nil, "delete a", false},
 		{"another pod's uid on the node: deleted", boundPod("a", func(p *corev1.Pod) { p.DeletionTimestamp = &now }),
-			map[types.UID]*corev1.PodStatus{"b": running(corev1.ConditionTrue)}, nil, "delete a"},
+			map[types.UID]*corev1.PodStatus{"b": running(corev1.ConditionTrue)}, nil, "delete a", false},
 		{"terminal in the API: never back to Running", boundPod("a", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }),
-			map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionTrue)}, nil, ""},
+			map[types.UID]*corev1.PodStatus{"a": running(corev1.ConditionTrue)}, nil, "", false},
 		{"a mirror pod: nothing", boundPod("a", func(p *corev1.Pod) {
 			p.Annotations = map[string]string{MirrorAnnotation: "x"}
 			p.DeletionTimestamp = &now
-		}), nil, nil, ""},
+		}), nil, nil, "", false},
+		{"refused as written: Failed", boundPod("a", nil), nil, nil, "status a Failed UnsupportedPodSpec Pod was rejected: spec.x: no", true},
+		{"refused, written already: nothing", boundPod("a", nil), nil, &written, "", true},
+		{"refused, Failed in the API: nothing", boundPod("a", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), nil, nil, "", true},
+		{"refused, deleted: deleted", boundPod("a", func(p *corev1.Pod) { p.DeletionTimestamp = &now }), nil, nil, "delete a", true},
 	} {
 		sent := map[types.UID]*corev1.PodStatus{}
 		if tc.sent != nil {
 			sent["a"] = tc.sent
 		}
+		rejected := map[types.UID]*admission.Refusal{}
+		if tc.rejected {
+			rejected["a"] = &admission.Refusal{Reason: UnsupportedReason, Message: "spec.x: no"}
+		}
 		var got []string
-		for _, w := range Decide([]*corev1.Pod{tc.api}, tc.node, sent) {
-			if w.Delete {
+		for _, w := range Decide([]*corev1.Pod{tc.api}, tc.node, rejected, sent, t0) {
+			switch {
+			case w.Delete:
 				got = append(got, "delete "+string(w.Pod.UID))
-			} else {
+			case w.Status.Reason != "":
+				got = append(got, fmt.Sprintf("status %s %s %s %s", w.Pod.UID, w.Status.Phase, w.Status.Reason, w.Status.Message))
+			default:
 				got = append(got, fmt.Sprintf("status %s %s", w.Pod.UID, w.Status.Phase))
 			}
 		}

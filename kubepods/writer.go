@@ -101,7 +101,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 			delete(w.sent, uid)
 		}
 	}
-	for _, op := range Decide(cur.API, node, last) {
+	for _, op := range Decide(cur.API, node, cur.Rejected, last, now) {
 		err := w.write(ctx, op)
 		var status apierrors.APIStatus
 		switch {

@@ -131,10 +131,12 @@ func TestSourceRead(t *testing.T) {
 	failed := boundPod("failed", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed })
 	missing := decodePod(t, strings.ReplaceAll(strings.ReplaceAll(apiPod, "kube-root-ca.crt", "absent"), "x2k4q", "y"))
 	missing.UID = "missing"
+	unsupported := decodePod(t, strings.ReplaceAll(strings.Replace(apiPod, `"priority": 0,`, `"priority": 0, "runtimeClassName": "gvisor",`, 1), "x2k4q", "z"))
+	unsupported.UID = "unsupported"
 	cs := fake.NewClientset(rootCA())
 	clk := clocktesting.NewFakeClock(t0)
 	s := NewSource(cs, "vm", manifest.Options{}, clk, quiet())
-	w := s.read(context.Background(), []*corev1.Pod{web, deleting, mirror, failed, missing})
+	w := s.read(context.Background(), []*corev1.Pod{web, deleting, mirror, failed, missing, unsupported})
 	var keys []string
 	for _, p := range w.Pods {
 		keys = append(keys, p.Key()+" "+p.UID)
@@ -145,8 +147,12 @@ func TestSourceRead(t *testing.T) {
 	if len(w.Grace) != 1 || w.Grace["del"] != 5*time.Second {
 		t.Errorf("grace %v", w.Grace)
 	}
-	if len(w.Problems) != 1 || !strings.Contains(w.Problems[0], `ConfigMap "absent" not found`) {
+	if len(w.Problems) != 2 || !strings.Contains(w.Problems[0], `ConfigMap "absent" not found`) {
 		t.Errorf("problems %q", w.Problems)
+	}
+	// Refused as written (for good); a missing ConfigMap may come.
+	if r := w.Rejected["unsupported"]; len(w.Rejected) != 1 || r == nil || r.Reason != UnsupportedReason {
+		t.Errorf("rejected %v", w.Rejected)
 	}
 	var gets []string
 	for _, a := range cs.Actions() {
