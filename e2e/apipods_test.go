@@ -44,22 +44,39 @@ spec:
       - name: web
         image: %[2]s
         command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: api-refused}
+spec:
+  nodeName: %[1]s
+  nodeSelector: {podrun.test/absent: "yes"}
+  containers: [{name: app, image: %[2]s}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: api-unsupported}
+spec:
+  nodeName: %[1]s
+  readinessGates: [{conditionType: example.com/gate}]
+  containers: [{name: app, image: %[2]s}]
 `
 
 // TestNodeRunsAPIPods: as an operator with kubectl only, a pod naming the
 // podrun node and a Deployment's pods the scheduler binds to it run on it,
-// with their status written back as a kubelet writes it; `kubectl delete
-// pod` (graceful) removes the object once nothing of it is left on the
-// device, and scaling the Deployment to 0 removes its pods likewise.
+// with their status written back as a kubelet writes it, and written only
+// when it changes; pods the node cannot admit are Failed with the
+// kubelet's reason; a restart of the daemon restarts none of them;
+// `kubectl delete pod` (graceful) removes the object once nothing of it
+// is left on the device, a forced one tears the pod down after, and
+// scaling the Deployment to 0 removes its pods likewise.
 func TestNodeRunsAPIPods(t *testing.T) {
 	cp := startControlPlane(t)
 	name := H.Node
 	kc := cp.nodeKubeconfig(t, name)
 	image := H.ImportImage(t, testimage.Config{Ref: "podrun.test/api-web:1"})
 	dir := t.TempDir()
-	// Anything left at the end is stopped with the daemon (the suite's
-	// leak check then finds nothing of a failed run).
-	startDaemon(t, dir, nil, "--kubeconfig", kc, "--stop-pods-on-exit")
+	d := startDaemon(t, dir, nil, "--kubeconfig", kc)
 	cp.waitNodeReady(t, name, corev1.ConditionTrue, 60*time.Second)
 	var n corev1.Node
 	if err := cp.get(t, &n, "node", name); err != nil {
@@ -89,8 +106,55 @@ func TestNodeRunsAPIPods(t *testing.T) {
 	for _, p := range pods {
 		checkAPIPodStatus(t, &p, name)
 	}
+	for pod, reason := range map[string]string{"api-refused": "NodeAffinity", "api-unsupported": "UnsupportedPodSpec"} {
+		var p corev1.Pod
+		eventually(t, 30*time.Second, pod+" rejected", func() (bool, string) {
+			err := cp.get(t, &p, "pod", pod)
+			return err == nil && p.Status.Phase == corev1.PodFailed, fmt.Sprintf("%+v %v", p.Status, err)
+		})
+		if p.Status.Reason != reason || !strings.HasPrefix(p.Status.Message, "Pod was rejected: ") {
+			t.Errorf("pod %s: reason %q message %q, want %s", pod, p.Status.Reason, p.Status.Message, reason)
+		}
+		t.Logf("pod %s: %s %s: %s", pod, p.Status.Phase, p.Status.Reason, p.Status.Message)
+	}
 
+	// A status that does not change is not written again; a restart of
+	// the daemon restarts no pod (the same containers, no restart).
+	time.Sleep(3 * time.Second)
+	later := cp.waitAPIPods(t, "test=apipods", 3, 30*time.Second)
+	for i := range later {
+		if later[i].ResourceVersion != pods[i].ResourceVersion {
+			b, _ := json.Marshal(later[i].Status)
+			t.Logf("pod %s written again within 3 s of Running: now %s", later[i].Name, b)
+		}
+	}
+	pods = later
+	if code, _ := d.terminate(t, 30*time.Second); code != 0 {
+		t.Errorf("daemon exit code %d", code)
+	}
 	began := time.Now()
+	// Anything left at the end is stopped with this one (the suite's
+	// leak check then finds nothing of a failed run).
+	startDaemon(t, dir, nil, "--kubeconfig", kc, "--stop-pods-on-exit")
+	cp.waitNodeReady(t, name, corev1.ConditionTrue, 60*time.Second)
+	time.Sleep(5 * time.Second) // its first syncs of the pods and of their status
+	after := cp.waitAPIPods(t, "test=apipods", 3, 30*time.Second)
+	t.Logf("daemon restarted; pods looked at %v after", time.Since(began).Round(time.Millisecond))
+	for _, p := range pods {
+		for _, q := range after {
+			if p.UID != q.UID {
+				continue
+			}
+			if p.ResourceVersion != q.ResourceVersion {
+				t.Errorf("pod %s written again with nothing changed: resourceVersion %s -> %s", p.Name, p.ResourceVersion, q.ResourceVersion)
+			}
+			if a, b := p.Status.ContainerStatuses[0], q.Status.ContainerStatuses[0]; a.ContainerID != b.ContainerID || b.RestartCount != 0 {
+				t.Errorf("pod %s restarted by the daemon's restart: %+v -> %+v", p.Name, a, b)
+			}
+		}
+	}
+
+	began = time.Now()
 	if out, err := cp.kubectl("", "delete", "pod", "api-single", "--timeout=60s"); err != nil {
 		t.Fatalf("kubectl delete pod: %v\n%s", err, out)
 	}
@@ -99,6 +163,25 @@ func TestNodeRunsAPIPods(t *testing.T) {
 		t.Errorf("pod api-single after its deletion: %v %s", err, out)
 	}
 	cp.checkNotOnNode(t, "api-single")
+	if out, err := cp.kubectl("", "delete", "pod", "api-refused", "api-unsupported", "--timeout=30s"); err != nil {
+		t.Errorf("kubectl delete the rejected pods: %v\n%s", err, out)
+	}
+
+	// Forced: the object goes at once; the node tears the pod down after.
+	forced := ""
+	for _, p := range pods {
+		if p.Name != "api-single" {
+			forced = p.Name
+		}
+	}
+	began = time.Now()
+	if out, err := cp.kubectl("", "delete", "pod", forced, "--force", "--grace-period=0"); err != nil {
+		t.Fatalf("kubectl delete --force: %v\n%s", err, out)
+	}
+	eventually(t, 60*time.Second, forced+" torn down", func() (bool, string) {
+		return !onNode(t, forced), "still listed by podrun ps"
+	})
+	t.Logf("pod %s deleted with --force: gone from the node %v after", forced, time.Since(began).Round(time.Millisecond))
 
 	began = time.Now()
 	if out, err := cp.kubectl("", "scale", "deployment", "api-web", "--replicas=0"); err != nil {
@@ -106,10 +189,9 @@ func TestNodeRunsAPIPods(t *testing.T) {
 	}
 	cp.waitAPIPods(t, "app=api-web", 0, 90*time.Second)
 	t.Logf("Deployment scaled to 0: its pods' objects gone %v after kubectl scale", time.Since(began).Round(time.Millisecond))
-	for _, p := range pods {
-		if p.Name != "api-single" {
-			cp.checkNotOnNode(t, p.Name)
-		}
+	out, code := podrunQuiet(t, "ps", "-a")
+	if code != 0 || strings.Contains(out, "api-") {
+		t.Errorf("pods left on the node (exit %d):\n%s", code, out)
 	}
 	if out, err := cp.kubectl("", "delete", "deployment", "api-web"); err != nil {
 		t.Errorf("kubectl delete deployment: %v\n%s", err, out)
@@ -172,6 +254,14 @@ func checkAPIPodStatus(t *testing.T, p *corev1.Pod, node string) {
 // rest).
 func (cp *controlPlane) checkNotOnNode(t *testing.T, name string) {
 	t.Helper()
+	if onNode(t, name) {
+		t.Errorf("pod %s still on the node", name)
+	}
+}
+
+// onNode reports whether podrun lists a pod of that name.
+func onNode(t *testing.T, name string) bool {
+	t.Helper()
 	out, code := podrunQuiet(t, "ps", "-a", "-o", "json")
 	var list corev1.PodList
 	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
@@ -179,7 +269,8 @@ func (cp *controlPlane) checkNotOnNode(t *testing.T, name string) {
 	}
 	for _, p := range list.Items {
 		if p.Name == name {
-			t.Errorf("pod %s still on the node: %s", name, p.Status.Phase)
+			return true
 		}
 	}
+	return false
 }
