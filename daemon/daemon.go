@@ -503,6 +503,11 @@ func (d *Daemon) syncPod(ctx, life context.Context, key string, j job) []run.Res
 		switch {
 		case r.Err != nil && ctx.Err() != nil:
 			// the shutdown stopped it; sync says so once
+		case r.Action == run.Removed && d.src.API != "" && sourceOf(j.snapshot, r.UID) == d.src.API:
+			d.log.Info("stopping pod: deleted from the API server", "pod", r.Pod, "uid", r.UID)
+			if r.Err != nil {
+				d.log.Error("stopping pod", "pod", r.Pod, "err", r.Err)
+			}
 		case r.Action == run.Removed:
 			d.log.Info("stopping pod: its manifest is gone", "pod", r.Pod, "uid", r.UID)
 			if r.Err != nil {
@@ -694,4 +699,14 @@ func (d *Daemon) fromCluster(w run.Want, key string) bool {
 		}
 	}
 	return false
+}
+
+// sourceOf is the source of pod uid in pods ("" when not there).
+func sourceOf(pods []*run.PodInfo, uid string) string {
+	for _, p := range pods {
+		if p.UID == uid {
+			return p.Source
+		}
+	}
+	return ""
 }

@@ -72,8 +72,8 @@ func (w *Writer) Run(ctx context.Context) {
 // answer is tried again at the next round).
 func (w *Writer) Sync(ctx context.Context) error {
 	cur := w.Source.Current()
-	if !cur.Synced {
-		return nil
+	if !cur.Synced || len(cur.API) == 0 {
+		return nil // nothing to write: the node is not listed
 	}
 	pods, err := w.Node.Pods(ctx)
 	if err != nil {

@@ -180,3 +180,23 @@ func TestSourceRead(t *testing.T) {
 }
 
 var errForbidden = apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "b", errors.New("no"))
+
+// countingLister fails the test if the node is listed.
+type countingLister struct{ t *testing.T }
+
+func (l countingLister) Pods(context.Context) ([]*run.PodInfo, error) {
+	l.t.Error("the node was listed with no pod bound to it")
+	return nil, nil
+}
+
+// TestWriterIdle: with no pod bound to the node (or before the first
+// list), nothing is listed and nothing written.
+func TestWriterIdle(t *testing.T) {
+	cs := fake.NewClientset()
+	for _, wanted := range []Wanted{{Synced: true}, {API: []*corev1.Pod{boundPod("a", nil)}}} {
+		w := &Writer{Client: cs, Source: &Source{wanted: wanted}, Node: countingLister{t}, Clock: clocktesting.NewFakeClock(t0), Log: quiet()}
+		if err := w.Sync(context.Background()); err != nil || len(cs.Actions()) != 0 {
+			t.Errorf("%+v: %v %v", wanted, cs.Actions(), err)
+		}
+	}
+}
