@@ -66,7 +66,9 @@ spec:
 // podrun node and a Deployment's pods the scheduler binds to it run on it,
 // with their status written back as a kubelet writes it, and written only
 // when it changes; pods the node cannot admit are Failed with the
-// kubelet's reason; a restart of the daemon restarts none of them;
+// kubelet's reason; a restart of the daemon restarts none of them, nor
+// does one with the API server unreachable (its static pods start beside
+// them);
 // `kubectl delete pod` (graceful) removes the object once nothing of it
 // is left on the device, a forced one tears the pod down after, and
 // scaling the Deployment to 0 removes its pods likewise.
@@ -129,15 +131,65 @@ func TestNodeRunsAPIPods(t *testing.T) {
 		}
 	}
 	pods = later
+
+	// The API server unreachable at the daemon's start: the pods bound
+	// to the node keep running, its static pods start beside them (the
+	// loop is not held up), nothing is torn down.
 	if code, _ := d.terminate(t, 30*time.Second); code != 0 {
 		t.Errorf("daemon exit code %d", code)
 	}
+	kcb, err := os.ReadFile(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable := filepath.Join(t.TempDir(), "unreachable.kubeconfig")
+	if !strings.Contains(string(kcb), "127.0.0.1:6443") {
+		t.Fatalf("the node's kubeconfig names no 127.0.0.1:6443:\n%s", kcb)
+	}
+	if err := os.WriteFile(unreachable, []byte(strings.ReplaceAll(string(kcb), "127.0.0.1:6443", "127.0.0.1:1")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeInPlace(t, dir, "static.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: static}
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: %s
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+`, image))
+	d = startDaemon(t, dir, nil, "--kubeconfig", unreachable, "--resync", "2s")
+	static := "static-" + name
+	eventually(t, 60*time.Second, "the static pod Running beside the API's", func() (bool, string) {
+		ps := podsOnNode(t)
+		return ps[static] == corev1.PodRunning, fmt.Sprint(ps)
+	})
+	time.Sleep(5 * time.Second) // two re-scans of its sources
+	ps := podsOnNode(t)
+	for _, p := range pods {
+		if ps[p.Name] != corev1.PodRunning {
+			t.Errorf("API server unreachable: pod %s %q on the node, want Running (%v)", p.Name, ps[p.Name], ps)
+		}
+	}
+	if code, _ := d.terminate(t, 30*time.Second); code != 0 {
+		t.Errorf("daemon exit code %d", code)
+	}
+	if err := os.Remove(filepath.Join(dir, "static.yaml")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Back to the API server: no pod restarted, no status written again;
+	// the static pod whose file went is removed.
 	began := time.Now()
 	// Anything left at the end is stopped with this one (the suite's
 	// leak check then finds nothing of a failed run).
 	startDaemon(t, dir, nil, "--kubeconfig", kc, "--stop-pods-on-exit")
 	cp.waitNodeReady(t, name, corev1.ConditionTrue, 60*time.Second)
 	time.Sleep(5 * time.Second) // its first syncs of the pods and of their status
+	eventually(t, 30*time.Second, "the static pod removed with its file", func() (bool, string) {
+		return !onNode(t, static), "still listed"
+	})
 	after := cp.waitAPIPods(t, "test=apipods", 3, 30*time.Second)
 	t.Logf("daemon restarted; pods looked at %v after", time.Since(began).Round(time.Millisecond))
 	for _, p := range pods {
@@ -262,15 +314,21 @@ func (cp *controlPlane) checkNotOnNode(t *testing.T, name string) {
 // onNode reports whether podrun lists a pod of that name.
 func onNode(t *testing.T, name string) bool {
 	t.Helper()
+	_, ok := podsOnNode(t)[name]
+	return ok
+}
+
+// podsOnNode are the phases of the pods podrun lists, by name.
+func podsOnNode(t *testing.T) map[string]corev1.PodPhase {
+	t.Helper()
 	out, code := podrunQuiet(t, "ps", "-a", "-o", "json")
 	var list corev1.PodList
 	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
 		t.Fatalf("podrun ps -a -o json: exit %d, %v: %s", code, err, out)
 	}
+	phases := map[string]corev1.PodPhase{}
 	for _, p := range list.Items {
-		if p.Name == name {
-			return true
-		}
+		phases[p.Name] = p.Status.Phase
 	}
-	return false
+	return phases
 }

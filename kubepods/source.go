@@ -54,6 +54,7 @@ type Source struct {
 	// each pod.
 	objects map[string]object
 	good    map[string]*manifest.Pod // by UID
+	failed  bool                     // an object could not be read at the last read
 }
 
 // object is a ConfigMap or Secret as read (nil: not found) and when.
@@ -113,6 +114,10 @@ func (s *Source) Current() Wanted {
 // readable.
 const reread = 10 * time.Second
 
+// objectRetry is the first wait before an object that could not be read
+// is read again (doubled at each failure, up to reread).
+const objectRetry = time.Second
+
 // Run watches the pods until ctx ends, reading them again at each change
 // and every reread.
 func (s *Source) Run(ctx context.Context) {
@@ -131,28 +136,40 @@ func (s *Source) Run(ctx context.Context) {
 			poke(s.poke)
 		}
 	}()
-	t := s.Clock.NewTicker(reread)
-	defer t.Stop()
+	next := s.Clock.NewTimer(reread)
+	defer next.Stop()
 	synced := false
+	var backoff time.Duration // of a read again after an object could not be read
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.poke:
-		case <-t.C():
+		case <-next.C():
 		}
 		if !synced && s.informer.HasSynced() {
 			synced = true
 			s.Log.Info("listed the pods bound to the node", "node", s.Node)
 		}
-		if !synced {
-			continue
+		wait := reread
+		if synced {
+			var api []*corev1.Pod
+			for _, o := range s.informer.GetStore().List() {
+				api = append(api, o.(*corev1.Pod))
+			}
+			s.failed = false
+			s.publish(s.read(ctx, api))
+			if s.failed {
+				// Read again soon: the Node authorizer allows an object a
+				// moment after the pod naming it is bound.
+				backoff = min(max(2*backoff, objectRetry), reread)
+				wait = backoff
+			} else {
+				backoff = 0
+			}
 		}
-		var api []*corev1.Pod
-		for _, o := range s.informer.GetStore().List() {
-			api = append(api, o.(*corev1.Pod))
-		}
-		s.publish(s.read(ctx, api))
+		next.Stop()
+		next.Reset(wait)
 	}
 }
 
@@ -235,8 +252,9 @@ func (s *Source) fetch(ctx context.Context, pod *corev1.Pod) *manifest.Set {
 			return n
 		case ctx.Err() == nil:
 			s.Log.Warn("reading a "+kind+" of a pod bound to the node", "pod", key(pod), "name", name, "err", err)
-			o.read = now.Add(reread - ObjectTTL) // tried again at the next read, not by every pod of this one
+			o.read = now.Add(objectRetry - ObjectTTL) // tried again at the next read, not by every pod of this one
 			s.objects[k] = o
+			s.failed = true
 		}
 		return o
 	}

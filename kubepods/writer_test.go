@@ -171,8 +171,16 @@ func TestSourceRead(t *testing.T) {
 	clk.Step(ObjectTTL)
 	cs.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, errors.New("unreachable") })
 	w = s.read(context.Background(), []*corev1.Pod{web})
-	if len(w.Pods) != 1 || w.Pods[0].ConfigMaps["kube-root-ca.crt"] == nil || len(w.Problems) != 0 {
-		t.Errorf("unreachable: pods %v problems %q", w.Pods, w.Problems)
+	if len(w.Pods) != 1 || w.Pods[0].ConfigMaps["kube-root-ca.crt"] == nil || len(w.Problems) != 0 || !s.failed {
+		t.Errorf("unreachable: pods %v problems %q, failed %t (read again soon)", w.Pods, w.Problems, s.failed)
+	}
+	// Tried again after objectRetry, not at once.
+	cs.ClearActions()
+	s.read(context.Background(), []*corev1.Pod{web})
+	clk.Step(objectRetry)
+	s.read(context.Background(), []*corev1.Pod{web})
+	if len(cs.Actions()) != 1 {
+		t.Errorf("reads of an unreadable object: %v, want 1 after %v", cs.Actions(), objectRetry)
 	}
 	if fingerprint(w) == fingerprint(Wanted{Synced: true}) {
 		t.Error("fingerprint blind to the pods")
