@@ -68,8 +68,7 @@ func Convert(o manifest.Options, pod *corev1.Pod, objects *manifest.Set) (*manif
 	if err != nil {
 		// Refused for good (another try reads the same); a missing
 		// ConfigMap or Secret below may come.
-		msg := strings.ReplaceAll(err.Error(), SourceName+" (document 1): ", "")
-		return nil, &admission.Refusal{Reason: UnsupportedReason, Message: strings.ReplaceAll(msg, "\n", "; ")}
+		return nil, &admission.Refusal{Reason: UnsupportedReason, Message: problemText(err)}
 	}
 	if set, err = manifest.Resolve(set, objects); err != nil {
 		return nil, err
@@ -156,5 +155,11 @@ func key(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
 // oneLine is an error as one problem line per line of it, prefixed with
 // the pod it is about.
 func oneLine(pod *corev1.Pod, uid types.UID, err error) string {
-	return fmt.Sprintf("pod %s (uid %s) bound to this node: %s", key(pod), uid, strings.ReplaceAll(err.Error(), "\n", "; "))
+	return fmt.Sprintf("pod %s (uid %s) bound to this node: %s", key(pod), uid, problemText(err))
+}
+
+// problemText is a manifest error about one API pod in one line, without
+// the source and document every problem of it names.
+func problemText(err error) string {
+	return strings.ReplaceAll(strings.ReplaceAll(err.Error(), SourceName+" (document 1): ", ""), "\n", "; ")
 }

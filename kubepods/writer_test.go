@@ -147,7 +147,8 @@ func TestSourceRead(t *testing.T) {
 	if len(w.Grace) != 1 || w.Grace["del"] != 5*time.Second {
 		t.Errorf("grace %v", w.Grace)
 	}
-	if len(w.Problems) != 2 || !strings.Contains(w.Problems[0], `ConfigMap "absent" not found`) {
+	// (The field path is the pod's as converted: its token source dropped.)
+	if len(w.Problems) != 2 || !strings.Contains(w.Problems[0], `bound to this node: spec.volumes[0].projected.sources[0].configMap.name: ConfigMap "absent" not found`) {
 		t.Errorf("problems %q", w.Problems)
 	}
 	// Refused as written (for good); a missing ConfigMap may come.
