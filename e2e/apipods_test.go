@@ -198,7 +198,9 @@ spec:
 				continue
 			}
 			if p.ResourceVersion != q.ResourceVersion {
-				t.Errorf("pod %s written again with nothing changed: resourceVersion %s -> %s", p.Name, p.ResourceVersion, q.ResourceVersion)
+				before, _ := json.Marshal(p.Status)
+				after, _ := json.Marshal(q.Status)
+				t.Errorf("pod %s written again with nothing changed: resourceVersion %s -> %s\nbefore %s\nafter  %s", p.Name, p.ResourceVersion, q.ResourceVersion, before, after)
 			}
 			if a, b := p.Status.ContainerStatuses[0], q.Status.ContainerStatuses[0]; a.ContainerID != b.ContainerID || b.RestartCount != 0 {
 				t.Errorf("pod %s restarted by the daemon's restart: %+v -> %+v", p.Name, a, b)

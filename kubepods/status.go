@@ -52,6 +52,7 @@ func Decide(api []*corev1.Pod, node map[types.UID]*corev1.PodStatus, rejected ma
 			continue
 		}
 		want := Merge(pod.Status, *computed)
+		observed(&want, pod.Generation)
 		if apiequality.Semantic.DeepEqual(want, pod.Status) {
 			continue
 		}
@@ -61,6 +62,18 @@ func Decide(api []*corev1.Pod, node map[types.UID]*corev1.PodStatus, rejected ma
 		out = append(out, Write{Pod: pod, Status: &want})
 	}
 	return out
+}
+
+// observed stamps s with the generation of the pod's spec the node saw,
+// on the status and on the conditions the node owns, as the kubelet does
+// (PodObservedGenerationTracking, on by default since v1.34).
+func observed(s *corev1.PodStatus, generation int64) {
+	s.ObservedGeneration = generation
+	for i := range s.Conditions {
+		if kubeletConditions[s.Conditions[i].Type] {
+			s.Conditions[i].ObservedGeneration = generation
+		}
+	}
 }
 
 func terminal(p corev1.PodPhase) bool { return p == corev1.PodSucceeded || p == corev1.PodFailed }

@@ -35,7 +35,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // not written again.
 func TestWriter(t *testing.T) {
 	now := metav1.NewTime(t0)
-	a := boundPod("a", nil)
+	a := boundPod("a", func(p *corev1.Pod) { p.Generation = 3 })
 	gone := boundPod("gone", func(p *corev1.Pod) { p.DeletionTimestamp = &now })
 	cs := fake.NewClientset(a, gone)
 	src := &Source{wanted: Wanted{Synced: true, API: []*corev1.Pod{a, gone}}}
@@ -70,6 +70,9 @@ func TestWriter(t *testing.T) {
 	p, err := cs.CoreV1().Pods("default").Get(context.Background(), a.Name, metav1.GetOptions{})
 	if err != nil || p.Status.Phase != corev1.PodRunning || p.Status.PodIP != "10.88.0.5" || p.Status.QOSClass != corev1.PodQOSBestEffort {
 		t.Fatalf("patched pod %+v, %v", p.Status, err)
+	}
+	if p.Status.ObservedGeneration != 3 || p.Status.Conditions[1].Type != corev1.PodReady || p.Status.Conditions[1].ObservedGeneration != 3 {
+		t.Errorf("observed generation %d, conditions %+v; want 3", p.Status.ObservedGeneration, p.Status.Conditions)
 	}
 	// The watch has not brought the new status back: not written again;
 	// after sentFor it is compared with the API's again.
