@@ -20,7 +20,18 @@ import (
 type Write struct {
 	Pod    *corev1.Pod       // as the API server last said
 	Status *corev1.PodStatus // the status to write; nil with Delete
-	Delete bool
+	// Computed is the node's status Status was merged from (Want merges
+	// it again with the pod read just before the write).
+	Computed *corev1.PodStatus
+	Delete   bool
+}
+
+// Want is the status the node writes of pod, from the status it computes
+// (Merge, stamped with the generation observed).
+func Want(pod *corev1.Pod, computed corev1.PodStatus) corev1.PodStatus {
+	want := Merge(pod.Status, computed)
+	observed(&want, pod.Generation)
+	return want
 }
 
 // Decide is the kubelet's status manager for the pods bound to the node
@@ -51,15 +62,14 @@ func Decide(api []*corev1.Pod, node map[types.UID]*corev1.PodStatus, rejected ma
 		case terminal(pod.Status.Phase) && !terminal(computed.Phase):
 			continue
 		}
-		want := Merge(pod.Status, *computed)
-		observed(&want, pod.Generation)
+		want := Want(pod, *computed)
 		if apiequality.Semantic.DeepEqual(want, pod.Status) {
 			continue
 		}
 		if last := sent[pod.UID]; last != nil && apiequality.Semantic.DeepEqual(want, *last) {
 			continue
 		}
-		out = append(out, Write{Pod: pod, Status: &want})
+		out = append(out, Write{Pod: pod, Status: &want, Computed: computed})
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -140,7 +141,22 @@ func (w *Writer) write(ctx context.Context, op Write) error {
 		w.Log.Info("deleted the pod's object: nothing of it is left on the node", "pod", key(op.Pod), "uid", uid)
 		return nil
 	}
-	patch, err := StatusPatch(op.Pod.UID, op.Pod.Status, *op.Status)
+	// As the kubelet's status manager: the patch is made from the pod as
+	// it is now, not as the watch last brought it (a status written a
+	// moment ago may not be back yet: a reason it set would stay).
+	cur, err := pods.Get(ctx, op.Pod.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading pod %s: %w", key(op.Pod), err)
+	}
+	if cur.UID != op.Pod.UID {
+		return fmt.Errorf("pod %s: %w", key(op.Pod), apierrors.NewConflict(corev1.Resource("pods"), op.Pod.Name, errors.New("another pod of the name")))
+	}
+	want := Want(cur, *op.Computed)
+	*op.Status = want // what is sent (or there already)
+	if apiequality.Semantic.DeepEqual(want, cur.Status) || (terminal(cur.Status.Phase) && !terminal(want.Phase)) {
+		return nil
+	}
+	patch, err := StatusPatch(op.Pod.UID, cur.Status, want)
 	if err != nil {
 		return err
 	}

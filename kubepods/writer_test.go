@@ -74,16 +74,17 @@ func TestWriter(t *testing.T) {
 	if p.Status.ObservedGeneration != 3 || p.Status.Conditions[1].Type != corev1.PodReady || p.Status.Conditions[1].ObservedGeneration != 3 {
 		t.Errorf("observed generation %d, conditions %+v; want 3", p.Status.ObservedGeneration, p.Status.Conditions)
 	}
-	// The watch has not brought the new status back: not written again;
-	// after sentFor it is compared with the API's again.
+	// The watch has not brought the new status back: not written again.
 	cs.ClearActions()
 	src.wanted.API = []*corev1.Pod{a}
 	if err := w.Sync(context.Background()); err != nil || len(cs.Actions()) != 0 {
 		t.Errorf("second sync: %v, %v", cs.Actions(), err)
 	}
+	// After sentFor it is compared again: read, found written, not
+	// written again.
 	clk.Step(sentFor)
-	if err := w.Sync(context.Background()); err != nil || len(cs.Actions()) != 1 {
-		t.Errorf("after %v: %v, %v", sentFor, cs.Actions(), err)
+	if err := w.Sync(context.Background()); err != nil || len(cs.Actions()) != 1 || cs.Actions()[0].GetVerb() != "get" {
+		t.Errorf("after %v: %v, %v; want one get", sentFor, cs.Actions(), err)
 	}
 	// Up to date in the API: nothing written.
 	cs.ClearActions()
@@ -105,8 +106,8 @@ func TestWriterUnreachable(t *testing.T) {
 		patches int
 		fails   bool
 	}{
-		{"unreachable", errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"), 1, true},
-		{"forbidden", errForbidden, 2, false},
+		{"unreachable", errors.New("dial tcp 127.0.0.1:6443: connect: connection refused"), 2, true}, // get, patch
+		{"forbidden", errForbidden, 4, false},
 	} {
 		cs := fake.NewClientset(a, b)
 		cs.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
@@ -210,5 +211,30 @@ func TestWriterIdle(t *testing.T) {
 		if err := w.Sync(context.Background()); err != nil || len(cs.Actions()) != 0 {
 			t.Errorf("%+v: %v %v", wanted, cs.Actions(), err)
 		}
+	}
+}
+
+// TestWriterStaleWatch: the patch is made from the pod as the API server
+// has it now, not as the watch last brought it: a reason written a moment
+// ago (Ready False, ContainersNotReady) does not stay once Ready is True.
+func TestWriterStaleWatch(t *testing.T) {
+	server := boundPod("a", func(p *corev1.Pod) {
+		p.Status = Merge(p.Status, *running(corev1.ConditionFalse))
+		p.Status.Conditions[1].Reason, p.Status.Conditions[1].Message = "ContainersNotReady", "containers with unready status: [web]"
+	})
+	cs := fake.NewClientset(server)
+	stale := boundPod("a", nil) // Pending, as the watch last said
+	node := lister{{UID: "a", Source: SourceName, Pod: &corev1.Pod{Status: *running(corev1.ConditionTrue)}}}
+	w := &Writer{Client: cs, Source: &Source{wanted: Wanted{Synced: true, API: []*corev1.Pod{stale}}}, Node: node,
+		Clock: clocktesting.NewFakeClock(t0), Log: quiet()}
+	if err := w.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := cs.CoreV1().Pods("default").Get(context.Background(), "web-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(p.Status.Conditions, corev1.PodReady); c == nil || c.Status != corev1.ConditionTrue || c.Reason != "" || c.Message != "" {
+		t.Errorf("Ready %+v, want True with no reason", c)
 	}
 }
