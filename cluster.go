@@ -9,32 +9,36 @@ import (
 	"log/slog"
 	"os"
 
-	corev1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/kubenode"
+	"github.com/podrun/podrun/kubepods"
+	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/sandbox"
 )
 
-// clusterClient is the client of the kubeconfig file (the node's
-// credentials, system:node:NAME), checked before anything starts.
-func clusterClient(file string) (kubernetes.Interface, error) {
+// clusterClients are the clients of the kubeconfig file (the node's
+// credentials, system:node:NAME), checked before anything starts: as the
+// kubelet's, one for the heartbeats (no call outlives an update period)
+// and one for the pods (watches, which a client timeout would cut).
+func clusterClients(file string) (heartbeat, pods kubernetes.Interface, err error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", file)
 	if err != nil {
-		return nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
+		return nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	rc.UserAgent = "podrun/" + buildVersion().GitVersion
-	// As the kubelet's heartbeat client: no call outlives an update period.
-	rc.Timeout = kubenode.StatusUpdateFrequency
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
+	if pods, err = kubernetes.NewForConfig(rc); err != nil {
+		return nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
-	return cs, nil
+	rc.Timeout = kubenode.StatusUpdateFrequency
+	if heartbeat, err = kubernetes.NewForConfig(rc); err != nil {
+		return nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
+	}
+	return heartbeat, pods, nil
 }
 
 // runtimeVersioner is containerd's version (ctrd.Engine's).
@@ -45,8 +49,8 @@ type runtimeVersioner interface {
 // nodeAgent is this machine as a node of client's cluster: its facts from
 // the host (admissionNode's name, labels and allocatable, its address,
 // containerd's version), Ready while containerd
-// answers. The node is tainted until the pods bound to it are run
-// (kubenode.NotRunningPodsTaint). port is the node API's.
+// answers. It runs the pods bound to it (podSource), so it is not tainted
+// (kubenode.NotRunningPodsTaint was, before). port is the node API's.
 func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface, port int32) (*kubenode.Agent, error) {
 	rt, ok := h.Engine().(runtimeVersioner)
 	if !ok {
@@ -69,7 +73,7 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface, port in
 			}
 		}
 		return kubenode.Facts{
-			Name: n.Name, Labels: n.Labels, Taints: []corev1.Taint{kubenode.NotRunningPodsTaint},
+			Name: n.Name, Labels: n.Labels,
 			Capacity: n.Allocatable, Allocatable: n.Allocatable,
 			InternalIPs: ips, Hostname: n.Name, Port: port,
 			Info: kubenode.SystemInfo(os.ReadFile, v, buildVersion().GitVersion),
@@ -82,4 +86,19 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface, port in
 		return kubenode.Health{}
 	}
 	return &kubenode.Agent{Client: client, Clock: clock.RealClock{}, Log: slog.Default(), Facts: facts, Health: health}, nil
+}
+
+// podSource is the pods client's cluster binds to this node, read with the
+// daemon's admission (kubepods.Source, the daemon's third source), and the
+// writer of their status; both run until ctx ends.
+func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *run.Host, client kubernetes.Interface) (*kubepods.Source, error) {
+	n, err := admissionNode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	src := kubepods.NewSource(client, n.Name, admit, clock.RealClock{}, slog.Default())
+	go src.Run(ctx)
+	w := &kubepods.Writer{Client: client, Source: src, Node: h, Clock: clock.RealClock{}, Log: slog.Default()}
+	go w.Run(ctx)
+	return src, nil
 }

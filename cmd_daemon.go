@@ -38,7 +38,7 @@ func daemonCommand() *cli.Command {
 			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
-			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"PODRUN_KUBECONFIG"}, Usage: "also be a node of this kubeconfig's cluster (a node's credentials, system:node:NAME): register the Node and renew its Lease and status; pods bound to it are not run yet (the node is tainted podrun.io/no-api-pods)"},
+			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"PODRUN_KUBECONFIG"}, Usage: "also be a node of this kubeconfig's cluster (a node's credentials, system:node:NAME): register the Node, renew its Lease and status, run the pods bound to it and write back their status"},
 			&cli.StringFlag{Name: "images-dir", EnvVars: []string{"PODRUN_IMAGES_DIR"}, Usage: "image archives (.tar, .tar.gz, .tgz, .tar.zst; OCI or docker) imported at start and when they appear, as k3s's air-gap images (default: <root>/images)"},
 		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags(), nodeAPIFlags())...),
 		Action: func(c *cli.Context) error {
@@ -46,9 +46,9 @@ func daemonCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var cluster kubernetes.Interface
+			var heartbeat, cluster kubernetes.Interface
 			if file := c.String("kubeconfig"); file != "" {
-				if cluster, err = clusterClient(file); err != nil {
+				if heartbeat, cluster, err = clusterClients(file); err != nil {
 					return err
 				}
 			}
@@ -66,7 +66,6 @@ func daemonCommand() *cli.Command {
 				return err
 			}
 			defer h.Close()
-			d := daemon.New(h, o, slog.Default(), daemon.NewMetrics())
 			if cluster != nil {
 				cfg, err := config(c)
 				if err != nil {
@@ -76,15 +75,19 @@ func daemonCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				agent, err := nodeAgent(cfg, h, cluster, port)
+				agent, err := nodeAgent(cfg, h, heartbeat, port)
 				if err != nil {
 					return err
 				}
-				if err := serveNodeAPI(ctx, c, cfg, h, cluster); err != nil {
+				if err := serveNodeAPI(ctx, c, cfg, h, heartbeat); err != nil {
+					return err
+				}
+				if o.Cluster, err = podSource(ctx, cfg, o.Admission, h, cluster); err != nil {
 					return err
 				}
 				go agent.Run(ctx)
 			}
+			d := daemon.New(h, o, slog.Default(), daemon.NewMetrics())
 			var l net.Listener
 			if addr := c.String("listen"); addr != "" {
 				if l, err = daemon.Listen(addr); err != nil {

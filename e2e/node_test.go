@@ -14,6 +14,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/kubenode"
 )
 
 // anchorBin holds the control plane's binaries, built once per machine by
@@ -218,12 +220,11 @@ func checkNodeObject(t *testing.T, n *corev1.Node, name string) {
 			t.Errorf("label %s=%q, want %q", k, n.Labels[k], v)
 		}
 	}
-	// The node lifecycle controller's own taints (unreachable, not-ready)
-	// may be there for a moment after a restart.
-	if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
-		return t.Key == "podrun.io/no-api-pods" && t.Effect == corev1.TaintEffectNoSchedule
-	}) {
-		t.Errorf("taints %+v, want podrun.io/no-api-pods:NoSchedule", n.Spec.Taints)
+	// It runs the pods bound to it: not tainted as podrun nodes were
+	// before. (The node lifecycle controller's own taints, unreachable
+	// and not-ready, may be there for a moment after a restart.)
+	if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == kubenode.NotRunningPodsTaint.Key }) {
+		t.Errorf("taints %+v: %s is no longer set", n.Spec.Taints, kubenode.NotRunningPodsTaint.Key)
 	}
 	if !strings.HasPrefix(n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://") || n.Status.NodeInfo.KernelVersion == "" || n.Status.NodeInfo.BootID == "" {
 		t.Errorf("nodeInfo %+v", n.Status.NodeInfo)

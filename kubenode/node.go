@@ -36,10 +36,11 @@ const (
 	DefaultPort = 10250
 )
 
-// NotRunningPodsTaint marks a podrun node whose API pod source does not
-// exist yet: the scheduler sends it no pod that does not tolerate it. A
-// pod whose spec.nodeName names the node bypasses the scheduler and so
-// this taint; it stays Pending, as nothing runs it.
+// NotRunningPodsTaint marked a podrun node registered before podrun ran
+// the pods bound to it (package kubepods): the scheduler sent it no pod.
+// podrun no longer sets it, and a node cannot remove its own taints: an
+// admin removes it from a node registered before (`kubectl taint node
+// NAME podrun.io/no-api-pods-`).
 var NotRunningPodsTaint = corev1.Taint{Key: "podrun.io/no-api-pods", Value: "true", Effect: corev1.TaintEffectNoSchedule}
 
 // Facts are what this machine is, gathered before anything is decided.

@@ -1,0 +1,342 @@
+package kubepods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/podrun/podrun/admission"
+	"github.com/podrun/podrun/manifest"
+)
+
+// ObjectTTL is how long a ConfigMap or Secret read is used before it is
+// read again: the kubelet's TTL cache strategy (its node's
+// node.alpha.kubernetes.io/ttl default, 1 minute). A watch per object, as
+// the kubelet's default strategy, is to come.
+const ObjectTTL = time.Minute
+
+// Source is the pods the API server bound to this node, as the daemon's
+// third source (daemon.Cluster): an informer on the pods with
+// spec.nodeName = Node (the kubelet's config.NewSourceApiserver), each pod
+// read by Convert with the objects it names. It keeps running what it last
+// knew while the API server does not answer: the informer's store keeps
+// its pods, a pod whose objects cannot be read keeps its last good form.
+type Source struct {
+	Client    kubernetes.Interface
+	Node      string
+	Admission manifest.Options // of the daemon; StaticNode is not applied
+	Clock     clock.WithTicker
+	Log       *slog.Logger
+
+	informer cache.SharedIndexInformer
+	poke     chan struct{} // the informer saw a change (capacity 1)
+	changed  chan struct{} // to the daemon (capacity 1)
+
+	mu     sync.Mutex
+	wanted Wanted
+	print  string // of wanted, to tell a change
+
+	// Run's goroutine alone: the objects read, and the last good form of
+	// each pod.
+	objects map[string]object
+	good    map[string]*manifest.Pod // by UID
+	failed  bool                     // an object could not be read at the last read
+}
+
+// object is a ConfigMap or Secret as read (nil: not found) and when.
+type object struct {
+	cm   *corev1.ConfigMap
+	sec  *corev1.Secret
+	read time.Time
+}
+
+// Wanted is what the source asks of the node now.
+type Wanted struct {
+	Synced bool                     // the API server answered the first list
+	Pods   []*manifest.Pod          // to run
+	Grace  map[string]time.Duration // of the pods being deleted, by UID
+	// Problems are the pods bound to the node that cannot run.
+	Problems []string
+	// Rejected are the pods the node refuses as they are written (never
+	// run here), by UID: the status writer writes them Failed.
+	Rejected map[types.UID]*admission.Refusal
+	// API are the pods bound to the node as the API server last said,
+	// for the status writer.
+	API []*corev1.Pod
+}
+
+// NewSource returns the source of node's pods; Run starts it.
+func NewSource(client kubernetes.Interface, node string, admission manifest.Options, clk clock.WithTicker, log *slog.Logger) *Source {
+	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
+		fields.OneTermEqualSelector("spec.nodeName", node))
+	s := &Source{Client: client, Node: node, Admission: admission, Clock: clk, Log: log,
+		informer: cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{}),
+		poke:     make(chan struct{}, 1), changed: make(chan struct{}, 1),
+		objects: map[string]object{}, good: map[string]*manifest.Pod{}}
+	return s
+}
+
+// Source is the source label of the pods (daemon.Cluster).
+func (s *Source) Source() string { return SourceName }
+
+// Changed receives when Wanted changed (daemon.Cluster).
+func (s *Source) Changed() <-chan struct{} { return s.changed }
+
+// Wanted is daemon.Cluster's: the last pods read, never waiting.
+func (s *Source) Wanted() (pods []*manifest.Pod, grace map[string]time.Duration, problems []string, synced bool) {
+	w := s.Current()
+	return w.Pods, w.Grace, w.Problems, w.Synced
+}
+
+// Current is what the source asks now.
+func (s *Source) Current() Wanted {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wanted
+}
+
+// reread is how often the pods are read again without a change of theirs:
+// their ConfigMaps and Secrets may have changed (ObjectTTL), or become
+// readable.
+const reread = 10 * time.Second
+
+// objectRetry is the first wait before an object that could not be read
+// is read again (doubled at each failure, up to reread).
+const objectRetry = time.Second
+
+// Run watches the pods until ctx ends, reading them again at each change
+// and every reread.
+func (s *Source) Run(ctx context.Context) {
+	if _, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke(s.poke) },
+		UpdateFunc: func(any, any) { poke(s.poke) },
+		DeleteFunc: func(any) { poke(s.poke) },
+	}); err != nil {
+		s.Log.Error("watching the pods bound to the node", "err", err)
+		return
+	}
+	go s.informer.RunWithContext(ctx)
+	go func() {
+		// The first list may bring no pod, hence no event.
+		if cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
+			poke(s.poke)
+		}
+	}()
+	next := s.Clock.NewTimer(reread)
+	defer next.Stop()
+	synced := false
+	var backoff time.Duration // of a read again after an object could not be read
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.poke:
+		case <-next.C():
+		}
+		if !synced && s.informer.HasSynced() {
+			synced = true
+			s.Log.Info("listed the pods bound to the node", "node", s.Node)
+		}
+		wait := reread
+		if synced {
+			var api []*corev1.Pod
+			for _, o := range s.informer.GetStore().List() {
+				api = append(api, o.(*corev1.Pod))
+			}
+			s.failed = false
+			s.publish(s.read(ctx, api))
+			if s.failed {
+				// Read again soon: the Node authorizer allows an object a
+				// moment after the pod naming it is bound.
+				backoff = min(max(2*backoff, objectRetry), reread)
+				wait = backoff
+			} else {
+				backoff = 0
+			}
+		}
+		next.Stop()
+		next.Reset(wait)
+	}
+}
+
+// read turns the API's pods into what the node runs.
+func (s *Source) read(ctx context.Context, api []*corev1.Pod) Wanted {
+	sort.Slice(api, func(i, j int) bool { return key(api[i]) < key(api[j]) })
+	w := Wanted{Synced: true, API: api, Grace: map[string]time.Duration{}, Rejected: map[types.UID]*admission.Refusal{}}
+	seen := map[string]bool{}
+	for _, pod := range api {
+		uid := string(pod.UID)
+		seen[uid] = true
+		switch {
+		case isMirror(pod):
+			continue // the static pod runs, from its file
+		case pod.DeletionTimestamp != nil:
+			w.Grace[uid] = deletionGrace(pod)
+			continue
+		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+			// Finished (or rejected): nothing of it is started again, as
+			// the kubelet never restarts a terminal pod.
+			if p := s.good[uid]; p != nil {
+				w.Pods = append(w.Pods, p)
+			}
+			continue
+		}
+		p, err := Convert(s.Admission, pod, s.fetch(ctx, pod))
+		if err != nil {
+			w.Problems = append(w.Problems, oneLine(pod, pod.UID, err))
+			if p = s.good[uid]; p == nil {
+				if r := (*admission.Refusal)(nil); errors.As(err, &r) {
+					w.Rejected[pod.UID] = r
+				}
+				continue
+			}
+		}
+		s.good[uid] = p
+		w.Pods = append(w.Pods, p)
+	}
+	for uid := range s.good {
+		if !seen[uid] {
+			delete(s.good, uid)
+		}
+	}
+	return w
+}
+
+// deletionGrace is the grace period a deleted pod is stopped with: its
+// deletionGracePeriodSeconds (the API server sets it with the stamp, from
+// the request or the pod's terminationGracePeriodSeconds).
+func deletionGrace(pod *corev1.Pod) time.Duration {
+	switch {
+	case pod.DeletionGracePeriodSeconds != nil:
+		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// fetch GETs the ConfigMaps and Secrets pod names, each at most every
+// ObjectTTL; one not found is left out (Convert says so unless the pod
+// marks it optional), one that cannot be read keeps its last read.
+func (s *Source) fetch(ctx context.Context, pod *corev1.Pod) *manifest.Set {
+	cms, secrets := Refs(pod)
+	set := &manifest.Set{}
+	now := s.Clock.Now()
+	get := func(kind, name string, read func(context.Context) (object, error)) object {
+		k := kind + " " + pod.Namespace + "/" + name
+		o, ok := s.objects[k]
+		if ok && now.Sub(o.read) < ObjectTTL {
+			return o
+		}
+		rctx, cancel := context.WithTimeout(ctx, callTimeout)
+		n, err := read(rctx)
+		cancel()
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+			n.read = now
+			s.objects[k] = n
+			return n
+		case ctx.Err() == nil:
+			s.Log.Warn("reading a "+kind+" of a pod bound to the node", "pod", key(pod), "name", name, "err", err)
+			o.read = now.Add(objectRetry - ObjectTTL) // tried again at the next read, not by every pod of this one
+			s.objects[k] = o
+			s.failed = true
+		}
+		return o
+	}
+	for _, name := range cms {
+		o := get("ConfigMap", name, func(ctx context.Context) (object, error) {
+			cm, err := s.Client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return object{}, err
+			}
+			return object{cm: cm}, nil
+		})
+		if o.cm != nil {
+			set.ConfigMaps = append(set.ConfigMaps, o.cm)
+		}
+	}
+	for _, name := range secrets {
+		o := get("Secret", name, func(ctx context.Context) (object, error) {
+			sec, err := s.Client.CoreV1().Secrets(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return object{}, err
+			}
+			return object{sec: sec}, nil
+		})
+		if o.sec != nil {
+			set.Secrets = append(set.Secrets, o.sec)
+		}
+	}
+	return set
+}
+
+// publish makes w current, and tells the daemon when what it runs changed
+// (not at every status the node writes back, which the watch sees too).
+func (s *Source) publish(w Wanted) {
+	print := fingerprint(w)
+	s.mu.Lock()
+	changed := print != s.print
+	s.wanted, s.print = w, print
+	s.mu.Unlock()
+	if changed {
+		poke(s.changed)
+	}
+}
+
+// fingerprint is what the daemon acts on in w: each pod's UID and content
+// hash with the versions of its objects, the pods being deleted, the
+// problems.
+func fingerprint(w Wanted) string {
+	var b strings.Builder
+	for _, p := range w.Pods {
+		fmt.Fprintf(&b, "%s %s %s", p.Key(), p.UID, p.Hash)
+		for _, name := range sortedKeys(keysOf(p.ConfigMaps)) {
+			fmt.Fprintf(&b, " cm/%s@%s", name, p.ConfigMaps[name].ResourceVersion)
+		}
+		for _, name := range sortedKeys(keysOf(p.Secrets)) {
+			fmt.Fprintf(&b, " secret/%s@%s", name, p.Secrets[name].ResourceVersion)
+		}
+		b.WriteByte('\n')
+	}
+	uids := make([]string, 0, len(w.Grace))
+	for uid := range w.Grace {
+		uids = append(uids, uid)
+	}
+	sort.Strings(uids)
+	for _, uid := range uids {
+		fmt.Fprintf(&b, "deleting %s %v\n", uid, w.Grace[uid])
+	}
+	fmt.Fprintf(&b, "%t %q", w.Synced, w.Problems) // the rejected pods are among the problems
+	return b.String()
+}
+
+func keysOf[T any](m map[string]T) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// poke signals c unless it is signalled already.
+func poke(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
