@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/kubenode"
+	"github.com/podrun/podrun/mirror"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/sandbox"
 )
@@ -82,4 +83,28 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface) (*kuben
 		return kubenode.Health{}
 	}
 	return &kubenode.Agent{Client: client, Clock: clock.RealClock{}, Log: slog.Default(), Facts: facts, Health: health}, nil
+}
+
+// mirrorKeeper keeps the mirror pods of the daemon's static pods on node in
+// the kubeconfig file's cluster until ctx ends. Its client has no overall
+// timeout (clusterClient's would cut its watch every 10 s): the kubelet's
+// kubeClient beside its heartbeat client.
+func mirrorKeeper(ctx context.Context, file, node string) (*mirror.Keeper, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", file)
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
+	}
+	rc.UserAgent = "podrun/" + buildVersion().GitVersion
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
+	}
+	pods := mirror.PodsOnNode(client, node)
+	k, err := mirror.NewKeeper(client, node, pods, clock.RealClock{}, slog.Default())
+	if err != nil {
+		return nil, err
+	}
+	go pods.Run(ctx.Done())
+	go k.Run(ctx)
+	return k, nil
 }

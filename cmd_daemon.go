@@ -38,7 +38,7 @@ func daemonCommand() *cli.Command {
 			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
-			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"PODRUN_KUBECONFIG"}, Usage: "also be a node of this kubeconfig's cluster (a node's credentials, system:node:NAME): register the Node and renew its Lease and status; pods bound to it are not run yet (the node is tainted podrun.io/no-api-pods)"},
+			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"PODRUN_KUBECONFIG"}, Usage: "also be a node of this kubeconfig's cluster (a node's credentials, system:node:NAME): register the Node and renew its Lease and status, and show its static pods as mirror pods; pods bound to it are not run yet (the node is tainted podrun.io/no-api-pods)"},
 			&cli.StringFlag{Name: "images-dir", EnvVars: []string{"PODRUN_IMAGES_DIR"}, Usage: "image archives (.tar, .tar.gz, .tgz, .tar.zst; OCI or docker) imported at start and when they appear, as k3s's air-gap images (default: <root>/images)"},
 		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags())...),
 		Action: func(c *cli.Context) error {
@@ -66,6 +66,11 @@ func daemonCommand() *cli.Command {
 				return err
 			}
 			defer h.Close()
+			if cluster != nil {
+				if o.Mirrors, err = mirrorKeeper(ctx, c.String("kubeconfig"), o.Admission.StaticNode); err != nil {
+					return err
+				}
+			}
 			d := daemon.New(h, o, slog.Default(), daemon.NewMetrics())
 			if cluster != nil {
 				cfg, err := config(c)

@@ -68,6 +68,9 @@ type Options struct {
 	ImageGC imagegc.Policy
 	// Clock drives the daemon's timers and stamps; nil is the real one.
 	Clock clock.Clock
+	// Mirrors, when set, is told the static pods after every sync and
+	// listing (mirrors.go): their mirror pods in the cluster's API.
+	Mirrors Mirrors
 }
 
 // imageGCPeriod is how often the daemon checks the image filesystem (the
@@ -113,6 +116,9 @@ type Daemon struct {
 	watches watches
 	kick    chan struct{}
 	clock   clock.Clock
+	// static are the pods the sources want, as the last dispatch ran them
+	// (Run's goroutine alone touches it).
+	static []*manifest.Pod
 }
 
 // published is what the status file is made of besides the workers'
@@ -306,6 +312,7 @@ func (l *loop) workerDone(ctx context.Context) {
 		l.listed = d.clock.Now()
 		if pods, err := d.h.Pods(ctx); err == nil {
 			d.metrics.setPods(d.owned(pods))
+			d.observeStatic(pods)
 		}
 	}
 	l.wake()
@@ -368,6 +375,7 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	}
 	d.syncJobs(ctx, broken) // before dispatch, which prunes the pods of no source and no Job
 	d.dispatch(ctx, wants, broken, pods)
+	d.observeStatic(pods)
 	d.pub.setProblems(problems)
 	d.health.set(true, "")
 	d.publish()
@@ -424,6 +432,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 		w.Pods = append(w.Pods, p)
 	}
 	d.pub.setWanted(sources, rolledBack)
+	d.static = w.Pods
 	d.watches.keep(func(k string) bool { _, ok := wants[k]; return ok }) // not the pods of no source
 	for _, k := range append(w.Others(pods), keys...) {
 		d.workers.update(ctx, k, job{want: w, snapshot: pods, deadline: deadlines[k]})
