@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -43,8 +42,8 @@ type Keeper struct {
 	mu   sync.Mutex
 	snap *Snapshot // the latest observed; nil before the first
 	kick chan struct{}
-	// logged is the problems last logged, "" while in sync.
-	logged string
+	// logged are the problems of the last reconcile, logged once each.
+	logged map[string]bool
 }
 
 // PodsOnNode is an informer of the pods the API binds to node: the field
@@ -218,18 +217,18 @@ func (k *Keeper) do(ctx context.Context, a Action, nodeRef func() (Node, error))
 	return nil
 }
 
-// report logs the problems of a reconcile when they differ from those
-// last logged, and once that they are over.
+// report logs each problem of a reconcile that was not a problem of the
+// last one, and once that there are none left.
 func (k *Keeper) report(problems []string) {
-	text := strings.Join(problems, "\n")
-	if text == k.logged {
-		return
+	now := map[string]bool{}
+	for _, p := range problems {
+		if !k.logged[p] && !now[p] {
+			k.log.Warn("mirror pods: retrying; the static pods run as they are", "problem", p)
+		}
+		now[p] = true
 	}
-	if text == "" {
+	if len(now) == 0 && len(k.logged) > 0 {
 		k.log.Info("mirror pods in sync with the static pods again")
 	}
-	for _, p := range problems {
-		k.log.Warn("mirror pods: retrying; the static pods run as they are", "problem", p)
-	}
-	k.logged = text
+	k.logged = now
 }
