@@ -76,6 +76,27 @@ data:
 		t.Errorf("mp-cm has a mirror pod (%v): NodeRestriction should refuse it", err)
 	}
 
+	// The mirror pod deleted as an operator would: a new one appears, the
+	// static pod runs on untouched.
+	tasks := podTasks(t, "mp-web")
+	if out, err := cp.kubectl("", "delete", "pod", "-n", "default", m.Name, "--wait=false"); err != nil {
+		t.Fatalf("kubectl delete pod %s: %v\n%s", m.Name, err, out)
+	}
+	began = time.Now()
+	deleted := m
+	eventually(t, 60*time.Second, "a new mirror pod of mp-web Running", func() (bool, string) {
+		var found bool
+		var err error
+		m, found, err = cp.mirrorPod(t, "mp-web")
+		if err != nil || !found {
+			return false, fmt.Sprintf("found %v, %v", found, err)
+		}
+		return m.UID != deleted.UID && m.DeletionTimestamp == nil && allRunning(m), fmt.Sprintf("uid %s, %+v", m.UID, m.Status)
+	})
+	t.Logf("mirror pod deleted with kubectl -> a new one (uid %s -> %s) Running %v later", deleted.UID, m.UID, time.Since(began).Round(time.Millisecond))
+	checkSameTasks(t, "mp-web", tasks)
+	checkMirrorPod(t, m, static["mp-web"], n)
+
 	// The file changes: the static pod is replaced, and its mirror pod.
 	writeByRename(t, dir, "mp-web.yaml", daemonPod{name: "mp-web", value: "v2"}.yaml())
 	began = time.Now()
@@ -107,10 +128,11 @@ data:
 	t.Logf("mirror pod gone from the API %v after its file was removed", time.Since(began).Round(time.Millisecond))
 	waitPodsGone(t, 30*time.Second, "mp-web", "mp-cm")
 	checkPodGone(t, "mp-web", string(static["mp-web"].UID))
+	logPodRequests(t, cp)
 	log := d.stderr()
 	for msg, want := range map[string]int{
-		`msg="mirror pod created" pod=default/` + staticPodName("mp-web"): 2,
-		`msg="mirror pod deleted" pod=default/` + staticPodName("mp-web"): 2,
+		`msg="mirror pod created" pod=default/` + staticPodName("mp-web"): 3,
+		`msg="mirror pod deleted" pod=default/` + staticPodName("mp-web"): 3,
 		"can not create pods that reference configmaps":                   1,
 	} {
 		if got := strings.Count(log, msg); got != want {
@@ -148,4 +170,23 @@ func checkMirrorPod(t *testing.T, m, s corev1.Pod, n corev1.Node) {
 	if m.Status.PodIP == "" || m.Status.PodIP != s.Status.PodIP || len(m.Status.ContainerStatuses) != 1 || m.Status.ContainerStatuses[0].ContainerID != s.Status.ContainerStatuses[0].ContainerID {
 		t.Errorf("mirror pod status %+v\nwant the static pod's %+v", m.Status, s.Status)
 	}
+}
+
+// logPodRequests logs the API server's count of requests on pods by verb
+// and subresource (its apiserver_request_total): what the node and the test
+// asked of it.
+func logPodRequests(t *testing.T, cp *controlPlane) {
+	t.Helper()
+	out, err := cp.kubectl("", "get", "--raw", "/metrics")
+	if err != nil {
+		t.Logf("kubectl get --raw /metrics: %v", err)
+		return
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "apiserver_request_total{") && strings.Contains(l, `resource="pods"`) {
+			lines = append(lines, l)
+		}
+	}
+	t.Logf("the API server's requests on pods (the node's and kubectl's):\n%s", strings.Join(lines, "\n"))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,6 +45,19 @@ type Keeper struct {
 	kick chan struct{}
 	// logged are the problems of the last reconcile, logged once each.
 	logged map[string]bool
+	// held are the static pods refused a mirror pod, by namespace/name.
+	held map[string]hold
+}
+
+// hold is a static pod whose mirror pod could not be created: it is not
+// tried again before until (a back-off of its own, doubling to
+// maxBackoff, as often as the kubelet's pod resync at most), however often
+// the keeper reconciles, unless its hash changes.
+type hold struct {
+	hash  string
+	err   error
+	wait  time.Duration
+	until time.Time
 }
 
 // PodsOnNode is an informer of the pods the API binds to node: the field
@@ -61,7 +75,7 @@ func PodsOnNode(api kubernetes.Interface, node string) cache.SharedIndexInformer
 // or any informer of the pods bound to the node).
 func NewKeeper(api kubernetes.Interface, node string, pods cache.SharedIndexInformer, clk clock.Clock, log *slog.Logger) (*Keeper, error) {
 	k := &Keeper{node: node, api: client{api: api, node: node}, status: statusWriter{api: api, sent: map[types.UID]*corev1.PodStatus{}},
-		clock: clk, log: log, kick: make(chan struct{}, 1)}
+		clock: clk, log: log, kick: make(chan struct{}, 1), held: map[string]hold{}}
 	k.pods = func() ([]*corev1.Pod, error) {
 		if !pods.HasSynced() {
 			return nil, errors.New("the pods bound to the node are not listed yet")
@@ -148,8 +162,7 @@ func (k *Keeper) reconcile(ctx context.Context) (retry bool) {
 	defer func() { k.report(problems) }()
 	api, err := k.pods()
 	if err != nil {
-		problems = append(problems, err.Error())
-		return true
+		return true // not listed yet: tried again soon, nothing to say
 	}
 	var node *Node
 	nodeRef := func() (Node, error) {
@@ -173,6 +186,11 @@ func (k *Keeper) reconcile(ctx context.Context) (retry bool) {
 		}
 	}
 	k.status.keep(mirrors)
+	for key := range k.held {
+		if !slices.ContainsFunc(snap.Static, func(s Static) bool { return s.Pod.Namespace+"/"+s.Pod.Name == key }) {
+			delete(k.held, key)
+		}
+	}
 	return retry
 }
 
@@ -184,14 +202,25 @@ var errForeign = errors.New("a pod of its name exists that is not a mirror pod: 
 // do makes the API call of one action.
 func (k *Keeper) do(ctx context.Context, a Action, nodeRef func() (Node, error)) error {
 	create := func() error {
+		key, h := a.key(), hash(a.Static.Pod)
+		held, ok := k.held[key]
+		if ok && held.hash == h && k.clock.Now().Before(held.until) {
+			return held.err
+		}
 		n, err := nodeRef()
 		if err != nil {
-			return fmt.Errorf("mirror pod %s: %w", a.key(), err)
+			return fmt.Errorf("mirror pod %s: %w", key, err)
 		}
 		if err := k.api.create(ctx, a.Static.Pod, n); err != nil {
+			wait := minBackoff
+			if ok && held.hash == h {
+				wait = min(2*held.wait, maxBackoff)
+			}
+			k.held[key] = hold{hash: h, err: err, wait: wait, until: k.clock.Now().Add(wait)}
 			return err
 		}
-		k.log.Info("mirror pod created", "pod", a.key(), "hash", hash(a.Static.Pod))
+		delete(k.held, key)
+		k.log.Info("mirror pod created", "pod", key, "hash", h)
 		return nil
 	}
 	switch a.Kind {

@@ -255,3 +255,45 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A static pod refused a mirror pod is not tried again at every reconcile
+// (every kick of the daemon or the informer) but after its own back-off,
+// doubling; at once when its hash changes.
+func TestKeeperHoldsRefusedCreates(t *testing.T) {
+	k, cs, log, clk := newTestKeeper(t, theNode())
+	var mu sync.Mutex
+	creates := 0
+	cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		creates++
+		return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "web-dev", errors.New(`node "dev" can not create pods that reference configmaps`))
+	})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return creates }
+	ctx := context.Background()
+	k.Observe(Snapshot{Static: []Static{{Pod: static("web", "h1")}}})
+	for i, step := range []struct {
+		advance time.Duration
+		creates int
+	}{
+		{0, 1}, {0, 1}, {minBackoff / 2, 1}, // held 200 ms
+		{minBackoff / 2, 2}, {0, 2}, {minBackoff, 2}, // then 400 ms
+		{minBackoff, 3},
+	} {
+		clk.Step(step.advance)
+		if !k.reconcile(ctx) {
+			t.Errorf("round %d: no retry while refused", i)
+		}
+		if got := count(); got != step.creates {
+			t.Errorf("round %d (+%v): %d creates, want %d", i, step.advance, got, step.creates)
+		}
+	}
+	k.Observe(Snapshot{Static: []Static{{Pod: static("web", "h2")}}})
+	k.reconcile(ctx)
+	if got := count(); got != 4 {
+		t.Errorf("a new version: %d creates, want 4 (tried at once)", got)
+	}
+	if n := log.count("can not create pods that reference configmaps"); n != 1 {
+		t.Errorf("the refusal logged %d times, want once:\n%s", n, log)
+	}
+}
