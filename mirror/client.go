@@ -41,21 +41,23 @@ func (c *client) nodeRef(ctx context.Context) (Node, error) {
 	return Node{Name: n.Name, UID: n.UID}, nil
 }
 
-// create creates static's mirror pod on node n. A pod of its name that is
-// already its mirror pod (same hash) is success, as for the kubelet.
-func (c *client) create(ctx context.Context, static *corev1.Pod, n Node) error {
+// create creates static's mirror pod on node n, and reports whether it
+// did: a pod of its name that is already its mirror pod (same hash: one
+// created by an earlier round the informer had not shown yet) is success,
+// as for the kubelet.
+func (c *client) create(ctx context.Context, static *corev1.Pod, n Node) (bool, error) {
 	m := Of(static, n)
 	_, err := c.api.CoreV1().Pods(m.Namespace).Create(ctx, m, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		got, gerr := c.api.CoreV1().Pods(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
 		if gerr == nil && isMirrorOf(got, static) {
-			return nil
+			return false, nil
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("creating mirror pod %s/%s: %w", m.Namespace, m.Name, err)
+		return false, fmt.Errorf("creating mirror pod %s/%s: %w", m.Namespace, m.Name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // remove deletes the mirror pod m, only if it is still the object seen

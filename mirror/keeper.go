@@ -211,7 +211,8 @@ func (k *Keeper) do(ctx context.Context, a Action, nodeRef func() (Node, error))
 		if err != nil {
 			return fmt.Errorf("mirror pod %s: %w", key, err)
 		}
-		if err := k.api.create(ctx, a.Static.Pod, n); err != nil {
+		created, err := k.api.create(ctx, a.Static.Pod, n)
+		if err != nil {
 			wait := minBackoff
 			if ok && held.hash == h {
 				wait = min(2*held.wait, maxBackoff)
@@ -220,7 +221,9 @@ func (k *Keeper) do(ctx context.Context, a Action, nodeRef func() (Node, error))
 			return err
 		}
 		delete(k.held, key)
-		k.log.Info("mirror pod created", "pod", key, "hash", h)
+		if created {
+			k.log.Info("mirror pod created", "pod", key, "hash", h)
+		}
 		return nil
 	}
 	switch a.Kind {

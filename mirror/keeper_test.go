@@ -297,3 +297,25 @@ func TestKeeperHoldsRefusedCreates(t *testing.T) {
 		t.Errorf("the refusal logged %d times, want once:\n%s", n, log)
 	}
 }
+
+// A create that finds the static pod's mirror pod made already (by a round
+// the informer had not shown yet) is success, and not logged as a create.
+func TestKeeperCreateFindsItsMirrorPod(t *testing.T) {
+	k, cs, log, _ := newTestKeeper(t, theNode())
+	// Made since the informer listed: the API says it exists, and shows it.
+	made := Of(static("web", "h1"), Node{Name: node, UID: "node-uid"})
+	cs.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewAlreadyExists(corev1.Resource("pods"), made.Name)
+	})
+	cs.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, made, nil })
+	k.Observe(Snapshot{Static: []Static{{Pod: static("web", "h1")}}})
+	if k.reconcile(context.Background()) {
+		t.Errorf("retry; log:\n%s", log)
+	}
+	if got, want := strings.Join(calls(cs), ", "), "get nodes dev, create pods web-dev, get pods web-dev"; got != want {
+		t.Errorf("calls %s, want %s", got, want)
+	}
+	if log.count("mirror pod created") != 0 || log.count("problem") != 0 {
+		t.Errorf("log:\n%s", log)
+	}
+}
