@@ -12,8 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -64,10 +65,20 @@ type hold struct {
 // selector spec.nodeName=node is what the Node authorizer lets a node list
 // and watch (the kubelet's API source). Run it with its Run.
 func PodsOnNode(api kubernetes.Interface, node string) cache.SharedIndexInformer {
-	f := informers.NewSharedInformerFactoryWithOptions(api, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
-	}))
-	return f.Core().V1().Pods().Informer()
+	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return api.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return api.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}
+	// As client-go's generated pod informer, without its factory (which
+	// links in every group's informers).
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, api), &corev1.Pod{}, 0, cache.Indexers{})
 }
 
 // NewKeeper returns the keeper of node's mirror pods, calling api with the
