@@ -17,6 +17,7 @@ import (
 	"github.com/podrun/podrun/kubenode"
 	"github.com/podrun/podrun/kubepods"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/mirror"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/sandbox"
 )
@@ -101,4 +102,19 @@ func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *r
 	w := &kubepods.Writer{Client: client, Source: src, Node: h, Clock: clock.RealClock{}, Log: slog.Default()}
 	go w.Run(ctx)
 	return src, nil
+}
+
+// mirrorKeeper keeps the mirror pods of the daemon's static pods on node in
+// client's cluster until ctx ends. client is the pods client (no overall
+// timeout, which would cut its watch every 10 s: the kubelet's kubeClient
+// beside its heartbeat client).
+func mirrorKeeper(ctx context.Context, client kubernetes.Interface, node string) (*mirror.Keeper, error) {
+	pods := mirror.PodsOnNode(client, node)
+	k, err := mirror.NewKeeper(client, node, pods, clock.RealClock{}, slog.Default())
+	if err != nil {
+		return nil, err
+	}
+	go pods.Run(ctx.Done())
+	go k.Run(ctx)
+	return k, nil
 }

@@ -38,7 +38,7 @@ func daemonCommand() *cli.Command {
 			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
-			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"PODRUN_KUBECONFIG"}, Usage: "also be a node of this kubeconfig's cluster (a node's credentials, system:node:NAME): register the Node, renew its Lease and status, run the pods bound to it and write back their status"},
+			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"PODRUN_KUBECONFIG"}, Usage: "also be a node of this kubeconfig's cluster (a node's credentials, system:node:NAME): register the Node, renew its Lease and status, run the pods bound to it and write back their status, and show its static pods as mirror pods"},
 			&cli.StringFlag{Name: "images-dir", EnvVars: []string{"PODRUN_IMAGES_DIR"}, Usage: "image archives (.tar, .tar.gz, .tgz, .tar.zst; OCI or docker) imported at start and when they appear, as k3s's air-gap images (default: <root>/images)"},
 		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags(), nodeAPIFlags())...),
 		Action: func(c *cli.Context) error {
@@ -83,6 +83,9 @@ func daemonCommand() *cli.Command {
 					return err
 				}
 				if o.Cluster, err = podSource(ctx, cfg, o.Admission, h, cluster); err != nil {
+					return err
+				}
+				if o.Mirrors, err = mirrorKeeper(ctx, cluster, o.Admission.StaticNode); err != nil {
 					return err
 				}
 				go agent.Run(ctx)

@@ -71,6 +71,9 @@ type Options struct {
 	// Cluster is the API server as a third source of pods (the pods
 	// bound to this node, package kubepods); nil: none.
 	Cluster Cluster
+	// Mirrors, when set, is told the static pods after every sync and
+	// listing (mirrors.go): their mirror pods in the cluster's API.
+	Mirrors Mirrors
 }
 
 // Cluster is the API server as a source of pods, as the kubelet's
@@ -134,6 +137,9 @@ type Daemon struct {
 	// clusterChanged receives when the pods bound to the node changed
 	// (Options.Cluster).
 	clusterChanged <-chan struct{}
+	// static are the pods the directory and URL want, as the last dispatch
+	// ran them (not the API server's pods; Run's goroutine alone touches it).
+	static []*manifest.Pod
 }
 
 // published is what the status file is made of besides the workers'
@@ -333,6 +339,7 @@ func (l *loop) workerDone(ctx context.Context) {
 		l.listed = d.clock.Now()
 		if pods, err := d.h.Pods(ctx); err == nil {
 			d.metrics.setPods(d.owned(pods))
+			d.observeStatic(pods)
 		}
 	}
 	l.wake()
@@ -396,6 +403,7 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	}
 	d.syncJobs(ctx, broken) // before dispatch, which prunes the pods of no source and no Job
 	d.dispatch(ctx, wants, broken, grace, pods)
+	d.observeStatic(pods)
 	d.pub.setProblems(problems)
 	d.health.set(true, "")
 	d.publish()
@@ -466,6 +474,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 	sort.Strings(keys)
 	w := run.Want{Owns: func(p *run.PodInfo) bool { return d.src.Owns(p.Source) && !d.jobPod(p) }, Broken: broken, Prune: true, Grace: grace}
 	var rolledBack []Rollback
+	var static []*manifest.Pod
 	deadlines := map[string]*int32{}
 	for _, k := range keys {
 		deadlines[k] = wants[k].ProgressDeadline
@@ -485,8 +494,10 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 			rolledBack = append(rolledBack, Rollback{Pod: k, Source: sources[k], Revision: o.To.Revision, Reason: o.Reason, Message: o.Message})
 		}
 		w.Pods = append(w.Pods, p)
+		static = append(static, p)
 	}
 	d.pub.setWanted(sources, rolledBack)
+	d.static = static
 	d.watches.keep(func(k string) bool { _, ok := wants[k]; return ok }) // not the pods of no source
 	for _, k := range append(w.Others(pods), keys...) {
 		d.workers.update(ctx, k, job{want: w, snapshot: pods, deadline: deadlines[k]})
