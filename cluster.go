@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
@@ -22,7 +21,7 @@ import (
 
 // clusterClient is the client of the kubeconfig file (the node's
 // credentials, system:node:NAME), checked before anything starts.
-func clusterClient(file string) (kubernetes.Interface, error) {
+func clusterClient(file string) (kubenode.Client, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", file)
 	if err != nil {
 		return nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
@@ -30,7 +29,7 @@ func clusterClient(file string) (kubernetes.Interface, error) {
 	rc.UserAgent = "podrun/" + buildVersion().GitVersion
 	// As the kubelet's heartbeat client: no call outlives an update period.
 	rc.Timeout = kubenode.StatusUpdateFrequency
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := kubenode.NewClient(rc)
 	if err != nil {
 		return nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
@@ -47,7 +46,7 @@ type runtimeVersioner interface {
 // containerd's version), Ready while containerd
 // answers. The node is tainted until the pods bound to it are run
 // (kubenode.NotRunningPodsTaint).
-func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface) (*kubenode.Agent, error) {
+func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client) (*kubenode.Agent, error) {
 	rt, ok := h.Engine().(runtimeVersioner)
 	if !ok {
 		return nil, fmt.Errorf("daemon: --kubeconfig: the engine %T has no runtime version", h.Engine())
