@@ -187,6 +187,7 @@ test-vm-amd64 test-vm-arm64: deps-test dist
 # once both are done.
 .PHONY: test-checks
 test: deps-test
+	@test -r $(CLUSTER_ANCHOR)/build.sh || { echo "make test: no $(CLUSTER_ANCHOR)/build.sh: the cluster tests need ../shared/cluster-anchor beside the checkout (or CLUSTER_ANCHOR=DIR)" >&2; exit 1; }
 	@$(CLUSTER_BIN_SH) >/dev/null & build=$$!; \
 	status=0; $(MAKE) --no-print-directory test-checks || status=$$?; \
 	wait $$build || { echo "make test: the control plane's build failed (make cluster-bin)" >&2; exit 1; }; \

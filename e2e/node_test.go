@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,13 +105,14 @@ func startControlPlane(t *testing.T) *controlPlane {
 	if err := wrapControlPlane(cp.bin, anchorBin, controlPlaneFlags); err != nil {
 		t.Fatal(err)
 	}
+	began := time.Now()
 	t.Cleanup(func() {
+		cp.logCPU(t, time.Since(began))
 		out, err := cp.script("stop.sh")
 		if err != nil {
 			t.Errorf("stop.sh: %v\n%s", err, out)
 		}
 	})
-	began := time.Now()
 	if out, err := cp.script("start.sh"); err != nil {
 		t.Fatalf("start.sh: %v\n%s", err, out)
 	}
@@ -141,6 +143,31 @@ func wrapControlPlane(dir, from string, flags map[string][]string) error {
 		}
 	}
 	return nil
+}
+
+// logCPU logs the CPU time each process of the control plane has used in
+// its life (what the cluster tests cost beside podrun's own).
+func (cp *controlPlane) logCPU(t *testing.T, life time.Duration) {
+	var parts []string
+	var sum time.Duration
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		b, err := os.ReadFile(filepath.Join(cp.dir, name+".pid"))
+		if err != nil {
+			continue // not started
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+			parts = append(parts, name+" gone")
+			continue
+		}
+		cpu := processCPU(t, pid)
+		sum += cpu
+		parts = append(parts, fmt.Sprintf("%s %v", name, cpu.Round(10*time.Millisecond)))
+	}
+	t.Logf("control plane CPU over its %v: %v (%s)", life.Round(time.Second), sum.Round(10*time.Millisecond), strings.Join(parts, ", "))
 }
 
 func (cp *controlPlane) run(name string, args ...string) (string, error) {
