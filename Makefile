@@ -190,6 +190,7 @@ test: deps-test
 	@test -r $(CLUSTER_ANCHOR)/build.sh || { echo "make test: no $(CLUSTER_ANCHOR)/build.sh: the cluster tests need ../shared/cluster-anchor beside the checkout (or CLUSTER_ANCHOR=DIR)" >&2; exit 1; }
 	@$(CLUSTER_BIN_SH) >/dev/null & build=$$!; \
 	status=0; $(MAKE) --no-print-directory test-checks || status=$$?; \
+	if kill -0 $$build 2>/dev/null; then echo "make test: waiting for the control plane's build (scripts/cluster-bin.sh; kept for later runs)" >&2; fi; \
 	wait $$build || { echo "make test: the control plane's build failed (make cluster-bin)" >&2; exit 1; }; \
 	[ $$status -eq 0 ] || exit $$status; \
 	$(MAKE) --no-print-directory e2e-cluster
