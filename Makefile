@@ -155,7 +155,7 @@ e2e: deps-e2e
 # CLUSTER_KVER), ../shared/cluster-anchor's start.sh run by the tests. Its
 # binaries are built once per machine by cluster-anchor's build.sh and cached
 # in /var/cache/podrun-cluster, keyed by version and build script
-# (scripts/cluster-bin.sh; ~20 min on 2 cores from empty Go caches).
+# (scripts/cluster-bin.sh; ~25 core-minutes, 13–20 min on 2 idle cores from empty Go caches).
 CLUSTER_KVER   ?= v1.37.2
 CLUSTER_ANCHOR ?= $(abspath $(CURDIR)/../shared/cluster-anchor)
 CLUSTER_TESTS  := ^TestNode
