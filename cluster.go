@@ -10,7 +10,6 @@ import (
 	"os"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
@@ -26,17 +25,17 @@ import (
 // credentials, system:node:NAME), checked before anything starts: as the
 // kubelet's, one for the heartbeats (no call outlives an update period)
 // and one for the pods (watches, which a client timeout would cut).
-func clusterClients(file string) (heartbeat, pods kubernetes.Interface, err error) {
+func clusterClients(file string) (heartbeat, pods kubenode.Client, err error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", file)
 	if err != nil {
 		return nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	rc.UserAgent = "podrun/" + buildVersion().GitVersion
-	if pods, err = kubernetes.NewForConfig(rc); err != nil {
+	if pods, err = kubenode.NewClient(rc); err != nil {
 		return nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	rc.Timeout = kubenode.StatusUpdateFrequency
-	if heartbeat, err = kubernetes.NewForConfig(rc); err != nil {
+	if heartbeat, err = kubenode.NewClient(rc); err != nil {
 		return nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	return heartbeat, pods, nil
@@ -52,7 +51,7 @@ type runtimeVersioner interface {
 // containerd's version), Ready while containerd
 // answers. It runs the pods bound to it (podSource), so it is not tainted
 // (kubenode.NotRunningPodsTaint was, before). port is the node API's.
-func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface, port int32) (*kubenode.Agent, error) {
+func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32) (*kubenode.Agent, error) {
 	rt, ok := h.Engine().(runtimeVersioner)
 	if !ok {
 		return nil, fmt.Errorf("daemon: --kubeconfig: the engine %T has no runtime version", h.Engine())
@@ -92,7 +91,7 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubernetes.Interface, port in
 // podSource is the pods client's cluster binds to this node, read with the
 // daemon's admission (kubepods.Source, the daemon's third source), and the
 // writer of their status; both run until ctx ends.
-func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *run.Host, client kubernetes.Interface) (*kubepods.Source, error) {
+func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *run.Host, client kubenode.Client) (*kubepods.Source, error) {
 	n, err := admissionNode(cfg)
 	if err != nil {
 		return nil, err
@@ -108,7 +107,7 @@ func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *r
 // client's cluster until ctx ends. client is the pods client (no overall
 // timeout, which would cut its watch every 10 s: the kubelet's kubeClient
 // beside its heartbeat client).
-func mirrorKeeper(ctx context.Context, client kubernetes.Interface, node string) (*mirror.Keeper, error) {
+func mirrorKeeper(ctx context.Context, client kubenode.Client, node string) (*mirror.Keeper, error) {
 	pods := mirror.PodsOnNode(client, node)
 	k, err := mirror.NewKeeper(client, node, pods, clock.RealClock{}, slog.Default())
 	if err != nil {

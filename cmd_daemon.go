@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/downward"
+	"github.com/podrun/podrun/kubenode"
 	"github.com/podrun/podrun/rollout"
 )
 
@@ -46,7 +46,7 @@ func daemonCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var heartbeat, cluster kubernetes.Interface
+			var heartbeat, cluster kubenode.Client
 			if file := c.String("kubeconfig"); file != "" {
 				if heartbeat, cluster, err = clusterClients(file); err != nil {
 					return err

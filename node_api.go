@@ -14,7 +14,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/attach"
@@ -47,7 +46,7 @@ func nodeAPIPort(c *cli.Context) (int32, error) {
 // serveNodeAPI starts the node API of h's pods for client's cluster: its
 // listener opened now (an error stops the daemon, as the kubelet), served
 // until ctx ends.
-func serveNodeAPI(ctx context.Context, c *cli.Context, cfg run.Config, h *run.Host, client kubernetes.Interface) error {
+func serveNodeAPI(ctx context.Context, c *cli.Context, cfg run.Config, h *run.Host, client kubenode.Client) error {
 	n, err := admissionNode(cfg)
 	if err != nil {
 		return err

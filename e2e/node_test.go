@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,71 +19,162 @@ import (
 	"github.com/podrun/podrun/kubenode"
 )
 
-// anchorBin holds the control plane's binaries, built once per machine by
-// cluster-anchor's build.sh (KVER=v1.37.2); anchorDir holds its scripts
-// ($PODRUN_CLUSTER_ANCHOR, by default where this machine keeps them).
-const anchorBin = "/var/lib/anchor/bin"
+// anchorBin holds the control plane's binaries (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kubectl), built once per machine
+// by cluster-anchor's build.sh (KVER=v1.37.2): $PODRUN_CLUSTER_BIN, which
+// `make e2e-cluster` sets to scripts/cluster-bin.sh's cache, else where
+// build.sh puts them by default. anchorDir holds cluster-anchor's scripts:
+// $PODRUN_CLUSTER_ANCHOR, else ../shared/cluster-anchor beside the checkout
+// (this package runs in e2e/).
+var (
+	anchorBin = cmp.Or(os.Getenv("PODRUN_CLUSTER_BIN"), "/var/lib/anchor/bin")
+	anchorDir = cmp.Or(os.Getenv("PODRUN_CLUSTER_ANCHOR"), absPath("../../shared/cluster-anchor"))
+)
 
-var anchorDir = cmp.Or(os.Getenv("PODRUN_CLUSTER_ANCHOR"), "/work/shared/cluster-anchor")
+// clusterTestPrefix starts the name of every test that starts a control
+// plane: `make e2e` skips them and `make e2e-cluster` runs them once the
+// binaries are built (make test builds them meanwhile).
+const clusterTestPrefix = "TestNode"
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
 
 // nodeGrace is the node lifecycle controller's --node-monitor-grace-period
 // in these tests (its default is 50 s): how long a node may be silent
 // before it is marked NotReady (Unknown).
 const nodeGrace = 20 * time.Second
 
+// controlPlaneFlags are added to the command lines start.sh runs (after
+// its own flags: the last of a repeated flag wins). v1.37's API server
+// refuses a loopback --advertise-address with its endpoint reconciler on
+// ("cannot use public IP 127.0.0.1 with endpoint reconciler"), which
+// start.sh does not turn off; the controller manager's grace is nodeGrace.
+var controlPlaneFlags = map[string][]string{
+	"kube-apiserver":          {"--endpoint-reconciler-type=none"},
+	"kube-controller-manager": {"--node-monitor-grace-period=" + nodeGrace.String()},
+}
+
+// controlPlaneBins are what start.sh and the tests run of anchorBin.
+var controlPlaneBins = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
+
 // controlPlane is a real control plane started by cluster-anchor's start.sh
 // with its state in a temp dir of the test.
 type controlPlane struct {
 	dir string // start.sh's $S
+	bin string // start.sh's $BIN: anchorBin's binaries, with controlPlaneFlags
+}
+
+// missingControlPlane says what is missing to start a control plane, or "".
+func missingControlPlane() string {
+	for _, b := range controlPlaneBins {
+		if _, err := os.Stat(filepath.Join(anchorBin, b)); err != nil {
+			return fmt.Sprintf("no control plane in %s (%v): build it once with `sudo make cluster-bin`, then run with PODRUN_CLUSTER_BIN=$(scripts/cluster-bin.sh --cached), or `sudo make e2e-cluster`", anchorBin, err)
+		}
+	}
+	for _, s := range []string{"start.sh", "stop.sh", "node-kubeconfig.sh"} {
+		if _, err := os.Stat(filepath.Join(anchorDir, s)); err != nil {
+			return fmt.Sprintf("no cluster-anchor scripts in %s (%v): set PODRUN_CLUSTER_ANCHOR to ../shared/cluster-anchor's path", anchorDir, err)
+		}
+	}
+	return ""
 }
 
 // startControlPlane starts etcd, the API server, the controller manager and
-// the scheduler, and stops them (stop.sh, by pid) when the test ends. It runs
-// start.sh with two flags added: the API server's endpoint reconciler off
-// (v1.37 refuses a loopback --advertise-address with it) and the
-// controller manager's shorter node grace.
+// the scheduler with cluster-anchor's start.sh, and stops them (stop.sh, by
+// pid) when the test ends. start.sh runs as it is, its $BIN a directory of
+// the test where the API server and the controller manager are scripts that
+// exec anchorBin's with controlPlaneFlags added.
+// Without the binaries the test fails when the run asked for them
+// (PODRUN_CLUSTER_BIN set, as `make e2e-cluster` does, or CI set); a
+// developer's plain `go test` skips it, saying what to build.
 func startControlPlane(t *testing.T) *controlPlane {
 	t.Helper()
 	H.require(t)
-	if _, err := os.Stat(filepath.Join(anchorBin, "kube-apiserver")); err != nil {
-		t.Skipf("no control plane built (%v): run %s/build.sh", err, anchorDir)
+	if !strings.HasPrefix(t.Name(), clusterTestPrefix) {
+		t.Fatalf("%s starts a control plane: name it %s... so that make e2e-cluster runs it (make e2e skips those)", t.Name(), clusterTestPrefix)
 	}
-	b, err := os.ReadFile(filepath.Join(anchorDir, "start.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := string(b)
-	for _, r := range [][2]string{
-		{"--advertise-address=127.0.0.1 ", "--advertise-address=127.0.0.1 --endpoint-reconciler-type=none "},
-		{"$BIN/kube-controller-manager ", fmt.Sprintf("$BIN/kube-controller-manager --node-monitor-grace-period=%s ", nodeGrace)},
-	} {
-		if !strings.Contains(script, r[0]) {
-			t.Fatalf("start.sh has no %q to add flags to", r[0])
+	if why := missingControlPlane(); why != "" {
+		if os.Getenv("PODRUN_CLUSTER_BIN") != "" || os.Getenv("CI") != "" {
+			t.Fatal(why)
 		}
-		script = strings.Replace(script, r[0], r[1], 1)
+		t.Skip(why)
 	}
-	cp := &controlPlane{dir: filepath.Join(t.TempDir(), "cluster")}
-	start := filepath.Join(t.TempDir(), "start.sh")
-	if err := os.WriteFile(start, []byte(script), 0o700); err != nil {
+	cp := &controlPlane{dir: filepath.Join(t.TempDir(), "cluster"), bin: t.TempDir()}
+	if err := wrapControlPlane(cp.bin, anchorBin, controlPlaneFlags); err != nil {
 		t.Fatal(err)
 	}
+	began := time.Now()
 	t.Cleanup(func() {
+		cp.logCPU(t, time.Since(began))
 		out, err := cp.script("stop.sh")
 		if err != nil {
 			t.Errorf("stop.sh: %v\n%s", err, out)
 		}
 	})
-	began := time.Now()
-	if out, err := cp.run("bash", start); err != nil {
+	if out, err := cp.script("start.sh"); err != nil {
 		t.Fatalf("start.sh: %v\n%s", err, out)
 	}
 	t.Logf("control plane answered /readyz in %v", time.Since(began).Round(time.Millisecond))
 	return cp
 }
 
+// wrapControlPlane fills dir with the control plane's binaries of from:
+// for those with flags, a script that execs the binary with the flags added
+// (exec: start.sh's pid file is the binary's, which stop.sh kills), else a
+// symlink.
+func wrapControlPlane(dir, from string, flags map[string][]string) error {
+	for _, b := range controlPlaneBins {
+		bin := filepath.Join(from, b)
+		if len(flags[b]) == 0 {
+			if err := os.Symlink(bin, filepath.Join(dir, b)); err != nil {
+				return err
+			}
+			continue
+		}
+		line := []string{"exec", shellQuote(bin), `"$@"`}
+		for _, f := range flags[b] {
+			line = append(line, shellQuote(f))
+		}
+		script := "#!/bin/sh\n" + strings.Join(line, " ") + "\n"
+		if err := os.WriteFile(filepath.Join(dir, b), []byte(script), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logCPU logs the CPU time each process of the control plane has used in
+// its life (what the cluster tests cost beside podrun's own).
+func (cp *controlPlane) logCPU(t *testing.T, life time.Duration) {
+	var parts []string
+	var sum time.Duration
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		b, err := os.ReadFile(filepath.Join(cp.dir, name+".pid"))
+		if err != nil {
+			continue // not started
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+			parts = append(parts, name+" gone")
+			continue
+		}
+		cpu := processCPU(t, pid)
+		sum += cpu
+		parts = append(parts, fmt.Sprintf("%s %v", name, cpu.Round(10*time.Millisecond)))
+	}
+	t.Logf("control plane CPU over its %v: %v (%s)", life.Round(time.Second), sum.Round(10*time.Millisecond), strings.Join(parts, ", "))
+}
+
 func (cp *controlPlane) run(name string, args ...string) (string, error) {
 	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "S="+cp.dir, "BIN="+anchorBin)
+	cmd.Env = append(os.Environ(), "S="+cp.dir, "BIN="+cp.bin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -248,5 +340,39 @@ func checkNodeObject(t *testing.T, n *corev1.Node, name string) {
 	}
 	if len(n.Status.Conditions) != 4 {
 		t.Errorf("conditions %+v", n.Status.Conditions)
+	}
+}
+
+// wrapControlPlane's scripts run the binary with the test's flags after
+// start.sh's arguments; the others are the binaries themselves.
+func TestWrapControlPlane(t *testing.T) {
+	from, dir := t.TempDir(), t.TempDir()
+	for _, b := range controlPlaneBins {
+		// Each "binary" prints its name and arguments, one a line.
+		if err := os.WriteFile(filepath.Join(from, b), []byte("#!/bin/sh\necho \"$0\"; for a in \"$@\"; do echo \"$a\"; done\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flags := map[string][]string{"kube-apiserver": {"--endpoint-reconciler-type=none", "--x=it's"}}
+	if err := wrapControlPlane(dir, from, flags); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		bin  string
+		want []string
+	}{
+		{"kube-apiserver", []string{filepath.Join(from, "kube-apiserver"), "--a=1", "b c", "--endpoint-reconciler-type=none", "--x=it's"}},
+		{"etcd", []string{filepath.Join(dir, "etcd"), "--a=1", "b c"}}, // a symlink: $0 is the link
+	} {
+		out, err := exec.Command(filepath.Join(dir, tc.bin), "--a=1", "b c").Output()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.bin, err)
+		}
+		if got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); !slices.Equal(got, tc.want) {
+			t.Errorf("%s ran %q, want %q", tc.bin, got, tc.want)
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(dir, "etcd")); err != nil || target != filepath.Join(from, "etcd") {
+		t.Errorf("etcd: link to %q, %v", target, err)
 	}
 }

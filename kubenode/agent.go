@@ -13,14 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-helpers/apimachinery/lease"
 	"k8s.io/utils/clock"
 )
 
 // Agent is this machine as a Node of the cluster its client talks to.
 type Agent struct {
-	Client kubernetes.Interface
+	Client Client
 	Clock  clock.WithTicker
 	Log    *slog.Logger
 	// Facts are read at each status update (the machine may change:
@@ -38,7 +37,7 @@ func (a *Agent) Run(ctx context.Context) {
 	if !ok {
 		return // ctx ended before the node was registered
 	}
-	leases := lease.NewController(a.Clock, a.Client, name, LeaseDurationSeconds, func() {},
+	leases := lease.NewController(a.Clock, leaseClientset{client: a.Client}, name, LeaseDurationSeconds, func() {},
 		LeaseDurationSeconds*time.Second/4, name, corev1.NamespaceNodeLease, a.setOwner(ctx, name))
 	go leases.Run(ctx)
 	t := a.Clock.NewTicker(StatusUpdateFrequency)

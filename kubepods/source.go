@@ -15,13 +15,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/admission"
 	"github.com/podrun/podrun/manifest"
 )
+
+// API is the part of client-go's clientset this package calls (core/v1:
+// the pods bound to the node, the ConfigMaps and Secrets they name, and the pods' status); a clientset, its fake and kubenode.Client
+// have it.
+type API interface {
+	CoreV1() corev1client.CoreV1Interface
+}
 
 // ObjectTTL is how long a ConfigMap or Secret read is used before it is
 // read again: the kubelet's TTL cache strategy (its node's
@@ -36,7 +43,7 @@ const ObjectTTL = time.Minute
 // knew while the API server does not answer: the informer's store keeps
 // its pods, a pod whose objects cannot be read keeps its last good form.
 type Source struct {
-	Client    kubernetes.Interface
+	Client    API
 	Node      string
 	Admission manifest.Options // of the daemon; StaticNode is not applied
 	Clock     clock.WithTicker
@@ -80,7 +87,7 @@ type Wanted struct {
 }
 
 // NewSource returns the source of node's pods; Run starts it.
-func NewSource(client kubernetes.Interface, node string, admission manifest.Options, clk clock.WithTicker, log *slog.Logger) *Source {
+func NewSource(client API, node string, admission manifest.Options, clk clock.WithTicker, log *slog.Logger) *Source {
 	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
 		fields.OneTermEqualSelector("spec.nodeName", node))
 	s := &Source{Client: client, Node: node, Admission: admission, Clock: clk, Log: log,

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/run"
@@ -37,7 +36,7 @@ type Lister interface {
 // the objects of those deleted once nothing of them is left on the node:
 // the one writer of pod status, as the kubelet's status manager.
 type Writer struct {
-	Client kubernetes.Interface
+	Client API
 	Source *Source
 	Node   Lister
 	Clock  clock.WithTicker

@@ -8,15 +8,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
+
+// API is the part of client-go's clientset this package calls (core/v1:
+// the Node's UID and the mirror pods and their status); a clientset, its fake and kubenode.Client
+// have it.
+type API interface {
+	CoreV1() corev1client.CoreV1Interface
+}
 
 // client makes the actions' API calls with the node's credentials
 // (system:node:NAME): what NodeRestriction lets a node do to pods is
 // create mirror pods of its own, delete the pods bound to it and write
 // their status.
 type client struct {
-	api  kubernetes.Interface
+	api  API
 	node string
 }
 

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 )
@@ -64,7 +63,7 @@ type hold struct {
 // PodsOnNode is an informer of the pods the API binds to node: the field
 // selector spec.nodeName=node is what the Node authorizer lets a node list
 // and watch (the kubelet's API source). Run it with its Run.
-func PodsOnNode(api kubernetes.Interface, node string) cache.SharedIndexInformer {
+func PodsOnNode(api API, node string) cache.SharedIndexInformer {
 	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -84,7 +83,7 @@ func PodsOnNode(api kubernetes.Interface, node string) cache.SharedIndexInformer
 // NewKeeper returns the keeper of node's mirror pods, calling api with the
 // node's credentials and seeing the API's pods through pods (PodsOnNode,
 // or any informer of the pods bound to the node).
-func NewKeeper(api kubernetes.Interface, node string, pods cache.SharedIndexInformer, clk clock.Clock, log *slog.Logger) (*Keeper, error) {
+func NewKeeper(api API, node string, pods cache.SharedIndexInformer, clk clock.Clock, log *slog.Logger) (*Keeper, error) {
 	k := &Keeper{node: node, api: client{api: api, node: node}, status: statusWriter{api: api, sent: map[types.UID]*corev1.PodStatus{}},
 		clock: clk, log: log, kick: make(chan struct{}, 1), held: map[string]hold{}}
 	k.pods = func() ([]*corev1.Pod, error) {

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/kubernetes"
 )
 
 // statusWriter writes a static pod's status to its mirror pod, as the
@@ -22,7 +21,7 @@ import (
 // from the API's. It stands in for the node's one status writer (the API
 // pods' status manager) until the static pods' statuses go through that.
 type statusWriter struct {
-	api  kubernetes.Interface
+	api  API
 	sent map[types.UID]*corev1.PodStatus // the status last sent, by mirror pod UID
 }
 
