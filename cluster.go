@@ -104,16 +104,15 @@ func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *r
 }
 
 // mirrorKeeper keeps the mirror pods of the daemon's static pods on node in
-// client's cluster until ctx ends. client is the pods client (no overall
-// timeout, which would cut its watch every 10 s: the kubelet's kubeClient
-// beside its heartbeat client).
-func mirrorKeeper(ctx context.Context, client kubenode.Client, node string) (*mirror.Keeper, error) {
-	pods := mirror.PodsOnNode(client, node)
-	k, err := mirror.NewKeeper(client, node, pods, clock.RealClock{}, slog.Default())
+// client's cluster until ctx ends, seeing the API's pods through src's
+// informer (one watch of the node's pods). client is the pods client (no
+// overall timeout, which would cut its watch every 10 s: the kubelet's
+// kubeClient beside its heartbeat client).
+func mirrorKeeper(ctx context.Context, client kubenode.Client, node string, src *kubepods.Source) (*mirror.Keeper, error) {
+	k, err := mirror.NewKeeper(client, node, src.Informer(), clock.RealClock{}, slog.Default())
 	if err != nil {
 		return nil, err
 	}
-	go pods.Run(ctx.Done())
 	go k.Run(ctx)
 	return k, nil
 }

@@ -82,10 +82,12 @@ func daemonCommand() *cli.Command {
 				if err := serveNodeAPI(ctx, c, cfg, h, heartbeat); err != nil {
 					return err
 				}
-				if o.Cluster, err = podSource(ctx, cfg, o.Admission, h, cluster); err != nil {
+				src, err := podSource(ctx, cfg, o.Admission, h, cluster)
+				if err != nil {
 					return err
 				}
-				if o.Mirrors, err = mirrorKeeper(ctx, cluster, o.Admission.StaticNode); err != nil {
+				o.Cluster = src
+				if o.Mirrors, err = mirrorKeeper(ctx, cluster, o.Admission.StaticNode, src); err != nil {
 					return err
 				}
 				go agent.Run(ctx)

@@ -97,6 +97,11 @@ func NewSource(client API, node string, admission manifest.Options, clk clock.Wi
 	return s
 }
 
+// Informer is the source's informer of the pods bound to the node, for
+// whoever else watches them (the mirror keeper): one watch of the node's
+// pods, as the kubelet has. Run runs it.
+func (s *Source) Informer() cache.SharedIndexInformer { return s.informer }
+
 // Source is the source label of the pods (daemon.Cluster).
 func (s *Source) Source() string { return SourceName }
 

@@ -10,11 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 )
@@ -60,29 +56,9 @@ type hold struct {
 	until time.Time
 }
 
-// PodsOnNode is an informer of the pods the API binds to node: the field
-// selector spec.nodeName=node is what the Node authorizer lets a node list
-// and watch (the kubelet's API source). Run it with its Run.
-func PodsOnNode(api API, node string) cache.SharedIndexInformer {
-	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return api.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return api.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
-		},
-	}
-	// As client-go's generated pod informer, without its factory (which
-	// links in every group's informers).
-	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, api), &corev1.Pod{}, 0, cache.Indexers{})
-}
-
 // NewKeeper returns the keeper of node's mirror pods, calling api with the
-// node's credentials and seeing the API's pods through pods (PodsOnNode,
-// or any informer of the pods bound to the node).
+// node's credentials and seeing the API's pods through pods (an informer
+// of the pods bound to the node: kubepods.Source's).
 func NewKeeper(api API, node string, pods cache.SharedIndexInformer, clk clock.Clock, log *slog.Logger) (*Keeper, error) {
 	k := &Keeper{node: node, api: client{api: api, node: node}, status: statusWriter{api: api, sent: map[types.UID]*corev1.PodStatus{}},
 		clock: clk, log: log, kick: make(chan struct{}, 1), held: map[string]hold{}}

@@ -14,8 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -318,4 +320,24 @@ func TestKeeperCreateFindsItsMirrorPod(t *testing.T) {
 	if log.count("mirror pod created") != 0 || log.count("problem") != 0 {
 		t.Errorf("log:\n%s", log)
 	}
+}
+
+// PodsOnNode is an informer of the pods the API binds to node, over the
+// typed client (which the fake clientset serves; kubepods.Source's is over
+// the REST client, as the kubelet's). Run it with its Run.
+func PodsOnNode(api API, node string) cache.SharedIndexInformer {
+	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return api.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return api.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}
+	// As client-go's generated pod informer, without its factory (which
+	// links in every group's informers).
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, api), &corev1.Pod{}, 0, cache.Indexers{})
 }
