@@ -234,6 +234,20 @@ func TestNodeAPIThroughAPIServer(t *testing.T) {
 		}
 	})
 
+	// How the API server carried kubectl's WebSockets: the Node declares
+	// no ExtendWebSocketsToKubelet, so it translates them to SPDY.
+	if out, err := cp.kubectl("", "get", "--raw", "/metrics"); err != nil {
+		t.Logf("the API server's metrics: %v", err)
+	} else {
+		var lines []string
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(l, "apiserver_websocket_streaming_requests_total") || strings.HasPrefix(l, "apiserver_stream_t") {
+				lines = append(lines, strings.TrimSpace(l))
+			}
+		}
+		t.Logf("the API server's streaming metrics:\n%s", strings.Join(lines, "\n"))
+	}
+
 	// Refused: a user with no rights (a ServiceAccount's token, no RBAC).
 	if out, err := cp.kubectl("", "create", "serviceaccount", "na-nobody"); err != nil {
 		t.Fatalf("creating a service account: %v: %s", err, out)
