@@ -7,8 +7,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"time"
 
+	"github.com/urfave/cli/v2"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -41,6 +44,66 @@ func clusterClients(file string) (heartbeat, pods kubenode.Client, err error) {
 	return heartbeat, pods, nil
 }
 
+// nodeIPs reads --node-ip (the kubelet's), its addresses checked against
+// this host's now: each one of them, or loopback.
+func nodeIPs(c *cli.Context) ([]net.IP, error) {
+	ips, err := kubenode.ParseNodeIPs(c.String("node-ip"))
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("daemon: --node-ip %q: %v", c.String("node-ip"), err)}
+	}
+	host := hostAddrs()
+	for _, ip := range ips {
+		if ip.IsUnspecified() {
+			continue // the default route's of its family
+		}
+		if err := kubenode.CheckNodeIP(ip, host, true); err != nil {
+			return nil, usageError{fmt.Sprintf("daemon: --node-ip %s: %v (an address of this host's interfaces, or loopback)", ip, err)}
+		}
+	}
+	return ips, nil
+}
+
+// nodeLookupTimeout bounds the look-up of the node's name, so that a DNS
+// server that does not answer does not hold the node's status back.
+const nodeLookupTimeout = 2 * time.Second
+
+// internalIPs are node's InternalIP addresses now, as the kubelet chooses
+// them (kubenode.InternalIPs): nodeIPs (--node-ip) when given, else what
+// node resolves to, else the default route's interface's address, else
+// every address the pods see.
+func internalIPs(ctx context.Context, nodeIPs []net.IP, node string) ([]net.IP, error) {
+	return kubenode.InternalIPs(nodeIPs, node, kubenode.Host{
+		Addrs: hostAddrs(),
+		Lookup: func(name string) []net.IP {
+			ctx, cancel := context.WithTimeout(ctx, nodeLookupTimeout)
+			defer cancel()
+			addrs, _ := net.DefaultResolver.LookupIPAddr(ctx, name) // none found: the default route's
+			var ips []net.IP
+			for _, a := range addrs {
+				ips = append(ips, a.IP)
+			}
+			return ips
+		},
+		Default:  utilnet.ResolveBindAddress,
+		Fallback: sandbox.HostIPs(),
+	})
+}
+
+// hostAddrs are the addresses of this host's interfaces.
+func hostAddrs() []net.IP {
+	addrs, _ := net.InterfaceAddrs() // none: every --node-ip is refused
+	var ips []net.IP
+	for _, a := range addrs {
+		switch v := a.(type) {
+		case *net.IPNet:
+			ips = append(ips, v.IP)
+		case *net.IPAddr:
+			ips = append(ips, v.IP)
+		}
+	}
+	return ips
+}
+
 // runtimeVersioner is containerd's version (ctrd.Engine's).
 type runtimeVersioner interface {
 	RuntimeVersion(ctx context.Context) (string, error)
@@ -50,8 +113,9 @@ type runtimeVersioner interface {
 // the host (admissionNode's name, labels and allocatable, its address,
 // containerd's version), Ready while containerd
 // answers. It runs the pods bound to it (podSource), so it is not tainted
-// (kubenode.NotRunningPodsTaint was, before). port is the node API's.
-func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32) (*kubenode.Agent, error) {
+// (kubenode.NotRunningPodsTaint was, before). port is the node API's;
+// nodeIPs are --node-ip's (internalIPs).
+func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32, nodeIPs []net.IP) (*kubenode.Agent, error) {
 	rt, ok := h.Engine().(runtimeVersioner)
 	if !ok {
 		return nil, fmt.Errorf("daemon: --kubeconfig: the engine %T has no runtime version", h.Engine())
@@ -62,15 +126,13 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32) 
 			return kubenode.Facts{}, err
 		}
 		v, _ := rt.RuntimeVersion(ctx) // a runtime that does not answer is the Ready condition's
-		// One InternalIP, the kubelet's without --node-ip: the address of
-		// the default route's interface; else every address the pods see.
+		addrs, err := internalIPs(ctx, nodeIPs, n.Name)
+		if err != nil {
+			return kubenode.Facts{}, err
+		}
 		var ips []string
-		if ip, err := utilnet.ChooseHostInterface(); err == nil {
+		for _, ip := range addrs {
 			ips = append(ips, ip.String())
-		} else {
-			for _, ip := range sandbox.HostIPs() {
-				ips = append(ips, ip.String())
-			}
 		}
 		return kubenode.Facts{
 			Name: n.Name, Labels: n.Labels,

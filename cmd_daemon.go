@@ -39,6 +39,7 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
 			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"PODRUN_KUBECONFIG"}, Usage: "also be a node of this kubeconfig's cluster (a node's credentials, system:node:NAME): register the Node, renew its Lease and status, run the pods bound to it and write back their status, and show its static pods as mirror pods"},
+			&cli.StringFlag{Name: "node-ip", EnvVars: []string{"PODRUN_NODE_IP"}, Usage: "with --kubeconfig: the Node's InternalIP address(es), IP or IPv4,IPv6 (the kubelet's --node-ip): each an address of this host, or loopback; default: what the node's name resolves to, else the default route's interface's address (0.0.0.0 or :: picks that family's)"},
 			&cli.StringFlag{Name: "images-dir", EnvVars: []string{"PODRUN_IMAGES_DIR"}, Usage: "image archives (.tar, .tar.gz, .tgz, .tar.zst; OCI or docker) imported at start and when they appear, as k3s's air-gap images (default: <root>/images)"},
 		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags(), nodeAPIFlags())...),
 		Action: func(c *cli.Context) error {
@@ -47,8 +48,12 @@ func daemonCommand() *cli.Command {
 				return err
 			}
 			var heartbeat, cluster kubenode.Client
+			var ips []net.IP
 			if file := c.String("kubeconfig"); file != "" {
 				if heartbeat, cluster, err = clusterClients(file); err != nil {
+					return err
+				}
+				if ips, err = nodeIPs(c); err != nil {
 					return err
 				}
 			}
@@ -75,11 +80,11 @@ func daemonCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				agent, err := nodeAgent(cfg, h, heartbeat, port)
+				agent, err := nodeAgent(cfg, h, heartbeat, port, ips)
 				if err != nil {
 					return err
 				}
-				if err := serveNodeAPI(ctx, c, cfg, h, heartbeat); err != nil {
+				if err := serveNodeAPI(ctx, c, cfg, h, heartbeat, ips); err != nil {
 					return err
 				}
 				src, err := podSource(ctx, cfg, o.Admission, h, cluster)

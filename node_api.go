@@ -13,7 +13,6 @@ import (
 	"strconv"
 
 	"github.com/urfave/cli/v2"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/attach"
@@ -45,8 +44,8 @@ func nodeAPIPort(c *cli.Context) (int32, error) {
 
 // serveNodeAPI starts the node API of h's pods for client's cluster: its
 // listener opened now (an error stops the daemon, as the kubelet), served
-// until ctx ends.
-func serveNodeAPI(ctx context.Context, c *cli.Context, cfg run.Config, h *run.Host, client kubenode.Client) error {
+// until ctx ends. nodeIPs are --node-ip's.
+func serveNodeAPI(ctx context.Context, c *cli.Context, cfg run.Config, h *run.Host, client kubenode.Client, nodeIPs []net.IP) error {
 	n, err := admissionNode(cfg)
 	if err != nil {
 		return err
@@ -62,9 +61,9 @@ func serveNodeAPI(ctx context.Context, c *cli.Context, cfg run.Config, h *run.Ho
 	if cas == nil {
 		slog.Warn("node API: no --client-ca-file: the API server's client certificate is refused (kubectl logs, exec, attach, port-forward fail); only bearer tokens are accepted")
 	}
-	var ips []net.IP
-	if ip, err := utilnet.ChooseHostInterface(); err == nil {
-		ips = append(ips, ip)
+	ips, err := internalIPs(ctx, nodeIPs, n.Name) // the self-signed certificate's (made once)
+	if err != nil {
+		return err
 	}
 	cert, err := nodeapi.ServingCertificate(c.String("tls-cert-file"), c.String("tls-private-key-file"), filepath.Join(c.String("root"), "pki"), n.Name, ips)
 	if err != nil {

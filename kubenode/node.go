@@ -176,9 +176,15 @@ func ShouldSend(changed bool, lastSent, now time.Time) bool {
 // re-registration (its updateDefaultLabels for the well-known labels, here
 // every label of the facts) and its capacity and allocatable to the
 // machine's; it reports whether existing changed. Taints are left as they
-// are (a node may not change them).
+// are (a node may not change them). A ProvidedNodeIPAnnotation left by a
+// kubelet with an external cloud provider goes, as the kubelet without
+// one removes it.
 func Reconcile(existing *corev1.Node, f Facts) bool {
 	changed := false
+	if _, ok := existing.Annotations[ProvidedNodeIPAnnotation]; ok {
+		delete(existing.Annotations, ProvidedNodeIPAnnotation)
+		changed = true
+	}
 	for k, v := range f.Labels {
 		if existing.Labels[k] != v {
 			if existing.Labels == nil {

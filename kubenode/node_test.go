@@ -200,10 +200,15 @@ func TestReconcile(t *testing.T) {
 			n.Status.Allocatable = nil
 			return n
 		}, true, 1},
+		{"a cloud provider's provided-node-ip goes, other annotations stay", func() *corev1.Node {
+			n := Node(f, Health{}, t0)
+			n.Annotations = map[string]string{ProvidedNodeIPAnnotation: "10.0.0.1", "team": "a"}
+			return n
+		}, true, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.node()
-			extra := n.Labels["team"]
+			extra, note := n.Labels["team"], n.Annotations["team"]
 			if got := Reconcile(n, f); got != tc.want {
 				t.Errorf("Reconcile = %v, want %v", got, tc.want)
 			}
@@ -211,6 +216,9 @@ func TestReconcile(t *testing.T) {
 				if n.Labels[k] != v {
 					t.Errorf("label %s=%q, want %q", k, n.Labels[k], v)
 				}
+			}
+			if _, ok := n.Annotations[ProvidedNodeIPAnnotation]; ok || n.Annotations["team"] != note {
+				t.Errorf("annotations %v: want %s gone, others kept", n.Annotations, ProvidedNodeIPAnnotation)
 			}
 			if n.Labels["team"] != extra || len(n.Spec.Taints) != tc.taints {
 				t.Errorf("others' label or taints changed: %v %v", n.Labels, n.Spec.Taints)

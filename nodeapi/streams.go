@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
@@ -196,7 +197,10 @@ func (x streamer) AttachContainer(ctx context.Context, _, _ string, id string, i
 	if err != nil && !errors.Is(err, attach.ErrNoStdin) {
 		return err
 	}
-	stdout, stderr := orDiscard(out), orDiscard(errw)
+	// A write to the client that fails is the client gone (kubectl
+	// attach ended): the attach's end, not an error.
+	var gone atomic.Bool
+	stdout, stderr := clientWriter{orDiscard(out), &gone}, clientWriter{orDiscard(errw), &gone}
 	if m.Log {
 		dir := x.s.pods.LogDir(x.pod, x.container)
 		restart, err := logs.Latest(dir)
@@ -206,7 +210,10 @@ func (x streamer) AttachContainer(ctx context.Context, _, _ string, id string, i
 		if out == nil {
 			stdout = stderr
 		}
-		return logs.Copy(ctx, stdout, dir, restart, logs.Options{Tail: 0, Follow: true})
+		if err := logs.Copy(ctx, stdout, dir, restart, logs.Options{Tail: 0, Follow: true}); err != nil && !gone.Load() {
+			return err
+		}
+		return nil
 	}
 	o := attach.Options{Stdout: stdout, Stderr: stderr}
 	if m.Stdin && in != nil && !errors.Is(err, attach.ErrNoStdin) {
@@ -219,7 +226,25 @@ func (x streamer) AttachContainer(ctx context.Context, _, _ string, id string, i
 			}
 		}()
 	}
-	return x.s.attach(ctx, id, o)
+	if err := x.s.attach(ctx, id, o); err != nil && !gone.Load() {
+		return err
+	}
+	return nil
+}
+
+// clientWriter writes to a client's stream and records a write that
+// failed in gone.
+type clientWriter struct {
+	w    io.Writer
+	gone *atomic.Bool
+}
+
+func (c clientWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.gone.Store(true)
+	}
+	return n, err
 }
 
 func orDiscard(w io.Writer) io.Writer {

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -354,5 +356,55 @@ func TestPortForward(t *testing.T) {
 	defer mu.Unlock()
 	if len(dialled) != 2 || dialled[0] != "default/web:8080" {
 		t.Errorf("dialled %v, want default/web:8080 twice", dialled)
+	}
+}
+
+// closedStream is a client's stream after the client went.
+type closedStream struct{}
+
+func (closedStream) Write([]byte) (int, error) { return 0, io.EOF }
+func (closedStream) Close() error              { return nil }
+
+// TestAttachClientGone: an attach ends without an error when the client
+// goes (its stream refuses a write), whether it followed the container's
+// log or its stream keeper; an error of the keeper itself is still one.
+func TestAttachClientGone(t *testing.T) {
+	pods := newFakePods(t)
+	keeperErr := errors.New("the keeper's socket broke")
+	for _, tc := range []struct {
+		name      string
+		container string
+		attach    func(context.Context, string, attach.Options) error
+		want      error
+	}{
+		{"the keeper's output to a client gone", "app", func(_ context.Context, _ string, o attach.Options) error {
+			_, err := o.Stdout.Write([]byte("late line\n"))
+			return err
+		}, nil},
+		{"the keeper fails", "app", func(context.Context, string, attach.Options) error { return keeperErr }, keeperErr},
+		{"the log followed to a client gone", "quiet", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := streamer{s: &Server{pods: pods, attach: tc.attach}, pod: pods.pod, container: tc.container}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if tc.container == "quiet" {
+				go func() { // a line written after the attach began
+					time.Sleep(200 * time.Millisecond)
+					f, err := os.OpenFile(filepath.Join(pods.dir, "quiet", "0.log"), os.O_APPEND|os.O_WRONLY, 0)
+					if err == nil {
+						_, _ = f.WriteString("2026-11-29T12:00:00Z stdout F later\n")
+						f.Close()
+					}
+				}()
+			}
+			err := x.AttachContainer(ctx, "web", "u1", tc.container+"-0", nil, closedStream{}, closedStream{}, false, nil)
+			if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+				t.Errorf("AttachContainer = %v, want %v", err, tc.want)
+			}
+			if ctx.Err() != nil {
+				t.Errorf("AttachContainer ended only with its context")
+			}
+		})
 	}
 }
