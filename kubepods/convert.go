@@ -45,9 +45,10 @@ const UnsupportedReason = "UnsupportedPodSpec"
 //
 // Before it is read, what only the API server sets and the node does not
 // use is dropped: ownerReferences, generateName, finalizers, the deletion
-// stamps (a pod being deleted is not run), the status; and the projected
-// serviceAccountToken sources, which need TokenRequest (not done yet: the
-// projected volume is written without its token file).
+// stamps (a pod being deleted is not run), the status. The projected
+// serviceAccountToken sources, which a manifest file cannot have, are read
+// aside and put back (withTokenSources): the pod's Hash is of the rest, the
+// node writes their tokens (Tokens) into its volumes.
 func Convert(o manifest.Options, pod *corev1.Pod, objects *manifest.Set) (*manifest.Pod, error) {
 	c := pod.DeepCopy()
 	c.APIVersion, c.Kind = "v1", "Pod"
@@ -56,7 +57,7 @@ func Convert(o manifest.Options, pod *corev1.Pod, objects *manifest.Set) (*manif
 	c.Status = corev1.PodStatus{}
 	for i := range c.Spec.Volumes {
 		if p := c.Spec.Volumes[i].Projected; p != nil {
-			p.Sources = slices.DeleteFunc(p.Sources, func(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil })
+			p.Sources = slices.DeleteFunc(p.Sources, isTokenSource)
 		}
 	}
 	data, err := json.Marshal(c)
@@ -78,8 +79,37 @@ func Convert(o manifest.Options, pod *corev1.Pod, objects *manifest.Set) (*manif
 	}
 	p := set.Pods[0]
 	p.UID, p.Pod.UID = string(pod.UID), pod.UID
+	withTokenSources(p.Pod, pod)
 	return p, nil
 }
+
+// withTokenSources puts the projected serviceAccountToken sources of api
+// back into read, the pod read from it without them, each at its place
+// among its volume's sources.
+func withTokenSources(read, api *corev1.Pod) {
+	for _, av := range api.Spec.Volumes {
+		if av.Projected == nil || !slices.ContainsFunc(av.Projected.Sources, isTokenSource) {
+			continue
+		}
+		i := slices.IndexFunc(read.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == av.Name })
+		if i < 0 || read.Spec.Volumes[i].Projected == nil {
+			continue
+		}
+		rest := read.Spec.Volumes[i].Projected.Sources
+		sources := make([]corev1.VolumeProjection, 0, len(av.Projected.Sources))
+		for _, s := range av.Projected.Sources {
+			switch {
+			case isTokenSource(s):
+				sources = append(sources, *s.DeepCopy())
+			case len(rest) > 0:
+				sources, rest = append(sources, rest[0]), rest[1:]
+			}
+		}
+		read.Spec.Volumes[i].Projected.Sources = sources
+	}
+}
+
+func isTokenSource(s corev1.VolumeProjection) bool { return s.ServiceAccountToken != nil }
 
 // Refs are the ConfigMaps and Secrets a pod names (volumes, projected
 // sources, env, envFrom, imagePullSecrets): the only ones the node may

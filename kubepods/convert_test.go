@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/podrun/podrun/manifest"
 )
@@ -60,8 +61,8 @@ func rootCA() *corev1.ConfigMap {
 
 // TestConvert: a Deployment's pod as the API server serves it is read as a
 // manifest's pod, keeps its name and the API's UID, and carries the
-// ConfigMap it names; the token source is dropped; what it cannot run is
-// a problem naming the field.
+// ConfigMap it names; the token source stays at its place but counts not
+// in the pod's Hash; what it cannot run is a problem naming the field.
 func TestConvert(t *testing.T) {
 	pod := decodePod(t, apiPod)
 	p, err := Convert(manifest.Options{StaticNode: "vm"}, pod, &manifest.Set{ConfigMaps: []*corev1.ConfigMap{rootCA()}})
@@ -74,8 +75,13 @@ func TestConvert(t *testing.T) {
 	if p.Annotations[manifest.ConfigSourceAnnotation] != "" || p.Spec.NodeName != "vm" {
 		t.Errorf("made a static pod: %v, node %q", p.Annotations, p.Spec.NodeName)
 	}
-	if len(p.Spec.Volumes[0].Projected.Sources) != 2 || p.ConfigMaps["kube-root-ca.crt"] == nil {
-		t.Errorf("projected sources %+v, configmaps %v", p.Spec.Volumes[0].Projected.Sources, p.ConfigMaps)
+	if !equality.Semantic.DeepEqual(p.Spec.Volumes, pod.Spec.Volumes) || p.ConfigMaps["kube-root-ca.crt"] == nil {
+		t.Errorf("volumes %+v, configmaps %v", p.Spec.Volumes, p.ConfigMaps)
+	}
+	noToken := decodePod(t, strings.Replace(apiPod, `{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},`, "", 1))
+	q, err := Convert(manifest.Options{StaticNode: "vm"}, noToken, &manifest.Set{ConfigMaps: []*corev1.ConfigMap{rootCA()}})
+	if err != nil || q.Hash != p.Hash || len(q.Spec.Volumes[0].Projected.Sources) != 2 {
+		t.Errorf("without its token source: %v, hash %s want %s", err, q.Hash, p.Hash)
 	}
 	if pod.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken == nil || pod.OwnerReferences == nil {
 		t.Error("the API's pod was changed")
@@ -107,5 +113,46 @@ func TestRefs(t *testing.T) {
 	cms, secrets := Refs(pod)
 	if got := fmt.Sprint(cms, secrets); got != "[env from kube-root-ca.crt] [pull vol]" {
 		t.Errorf("refs %s", got)
+	}
+}
+
+// TestWithTokenSources: the token sources go back at their place among
+// the sources read, whatever their position, and only into the volumes
+// that had them.
+func TestWithTokenSources(t *testing.T) {
+	tok := func(path string) corev1.VolumeProjection {
+		return corev1.VolumeProjection{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: path}}
+	}
+	cm := func(name string) corev1.VolumeProjection {
+		return corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}
+	}
+	proj := func(name string, s ...corev1.VolumeProjection) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: s}}}
+	}
+	api := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+		proj("a", cm("x"), tok("t1"), cm("y"), tok("t2")),
+		proj("b", tok("only")),
+		proj("c", cm("z")),
+		{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}}}
+	read := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+		{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		proj("a", cm("x"), cm("y")),
+		proj("b"),
+		proj("c", cm("z")),
+	}}}
+	withTokenSources(read, api)
+	want := []corev1.Volume{
+		{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		proj("a", cm("x"), tok("t1"), cm("y"), tok("t2")),
+		proj("b", tok("only")),
+		proj("c", cm("z")),
+	}
+	if !equality.Semantic.DeepEqual(read.Spec.Volumes, want) {
+		t.Errorf("volumes %+v\nwant %+v", read.Spec.Volumes, want)
+	}
+	read.Spec.Volumes[1].Projected.Sources[1].ServiceAccountToken.Path = "changed"
+	if api.Spec.Volumes[0].Projected.Sources[1].ServiceAccountToken.Path != "t1" {
+		t.Error("the API's pod shares its sources with the pod read")
 	}
 }

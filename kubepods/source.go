@@ -62,6 +62,8 @@ type Source struct {
 	objects map[string]object
 	good    map[string]*manifest.Pod // by UID
 	failed  bool                     // an object could not be read at the last read
+
+	tokens *Tokens // the projected service account tokens (tokens.go)
 }
 
 // object is a ConfigMap or Secret as read (nil: not found) and when.
@@ -92,6 +94,7 @@ func NewSource(client API, node string, admission manifest.Options, clk clock.Wi
 		fields.OneTermEqualSelector("spec.nodeName", node))
 	s := &Source{Client: client, Node: node, Admission: admission, Clock: clk, Log: log,
 		informer: cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{}),
+		tokens:   NewTokens(client, clk),
 		poke:     make(chan struct{}, 1), changed: make(chan struct{}, 1),
 		objects: map[string]object{}, good: map[string]*manifest.Pod{}}
 	return s
@@ -208,6 +211,9 @@ func (s *Source) read(ctx context.Context, api []*corev1.Pod) Wanted {
 			continue
 		}
 		p, err := Convert(s.Admission, pod, s.fetch(ctx, pod))
+		if err == nil {
+			err = s.withTokens(ctx, pod, p)
+		}
 		if err != nil {
 			w.Problems = append(w.Problems, oneLine(pod, pod.UID, err))
 			if p = s.good[uid]; p == nil {
@@ -225,6 +231,7 @@ func (s *Source) read(ctx context.Context, api []*corev1.Pod) Wanted {
 			delete(s.good, uid)
 		}
 	}
+	s.forgetTokens(seen)
 	return w
 }
 
@@ -323,6 +330,7 @@ func fingerprint(w Wanted) string {
 		for _, name := range sortedKeys(keysOf(p.Secrets)) {
 			fmt.Fprintf(&b, " secret/%s@%s", name, p.Secrets[name].ResourceVersion)
 		}
+		b.WriteString(tokensPrint(p))
 		b.WriteByte('\n')
 	}
 	uids := make([]string, 0, len(w.Grace))

@@ -139,6 +139,7 @@ func TestSourceRead(t *testing.T) {
 	unsupported.UID = "unsupported"
 	cs := fake.NewClientset(rootCA())
 	clk := clocktesting.NewFakeClock(t0)
+	(&tokenReactor{clk: clk}).install(cs)
 	s := NewSource(cs, "vm", manifest.Options{}, clk, quiet())
 	w := s.read(context.Background(), []*corev1.Pod{web, deleting, mirror, failed, missing, unsupported})
 	var keys []string
@@ -151,7 +152,7 @@ func TestSourceRead(t *testing.T) {
 	if len(w.Grace) != 1 || w.Grace["del"] != 5*time.Second {
 		t.Errorf("grace %v", w.Grace)
 	}
-	// (The field path is the pod's as converted: its token source dropped.)
+	// (The field path is the pod's as read: its token source set aside.)
 	if len(w.Problems) != 2 || !strings.Contains(w.Problems[0], `bound to this node: spec.volumes[0].projected.sources[0].configMap.name: ConfigMap "absent" not found`) {
 		t.Errorf("problems %q", w.Problems)
 	}
@@ -161,9 +162,16 @@ func TestSourceRead(t *testing.T) {
 	}
 	var gets []string
 	for _, a := range cs.Actions() {
-		gets = append(gets, a.GetVerb()+" "+a.GetResource().Resource+" "+a.(k8stesting.GetAction).GetName())
+		name := ""
+		switch a := a.(type) {
+		case k8stesting.GetAction:
+			name = a.GetName()
+		case k8stesting.CreateActionImpl:
+			name = a.Name + "/" + a.Subresource
+		}
+		gets = append(gets, a.GetVerb()+" "+a.GetResource().Resource+" "+name)
 	}
-	if g := strings.Join(gets, ", "); g != "get configmaps kube-root-ca.crt, get configmaps absent" {
+	if g := strings.Join(gets, ", "); g != "get configmaps kube-root-ca.crt, create serviceaccounts default/token, get configmaps absent" {
 		t.Errorf("calls %s", g)
 	}
 	// Within the TTL nothing is read again; after it, a ConfigMap that
