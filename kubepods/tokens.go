@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/manifest"
@@ -45,7 +44,7 @@ type Tokens struct {
 }
 
 // NewTokens returns the token manager of a node whose client is client.
-func NewTokens(client kubernetes.Interface, clk clock.PassiveClock) *Tokens {
+func NewTokens(client API, clk clock.PassiveClock) *Tokens {
 	return &Tokens{
 		Request: func(ctx context.Context, namespace, sa string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 			return client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa, tr, metav1.CreateOptions{})
