@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/downward"
@@ -47,8 +48,9 @@ func daemonCommand() *cli.Command {
 				return err
 			}
 			var heartbeat, cluster kubernetes.Interface
+			var rc *rest.Config
 			if file := c.String("kubeconfig"); file != "" {
-				if heartbeat, cluster, err = clusterClients(file); err != nil {
+				if heartbeat, cluster, rc, err = clusterClients(file); err != nil {
 					return err
 				}
 			}
@@ -82,7 +84,7 @@ func daemonCommand() *cli.Command {
 				if err := serveNodeAPI(ctx, c, cfg, h, heartbeat); err != nil {
 					return err
 				}
-				if o.Cluster, err = podSource(ctx, cfg, o.Admission, h, cluster); err != nil {
+				if o.Cluster, err = podSource(ctx, cfg, o.Admission, h, cluster, rc); err != nil {
 					return err
 				}
 				go agent.Run(ctx)

@@ -73,7 +73,8 @@ func (w *Writer) Run(ctx context.Context) {
 // answer is tried again at the next round).
 func (w *Writer) Sync(ctx context.Context) error {
 	cur := w.Source.Current()
-	if !cur.Synced || len(cur.API) == 0 {
+	keeping := w.Source.Kept != nil && len(cur.Pods) > 0 // the phases pods finish in are kept
+	if !keeping && (!cur.Synced || len(cur.API) == 0) {
 		return nil // nothing to write: the node is not listed
 	}
 	pods, err := w.Node.Pods(ctx)
@@ -81,6 +82,7 @@ func (w *Writer) Sync(ctx context.Context) error {
 		return fmt.Errorf("listing the pods on the node: %w", err)
 	}
 	node := map[types.UID]*corev1.PodStatus{}
+	phases := map[types.UID]corev1.PodPhase{}
 	for _, p := range pods {
 		if p.Source != SourceName {
 			continue
@@ -88,7 +90,12 @@ func (w *Writer) Sync(ctx context.Context) error {
 		node[types.UID(p.UID)] = nil
 		if p.Pod != nil {
 			node[types.UID(p.UID)] = &p.Pod.Status
+			phases[types.UID(p.UID)] = p.Pod.Status.Phase
 		}
+	}
+	w.Source.Finished(phases)
+	if !cur.Synced || len(cur.API) == 0 {
+		return nil // the API's pods are not listed: nothing to write
 	}
 	if w.sent == nil {
 		w.sent = map[types.UID]sent{}
@@ -107,11 +114,17 @@ func (w *Writer) Sync(ctx context.Context) error {
 		var status apierrors.APIStatus
 		switch {
 		case err == nil:
+			if op.Delete {
+				w.Source.Forget(op.Pod.UID)
+			}
 			if op.Status != nil {
 				w.sent[op.Pod.UID] = sent{status: op.Status, at: now}
 			}
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			// Gone, or another pod of the name now (the UID precondition).
+			if op.Delete {
+				w.Source.Forget(op.Pod.UID)
+			}
 			w.Log.Info("pod bound to the node gone from the API meanwhile", "pod", key(op.Pod), "uid", op.Pod.UID, "err", err)
 		case errors.As(err, &status):
 			w.Log.Warn("writing a pod bound to the node", "pod", key(op.Pod), "err", err)
