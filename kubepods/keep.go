@@ -51,7 +51,7 @@ func (s *Source) startKept(ctx context.Context, synced, listFailed <-chan struct
 	}
 	s.keptMu.Lock()
 	for _, p := range pods {
-		s.kept[p.Pod.UID] = p
+		s.kept[p.Pod.UID], s.keptAs[p.Pod.UID] = p, versions(p)
 	}
 	s.keptMu.Unlock()
 	if len(pods) == 0 && len(s.keptProblems) == 0 {

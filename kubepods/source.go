@@ -111,7 +111,9 @@ func NewSource(client kubernetes.Interface, node string, admission manifest.Opti
 		},
 	}
 	s := &Source{Client: client, Node: node, Admission: admission, Clock: clk, Log: log,
-		informer: cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{}),
+		// As client-go's generated informers: a client without watch-list
+		// semantics (a fake) is listed.
+		informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{}, 0, cache.Indexers{}),
 		poke:     make(chan struct{}, 1), changed: make(chan struct{}, 1),
 		objects: map[string]object{}, good: map[string]*manifest.Pod{},
 		kept: map[types.UID]kept.Pod{}, keptAs: map[types.UID]string{}, keptErr: map[types.UID]string{}}
