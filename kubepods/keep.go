@@ -129,7 +129,7 @@ func (s *Source) keep(pod *corev1.Pod, set *manifest.Set) {
 	}
 	if had && terminal(prev.Pod.Status.Phase) && !terminal(pod.Status.Phase) {
 		p.Pod = pod.DeepCopy()
-		p.Pod.Status.Phase = prev.Pod.Status.Phase
+		p.Pod.Status = prev.Pod.Status // as it finished on the node
 	}
 	print := versions(p)
 	if had && s.keptAs[pod.UID] == print {
@@ -201,17 +201,19 @@ func (s *Source) forgetLocked(uid types.UID) {
 	delete(s.keptErr, uid)
 }
 
-// Finished keeps the terminal phase each pod of phases reached on the node
-// (by UID; the phases the node computes), so that a pod that finished
-// while the API server did not answer is not run again after a reboot.
-// Once the API has the phase, the source keeps it as read.
-func (s *Source) Finished(phases map[types.UID]corev1.PodPhase) {
+// Finished keeps the status of each pod of statuses (the node's, by UID)
+// that reached a terminal phase, so that a pod that finished while the API
+// server did not answer is not run again after a reboot, and its status
+// is written once it answers (KeptFinished) even when nothing of it is
+// left on the node. Once the API has the phase, the source keeps it as
+// read.
+func (s *Source) Finished(statuses map[types.UID]*corev1.PodStatus) {
 	if s.Kept == nil {
 		return
 	}
-	uids := make([]string, 0, len(phases))
-	for uid, phase := range phases {
-		if terminal(phase) {
+	uids := make([]string, 0, len(statuses))
+	for uid, st := range statuses {
+		if st != nil && terminal(st.Phase) {
 			uids = append(uids, string(uid))
 		}
 	}
@@ -226,12 +228,35 @@ func (s *Source) Finished(phases map[types.UID]corev1.PodPhase) {
 		}
 		p := prev
 		p.Pod = prev.Pod.DeepCopy()
-		p.Pod.Status.Phase = phases[uid]
+		p.Pod.Status = Merge(prev.Pod.Status, *statuses[uid])
 		if err := s.Kept.Save(p); err != nil {
-			s.Log.Warn("keeping the phase a pod finished in: it may run again after a reboot without the API server", "pod", p.Key(), "uid", uid, "phase", phases[uid], "err", err)
+			s.Log.Warn("keeping the phase a pod finished in: it may run again after a reboot without the API server", "pod", p.Key(), "uid", uid, "phase", p.Pod.Status.Phase, "err", err)
 			continue
 		}
-		s.Log.Info("kept the phase the pod finished in", "pod", p.Key(), "uid", uid, "phase", phases[uid])
+		s.Log.Info("kept the phase the pod finished in", "pod", p.Key(), "uid", uid, "phase", p.Pod.Status.Phase)
 		s.kept[uid], s.keptAs[uid] = p, versions(p)
 	}
+}
+
+// KeptFinished are the statuses kept of the pods that finished on the
+// node (by UID): the status writer writes them when the API does not have
+// them yet and nothing of the pod is left on the node (a reboot).
+func (s *Source) KeptFinished() map[types.UID]*corev1.PodStatus {
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	out := map[types.UID]*corev1.PodStatus{}
+	for uid, p := range s.kept {
+		if terminal(p.Pod.Status.Phase) {
+			out[uid] = p.Pod.Status.DeepCopy()
+		}
+	}
+	return out
+}
+
+// keptTerminal reports whether the pod of uid is kept finished.
+func (s *Source) keptTerminal(uid types.UID) bool {
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	p, ok := s.kept[uid]
+	return ok && terminal(p.Pod.Status.Phase)
 }

@@ -286,8 +286,8 @@ func TestKeepPhases(t *testing.T) {
 	if n := k.count(); n != 2 {
 		t.Errorf("%d saves for two pods read twice, want 2", n)
 	}
-	s.Finished(map[types.UID]corev1.PodPhase{"uid-a": corev1.PodSucceeded, "uid-b": corev1.PodRunning})
-	s.Finished(map[types.UID]corev1.PodPhase{"uid-a": corev1.PodSucceeded})
+	s.Finished(map[types.UID]*corev1.PodStatus{"uid-a": {Phase: corev1.PodSucceeded}, "uid-b": {Phase: corev1.PodRunning}, "uid-c": nil})
+	s.Finished(map[types.UID]*corev1.PodStatus{"uid-a": {Phase: corev1.PodSucceeded}})
 	if n := k.count(); n != 3 {
 		t.Errorf("%d saves, want 3 (one for the phase)", n)
 	}
@@ -297,11 +297,19 @@ func TestKeepPhases(t *testing.T) {
 	if g := keptKeys(t, k); g != "default/web-a Succeeded, default/web-b Pending" {
 		t.Errorf("kept %q, want web-a Succeeded", g)
 	}
-	// After a reboot, the finished pod is not started again.
+	// After a reboot, the finished pod is not started again, from the
+	// kept state nor from the API's list that does not have its phase.
 	pods, _, _ := k.Load()
 	s2 := NewSource(cs, "vm", manifest.Options{}, clocktesting.NewFakeClock(t0), quiet())
+	s2.Kept = k
+	for _, p := range pods {
+		s2.kept[p.Pod.UID] = p
+	}
 	if g := podKeys(s2.fromKept(pods)); !strings.HasPrefix(g, "default/web-b ") || strings.Contains(g, ",") {
 		t.Errorf("after a reboot: %s, want web-b alone", g)
+	}
+	if g := podKeys(s2.read(context.Background(), []*corev1.Pod{a2, b})); !strings.HasPrefix(g, "default/web-b ") || strings.Contains(g, ",") {
+		t.Errorf("after a reboot, the API's list: %s, want web-b alone", g)
 	}
 	// The writer deleted b's object: b is forgotten.
 	s.Forget("uid-b")
@@ -335,6 +343,22 @@ func TestWriterKeepsPhases(t *testing.T) {
 	}
 	if g := keptKeys(t, k); g != "default/web-a Failed" {
 		t.Errorf("kept %q, want web-a Failed", g)
+	}
+	// After a reboot, the API answers with the pod Running and nothing of
+	// it on the node: the kept status is written.
+	if err := cs.Tracker().Add(a); err != nil {
+		t.Fatal(err)
+	}
+	s.wanted = Wanted{Synced: true, API: []*corev1.Pod{a}}
+	w.Node = lister{}
+	if err := w.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := cs.CoreV1().Pods("default").Get(context.Background(), "web-a", metav1.GetOptions{}); err != nil || p.Status.Phase != corev1.PodFailed {
+		t.Errorf("the API's pod after the write: %v %v, want Failed", p.Status.Phase, err)
+	}
+	if err := cs.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "default", "web-a"); err != nil {
+		t.Fatal(err)
 	}
 	// Listed, being deleted, nothing left on the node: deleted, forgotten.
 	now := metav1.NewTime(t0)

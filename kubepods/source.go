@@ -244,9 +244,10 @@ func (s *Source) convert(api []*corev1.Pod, objects func(*corev1.Pod) *manifest.
 				s.keep(pod, nil) // not started again after a reboot
 			}
 			continue
-		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-			// Finished (or rejected): nothing of it is started again, as
-			// the kubelet never restarts a terminal pod.
+		case terminal(pod.Status.Phase) || s.keptTerminal(pod.UID):
+			// Finished (or rejected), as the API says or as the node kept
+			// it: nothing of it is started again, as the kubelet never
+			// restarts a terminal pod.
 			if p := s.good[uid]; p != nil {
 				w.Pods = append(w.Pods, p)
 			}

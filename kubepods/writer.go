@@ -82,7 +82,6 @@ func (w *Writer) Sync(ctx context.Context) error {
 		return fmt.Errorf("listing the pods on the node: %w", err)
 	}
 	node := map[types.UID]*corev1.PodStatus{}
-	phases := map[types.UID]corev1.PodPhase{}
 	for _, p := range pods {
 		if p.Source != SourceName {
 			continue
@@ -90,12 +89,19 @@ func (w *Writer) Sync(ctx context.Context) error {
 		node[types.UID(p.UID)] = nil
 		if p.Pod != nil {
 			node[types.UID(p.UID)] = &p.Pod.Status
-			phases[types.UID(p.UID)] = p.Pod.Status.Phase
 		}
 	}
-	w.Source.Finished(phases)
+	w.Source.Finished(node)
 	if !cur.Synced || len(cur.API) == 0 {
 		return nil // the API's pods are not listed: nothing to write
+	}
+	// A pod that finished while the API server did not answer, and of
+	// which nothing is left after a reboot: its kept status is written.
+	finished := w.Source.KeptFinished()
+	for _, pod := range cur.API {
+		if _, on := node[pod.UID]; !on && finished[pod.UID] != nil && pod.DeletionTimestamp == nil && !terminal(pod.Status.Phase) {
+			node[pod.UID] = finished[pod.UID]
+		}
 	}
 	if w.sent == nil {
 		w.sent = map[types.UID]sent{}
