@@ -404,3 +404,26 @@ func TestStartKeptProblems(t *testing.T) {
 		t.Errorf("after the list: pods %s, problems %q", podKeys(api), api.Problems)
 	}
 }
+
+// TestNoKeptStateShown: without a kept state (its directory refused), the
+// problem is shown from the start, before the API server answers, and
+// nothing of the source runs.
+func TestNoKeptStateShown(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	s := NewSource(cs, "vm", manifest.Options{}, clocktesting.NewFakeClock(t0), quiet())
+	s.KeptProblems = []string{"kept state: not trusted"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	select {
+	case <-s.Changed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing published")
+	}
+	if w := s.Current(); w.Synced || len(w.Pods) != 0 || len(w.Problems) != 1 || w.Problems[0] != "kept state: not trusted" {
+		t.Errorf("wanted %+v", w)
+	}
+}

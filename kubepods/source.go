@@ -178,8 +178,11 @@ func (s *Source) Run(ctx context.Context) {
 		}
 	}()
 	s.keptProblems = slices.Clone(s.KeptProblems)
-	if s.Kept != nil {
+	switch {
+	case s.Kept != nil:
 		s.startKept(ctx, synced, listFailed)
+	case len(s.keptProblems) > 0:
+		s.publish(Wanted{Problems: slices.Clone(s.keptProblems)}) // shown before the API answers
 	}
 	next := s.Clock.NewTimer(reread)
 	defer next.Stop()
