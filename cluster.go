@@ -106,6 +106,9 @@ func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *r
 	go src.Run(ctx)
 	w := &kubepods.Writer{Client: client, Source: src, Node: h, Clock: clock.RealClock{}, Log: slog.Default()}
 	go w.Run(ctx)
+	if src.Kept != nil {
+		go w.KeepFinished(ctx)
+	}
 	return src, nil
 }
 

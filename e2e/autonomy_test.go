@@ -103,7 +103,7 @@ spec:
   containers:
   - name: app
     image: %[2]s
-    command: ["sh", "-c", "sleep 15; exit 0"]
+    command: ["sh", "-c", "sleep 30; exit 0"]
 `
 
 // TestNodeAutonomy: API pods running → the API server stopped: they keep
@@ -119,6 +119,10 @@ func TestNodeAutonomy(t *testing.T) {
 	cp := startControlPlane(t)
 	name := H.Node
 	image := H.ImportImage(t, testimage.Config{Ref: "podrun.test/api-web:1"})
+	rules, err := e2eIptablesCNI() // a power cut leaves none of those added from here
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The node reaches the API server through a proxy the test can cut:
 	// "the node away" while the operator's kubectl reaches it.
 	px := startAPIProxy(t, "127.0.0.1:6443")
@@ -183,10 +187,13 @@ func TestNodeAutonomy(t *testing.T) {
 		}
 	}
 	t.Logf("API server down for %v: pods running, auto-crash restarted, auto-once Succeeded", time.Since(stopped).Round(time.Millisecond))
-	time.Sleep(2 * time.Second) // the writer keeps the finished phase within its second
+	eventually(t, 10*time.Second, "auto-once kept Succeeded", func() (bool, string) {
+		phase := keptPhase(t, uids["auto-once"])
+		return phase == corev1.PodSucceeded, string(phase)
+	})
 
 	// A power cut, the API server still down; then the device boots.
-	powerCut(t, d, uids)
+	powerCut(t, d, uids, rules)
 	restartContainerd(t)
 	booted := time.Now()
 	d = startDaemon(t, dir, nil, "--kubeconfig", kc, "--stop-pods-on-exit")
@@ -408,7 +415,7 @@ func waitGone(t *testing.T, pid int, timeout time.Duration) {
 // in /run (containerd's state, podrun's run directory) emptied. What is on
 // disk stays: containerd's root (images, container records), podrun's root
 // (its kept state), the logs.
-func powerCut(t *testing.T, d *podrunProc, uids map[string]string) {
+func powerCut(t *testing.T, d *podrunProc, uids map[string]string, rules map[string]bool) {
 	t.Helper()
 	_ = d.cmd.Process.Kill()
 	if !d.wait(10 * time.Second) {
@@ -417,6 +424,10 @@ func powerCut(t *testing.T, d *podrunProc, uids map[string]string) {
 	ctrd := containerdPID(t)
 	_ = syscall.Kill(ctrd, syscall.SIGKILL)
 	waitGone(t, ctrd, 10*time.Second)
+	var sockets []string // the shims' (in /run/containerd/s)
+	for _, pid := range e2eShims(H.Address) {
+		sockets = append(sockets, listeningSockets(pid)...)
+	}
 	for i := 0; ; i++ {
 		pids := slices.Concat(e2eNamespacePids(), e2eShims(H.Address), e2eKeepers(H.TmpDir))
 		if len(pids) == 0 {
@@ -449,12 +460,79 @@ func powerCut(t *testing.T, d *podrunProc, uids map[string]string) {
 			}
 		}
 	}
-	for _, dir := range []string{filepath.Join(H.TmpDir, "containerd", "state"), H.RunDir} {
+	// What lives in /run: runc's state of the namespace's containers, the
+	// shims' sockets, containerd's state, podrun's run directory.
+	for _, dir := range []string{e2eRuncDir, filepath.Join(H.TmpDir, "containerd", "state"), H.RunDir} {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Errorf("emptying %s: %v", dir, err)
 		}
 	}
+	for _, s := range sockets {
+		if err := os.Remove(s); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("removing the shim socket %s: %v", s, err)
+		}
+	}
+	// The rules CNI added for the pods (iptables is empty after a boot).
+	now, err := e2eIptablesCNI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added []string
+	for _, r := range e2eNew(rules, now) {
+		if !e2eIptablesPlumbing(r) {
+			added = append(added, r)
+		}
+	}
+	if err := e2eRemoveIptables(added); err != nil {
+		t.Errorf("removing the pods' iptables rules: %v", err)
+	}
 	t.Logf("power cut: daemon, containerd, containers, shims and stream keepers killed; mounts, netns, pod cgroups, containerd's state and %s gone", H.RunDir)
+}
+
+// listeningSockets are the paths of the unix sockets process pid listens
+// on.
+func listeningSockets(pid int) []string {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return nil
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	table, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(table), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) >= 8 && f[3] == "00010000" && inodes[f[6]] && strings.HasPrefix(f[7], "/") {
+			out = append(out, f[7])
+		}
+	}
+	return out
+}
+
+// keptPhase is the phase of the pod of uid in the node's kept state.
+func keptPhase(t *testing.T, uid string) corev1.PodPhase {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(H.Root, "kept", "pods", uid+".json"))
+	if err != nil {
+		return ""
+	}
+	var f struct {
+		Record struct {
+			Pod corev1.Pod `json:"pod"`
+		} `json:"record"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("kept file of %s: %v", uid, err)
+	}
+	return f.Record.Pod.Status.Phase
 }
 
 // e2eNamespacePids are the processes in the suite's cgroups (every

@@ -319,8 +319,9 @@ func TestKeepPhases(t *testing.T) {
 }
 
 // TestWriterKeepsPhases: the writer keeps the phase a pod finished in on
-// the node even before the API's first list (after a reboot without the
-// API server), and forgets a pod whose object it deleted.
+// the node (KeepFinished) even before the API's first list (after a
+// reboot without the API server), writes it once the API answers though
+// nothing of the pod is left, and forgets a pod whose object it deleted.
 func TestWriterKeepsPhases(t *testing.T) {
 	k := openKept(t, t.TempDir(), testCluster)
 	a := webPod(t, "a", nil)
@@ -334,10 +335,21 @@ func TestWriterKeepsPhases(t *testing.T) {
 	s.kept[a.UID] = pods[0]
 	s.wanted = Wanted{Pods: []*manifest.Pod{{Pod: a, UID: string(a.UID)}}}
 	node := lister{{UID: "uid-a", Source: SourceName, Pod: &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed}}}}
-	w := &Writer{Client: cs, Source: s, Node: node, Clock: clocktesting.NewFakeClock(t0), Log: quiet()}
+	clk := clocktesting.NewFakeClock(t0)
+	w := &Writer{Client: cs, Source: s, Node: node, Clock: clk, Log: quiet()}
 	if err := w.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.KeepFinished(ctx)
+	for deadline := time.Now().Add(10 * time.Second); !s.keptTerminal(a.UID); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the finished pod was not kept finished")
+		}
+		clk.Step(StatusPeriod)
+	}
+	cancel()
 	if len(cs.Actions()) != 0 {
 		t.Errorf("calls to the API before its list: %v", cs.Actions())
 	}

@@ -52,6 +52,51 @@ type sent struct {
 	at     time.Time
 }
 
+// onNode are the statuses of the API's pods on the node, by UID (nil:
+// the node cannot compute it).
+func (w *Writer) onNode(ctx context.Context) (map[types.UID]*corev1.PodStatus, error) {
+	pods, err := w.Node.Pods(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods on the node: %w", err)
+	}
+	node := map[types.UID]*corev1.PodStatus{}
+	for _, p := range pods {
+		if p.Source != SourceName {
+			continue
+		}
+		node[types.UID(p.UID)] = nil
+		if p.Pod != nil {
+			node[types.UID(p.UID)] = &p.Pod.Status
+		}
+	}
+	return node, nil
+}
+
+// KeepFinished keeps the statuses of the API's pods that finished on the
+// node (Source.Finished), every StatusPeriod until ctx ends, apart from
+// the writes: a write to an API server going away may hang for its
+// timeout, and a pod that finishes meanwhile must be kept finished before
+// a power cut.
+func (w *Writer) KeepFinished(ctx context.Context) {
+	t := w.Clock.NewTicker(StatusPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if len(w.Source.Current().Pods) == 0 {
+			continue
+		}
+		node, err := w.onNode(ctx)
+		if err != nil {
+			continue // the writer says so
+		}
+		w.Source.Finished(node)
+	}
+}
+
 // Run writes every StatusPeriod until ctx ends.
 func (w *Writer) Run(ctx context.Context) {
 	t := w.Clock.NewTicker(StatusPeriod)
@@ -73,27 +118,12 @@ func (w *Writer) Run(ctx context.Context) {
 // answer is tried again at the next round).
 func (w *Writer) Sync(ctx context.Context) error {
 	cur := w.Source.Current()
-	keeping := w.Source.Kept != nil && len(cur.Pods) > 0 // the phases pods finish in are kept
-	if !keeping && (!cur.Synced || len(cur.API) == 0) {
+	if !cur.Synced || len(cur.API) == 0 {
 		return nil // nothing to write: the node is not listed
 	}
-	pods, err := w.Node.Pods(ctx)
+	node, err := w.onNode(ctx)
 	if err != nil {
-		return fmt.Errorf("listing the pods on the node: %w", err)
-	}
-	node := map[types.UID]*corev1.PodStatus{}
-	for _, p := range pods {
-		if p.Source != SourceName {
-			continue
-		}
-		node[types.UID(p.UID)] = nil
-		if p.Pod != nil {
-			node[types.UID(p.UID)] = &p.Pod.Status
-		}
-	}
-	w.Source.Finished(node)
-	if !cur.Synced || len(cur.API) == 0 {
-		return nil // the API's pods are not listed: nothing to write
+		return err
 	}
 	// A pod that finished while the API server did not answer, and of
 	// which nothing is left after a reboot: its kept status is written.
