@@ -204,7 +204,7 @@ func TestNodeAutonomy(t *testing.T) {
 		}
 	}
 	var onNodeRunning map[string]corev1.Pod
-	eventually(t, 60*time.Second, "every API pod Running again from the kept state", func() (bool, string) {
+	eventually(t, 150*time.Second, "every API pod Running again from the kept state", func() (bool, string) {
 		onNodeRunning = nodePods(t)
 		var missing []string
 		for _, n := range want {
@@ -218,7 +218,7 @@ func TestNodeAutonomy(t *testing.T) {
 	if l := lineWith(d.stderr(), "running the pods bound to the node from the kept state"); l == "" {
 		t.Errorf("the daemon did not say it runs the kept pods; log:\n%s", d.stderr())
 	}
-	ready := waitNodePodsReady(t, 60*time.Second, healthy)
+	ready := waitNodePodsReady(t, 120*time.Second, healthy)
 	t.Logf("the 5 healthy pods Ready %v after podrun daemon started", time.Since(booted).Round(time.Millisecond))
 	if p, ok := nodePods(t)["auto-once"]; ok && p.Status.Phase == corev1.PodRunning {
 		t.Errorf("auto-once, which had finished, runs again after the reboot")
