@@ -282,7 +282,7 @@ func TestNodeAutonomy(t *testing.T) {
 	}
 
 	// Clean up as an operator: nothing left on the device.
-	if out, err := cp.kubectl("", "delete", "-f", file, "--timeout=90s"); err != nil {
+	if out, err := cp.kubectl("", "delete", "-f", file, "--ignore-not-found", "--timeout=90s"); err != nil {
 		t.Errorf("kubectl delete -f: %v\n%s", err, out)
 	}
 	eventually(t, 90*time.Second, "no API pod left on the node", func() (bool, string) {
