@@ -20,7 +20,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/podrun/podrun/kubenode/kept"
@@ -61,7 +61,7 @@ func BenchmarkRebootAPIDown(b *testing.B) {
 		grace := int64(1)
 		p := &corev1.Pod{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("kept-%02d", i), Namespace: "default", UID: types.UID(fmt.Sprintf("0b4a2f5e-7a3c-4f6e-9d1b-%012d", i)), ResourceVersion: "1"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("kept-%02d", i), Namespace: "default", UID: uuid.NewUUID(), ResourceVersion: "1"},
 			Spec: corev1.PodSpec{NodeName: H.Node, TerminationGracePeriodSeconds: &grace,
 				Containers: []corev1.Container{{Name: "app", Image: H.Image, Command: []string{"sleep", "3600"}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning},
