@@ -13,10 +13,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/kubenode"
+	"github.com/podrun/podrun/kubenode/kept"
 	"github.com/podrun/podrun/kubepods"
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/mirror"
@@ -28,20 +30,22 @@ import (
 // credentials, system:node:NAME), checked before anything starts: as the
 // kubelet's, one for the heartbeats (no call outlives an update period)
 // and one for the pods (watches, which a client timeout would cut).
-func clusterClients(file string) (heartbeat, pods kubenode.Client, err error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", file)
+// rc is the kubeconfig's configuration (its server and CA name the
+// cluster of the kept state).
+func clusterClients(file string) (heartbeat, pods kubenode.Client, rc *rest.Config, err error) {
+	rc, err = clientcmd.BuildConfigFromFlags("", file)
 	if err != nil {
-		return nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
+		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	rc.UserAgent = "podrun/" + buildVersion().GitVersion
 	if pods, err = kubenode.NewClient(rc); err != nil {
-		return nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
+		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	rc.Timeout = kubenode.StatusUpdateFrequency
 	if heartbeat, err = kubenode.NewClient(rc); err != nil {
-		return nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
+		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
-	return heartbeat, pods, nil
+	return heartbeat, pods, rc, nil
 }
 
 // nodeIPs reads --node-ip (the kubelet's), its addresses checked against
@@ -151,17 +155,22 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32, 
 }
 
 // podSource is the pods client's cluster binds to this node, read with the
-// daemon's admission (kubepods.Source, the daemon's third source), and the
-// writer of their status; both run until ctx ends.
-func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *run.Host, client kubenode.Client) (*kubepods.Source, error) {
+// daemon's admission (kubepods.Source, the daemon's third source), kept
+// under the root (keptState), and the writer of their status; both run
+// until ctx ends. rc is the kubeconfig's (the cluster kept pods are of).
+func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *run.Host, client kubenode.Client, rc *rest.Config) (*kubepods.Source, error) {
 	n, err := admissionNode(cfg)
 	if err != nil {
 		return nil, err
 	}
 	src := kubepods.NewSource(client, n.Name, admit, clock.RealClock{}, slog.Default())
+	src.Kept, src.KeptProblems = keptState(cfg, rc, n.Name)
 	go src.Run(ctx)
 	w := &kubepods.Writer{Client: client, Source: src, Node: h, Clock: clock.RealClock{}, Log: slog.Default()}
 	go w.Run(ctx)
+	if src.Kept != nil {
+		go w.KeepFinished(ctx)
+	}
 	return src, nil
 }
 
@@ -177,4 +186,24 @@ func mirrorKeeper(ctx context.Context, client kubenode.Client, node string, src 
 	}
 	go k.Run(ctx)
 	return k, nil
+}
+
+// keptState is the node's kept copy of its API pods (kept.Dir under the
+// root), of the cluster rc names for node. One that cannot be opened (a
+// directory someone else than root may write) is a problem the daemon
+// shows and logs, never a reason not to start: the node then keeps
+// nothing, and its API pods run once the API server answers.
+func keptState(cfg run.Config, rc *rest.Config, node string) (kubepods.Keeper, []string) {
+	c, err := kept.ClusterOf(rc, node)
+	var store *kept.Store
+	if err == nil {
+		store, err = kept.Open(kept.Options{Dir: kept.Dir(cfg.Root), Cluster: c, MaxPods: cfg.MaxPods, Clock: clock.RealClock{}})
+	}
+	if err != nil {
+		msg := fmt.Sprintf("%v: the pods bound to this node are not kept on the device, and do not come back after a reboot until the API server answers", err)
+		slog.Error(msg)
+		return nil, []string{msg}
+	}
+	slog.Info("keeping the pods bound to the node", "dir", kept.Dir(cfg.Root), "cluster", c.String())
+	return store, nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/rest"
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/downward"
@@ -49,8 +50,9 @@ func daemonCommand() *cli.Command {
 			}
 			var heartbeat, cluster kubenode.Client
 			var ips []net.IP
+			var rc *rest.Config
 			if file := c.String("kubeconfig"); file != "" {
-				if heartbeat, cluster, err = clusterClients(file); err != nil {
+				if heartbeat, cluster, rc, err = clusterClients(file); err != nil {
 					return err
 				}
 				if ips, err = nodeIPs(c); err != nil {
@@ -87,7 +89,7 @@ func daemonCommand() *cli.Command {
 				if err := serveNodeAPI(ctx, c, cfg, h, heartbeat, ips); err != nil {
 					return err
 				}
-				src, err := podSource(ctx, cfg, o.Admission, h, cluster)
+				src, err := podSource(ctx, cfg, o.Admission, h, cluster, rc)
 				if err != nil {
 					return err
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,12 +15,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/admission"
+	"github.com/podrun/podrun/kubenode/kept"
 	"github.com/podrun/podrun/manifest"
 )
 
@@ -48,6 +52,14 @@ type Source struct {
 	Admission manifest.Options // of the daemon; StaticNode is not applied
 	Clock     clock.WithTicker
 	Log       *slog.Logger
+	// Kept is the node's kept state (nil: none): the pods read are saved
+	// in it, and at start they stand for the API's until it answers
+	// (keep.go).
+	Kept Keeper
+	// KeptProblems are problems of the kept state to show with the pods'
+	// (a kept directory that could not be opened); Run adds those of its
+	// Load.
+	KeptProblems []string
 
 	informer cache.SharedIndexInformer
 	poke     chan struct{} // the informer saw a change (capacity 1)
@@ -59,9 +71,15 @@ type Source struct {
 
 	// Run's goroutine alone: the objects read, and the last good form of
 	// each pod.
-	objects map[string]object
-	good    map[string]*manifest.Pod // by UID
-	failed  bool                     // an object could not be read at the last read
+	objects      map[string]object
+	good         map[string]*manifest.Pod // by UID
+	keptProblems []string                 // KeptProblems and those of the kept state's Load
+	failed       bool                     // an object could not be read at the last read
+
+	keptMu  sync.Mutex
+	kept    map[types.UID]kept.Pod // as last saved or loaded
+	keptAs  map[types.UID]string   // versions of each as last saved
+	keptErr map[types.UID]string   // the last error saving each, logged
 
 	tokens *Tokens // the projected service account tokens (tokens.go)
 }
@@ -90,13 +108,25 @@ type Wanted struct {
 
 // NewSource returns the source of node's pods; Run starts it.
 func NewSource(client API, node string, admission manifest.Options, clk clock.WithTicker, log *slog.Logger) *Source {
-	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "pods", metav1.NamespaceAll,
-		fields.OneTermEqualSelector("spec.nodeName", node))
+	onNode := fields.OneTermEqualSelector("spec.nodeName", node).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = onNode
+			return client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = onNode
+			return client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+		},
+	}
 	s := &Source{Client: client, Node: node, Admission: admission, Clock: clk, Log: log,
-		informer: cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{}),
+		// As client-go's generated informers: a client without watch-list
+		// semantics (a fake) is listed.
+		informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{}, 0, cache.Indexers{}),
 		tokens:   NewTokens(client, clk),
 		poke:     make(chan struct{}, 1), changed: make(chan struct{}, 1),
-		objects: map[string]object{}, good: map[string]*manifest.Pod{}}
+		objects: map[string]object{}, good: map[string]*manifest.Pod{},
+		kept: map[types.UID]kept.Pod{}, keptAs: map[types.UID]string{}, keptErr: map[types.UID]string{}}
 	return s
 }
 
@@ -134,8 +164,17 @@ const reread = 10 * time.Second
 const objectRetry = time.Second
 
 // Run watches the pods until ctx ends, reading them again at each change
-// and every reread.
+// and every reread. With a kept state, the kept pods stand for the API's
+// from start until its first list (startKept), and every read is kept.
 func (s *Source) Run(ctx context.Context) {
+	listFailed := make(chan struct{}, 1)
+	if err := s.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		poke(listFailed)
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	}); err != nil {
+		s.Log.Error("watching the pods bound to the node", "err", err)
+		return
+	}
 	if _, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { poke(s.poke) },
 		UpdateFunc: func(any, any) { poke(s.poke) },
@@ -145,15 +184,24 @@ func (s *Source) Run(ctx context.Context) {
 		return
 	}
 	go s.informer.RunWithContext(ctx)
+	synced := make(chan struct{})
 	go func() {
 		// The first list may bring no pod, hence no event.
 		if cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
+			close(synced)
 			poke(s.poke)
 		}
 	}()
+	s.keptProblems = slices.Clone(s.KeptProblems)
+	switch {
+	case s.Kept != nil:
+		s.startKept(ctx, synced, listFailed)
+	case len(s.keptProblems) > 0:
+		s.publish(Wanted{Problems: slices.Clone(s.keptProblems)}) // shown before the API answers
+	}
 	next := s.Clock.NewTimer(reread)
 	defer next.Stop()
-	synced := false
+	listed := false
 	var backoff time.Duration // of a read again after an object could not be read
 	for {
 		select {
@@ -162,18 +210,19 @@ func (s *Source) Run(ctx context.Context) {
 		case <-s.poke:
 		case <-next.C():
 		}
-		if !synced && s.informer.HasSynced() {
-			synced = true
+		if !listed && s.informer.HasSynced() {
+			listed = true
 			s.Log.Info("listed the pods bound to the node", "node", s.Node)
 		}
 		wait := reread
-		if synced {
+		if listed {
 			var api []*corev1.Pod
 			for _, o := range s.informer.GetStore().List() {
 				api = append(api, o.(*corev1.Pod))
 			}
 			s.failed = false
 			s.publish(s.read(ctx, api))
+			s.reconcile(api)
 			if s.failed {
 				// Read again soon: the Node authorizer allows an object a
 				// moment after the pod naming it is bound.
@@ -188,10 +237,18 @@ func (s *Source) Run(ctx context.Context) {
 	}
 }
 
-// read turns the API's pods into what the node runs.
+// read turns the API's pods into what the node runs, and keeps them.
 func (s *Source) read(ctx context.Context, api []*corev1.Pod) Wanted {
+	return s.convert(ctx, api, func(pod *corev1.Pod) *manifest.Set { return s.fetch(ctx, pod) }, true)
+}
+
+// convert turns the pods bound to the node, each with the ConfigMaps and
+// Secrets objects gives it, into what the node runs; fromAPI: they are the
+// API's, to keep.
+func (s *Source) convert(ctx context.Context, api []*corev1.Pod, objects func(*corev1.Pod) *manifest.Set, fromAPI bool) Wanted {
 	sort.Slice(api, func(i, j int) bool { return key(api[i]) < key(api[j]) })
-	w := Wanted{Synced: true, API: api, Grace: map[string]time.Duration{}, Rejected: map[types.UID]*admission.Refusal{}}
+	w := Wanted{Synced: true, API: api, Grace: map[string]time.Duration{}, Rejected: map[types.UID]*admission.Refusal{},
+		Problems: slices.Clone(s.keptProblems)}
 	seen := map[string]bool{}
 	for _, pod := range api {
 		uid := string(pod.UID)
@@ -201,18 +258,30 @@ func (s *Source) read(ctx context.Context, api []*corev1.Pod) Wanted {
 			continue // the static pod runs, from its file
 		case pod.DeletionTimestamp != nil:
 			w.Grace[uid] = deletionGrace(pod)
+			if fromAPI {
+				s.keep(pod, nil, nil) // not started again after a reboot
+			}
 			continue
-		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-			// Finished (or rejected): nothing of it is started again, as
-			// the kubelet never restarts a terminal pod.
+		case terminal(pod.Status.Phase) || s.keptTerminal(pod.UID):
+			// Finished (or rejected), as the API says or as the node kept
+			// it: nothing of it is started again, as the kubelet never
+			// restarts a terminal pod.
 			if p := s.good[uid]; p != nil {
 				w.Pods = append(w.Pods, p)
 			}
+			if fromAPI {
+				s.keep(pod, nil, nil)
+			}
 			continue
 		}
-		p, err := Convert(s.Admission, pod, s.fetch(ctx, pod))
+		set := objects(pod)
+		p, err := Convert(s.Admission, pod, set)
 		if err == nil {
-			err = s.withTokens(ctx, pod, p)
+			if fromAPI {
+				err = s.withTokens(ctx, pod, p)
+			} else {
+				p.Tokens = s.keptTokens(pod.UID) // as last issued: the API is away
+			}
 		}
 		if err != nil {
 			w.Problems = append(w.Problems, oneLine(pod, pod.UID, err))
@@ -222,6 +291,9 @@ func (s *Source) read(ctx context.Context, api []*corev1.Pod) Wanted {
 				}
 				continue
 			}
+		}
+		if err == nil && fromAPI {
+			s.keep(pod, set, p.Tokens)
 		}
 		s.good[uid] = p
 		w.Pods = append(w.Pods, p)

@@ -51,6 +51,51 @@ type sent struct {
 	at     time.Time
 }
 
+// onNode are the statuses of the API's pods on the node, by UID (nil:
+// the node cannot compute it).
+func (w *Writer) onNode(ctx context.Context) (map[types.UID]*corev1.PodStatus, error) {
+	pods, err := w.Node.Pods(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods on the node: %w", err)
+	}
+	node := map[types.UID]*corev1.PodStatus{}
+	for _, p := range pods {
+		if p.Source != SourceName {
+			continue
+		}
+		node[types.UID(p.UID)] = nil
+		if p.Pod != nil {
+			node[types.UID(p.UID)] = &p.Pod.Status
+		}
+	}
+	return node, nil
+}
+
+// KeepFinished keeps the statuses of the API's pods that finished on the
+// node (Source.Finished), every StatusPeriod until ctx ends, apart from
+// the writes: a write to an API server going away may hang for its
+// timeout, and a pod that finishes meanwhile must be kept finished before
+// a power cut.
+func (w *Writer) KeepFinished(ctx context.Context) {
+	t := w.Clock.NewTicker(StatusPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if len(w.Source.Current().Pods) == 0 {
+			continue
+		}
+		node, err := w.onNode(ctx)
+		if err != nil {
+			continue // the writer says so
+		}
+		w.Source.Finished(node)
+	}
+}
+
 // Run writes every StatusPeriod until ctx ends.
 func (w *Writer) Run(ctx context.Context) {
 	t := w.Clock.NewTicker(StatusPeriod)
@@ -75,18 +120,16 @@ func (w *Writer) Sync(ctx context.Context) error {
 	if !cur.Synced || len(cur.API) == 0 {
 		return nil // nothing to write: the node is not listed
 	}
-	pods, err := w.Node.Pods(ctx)
+	node, err := w.onNode(ctx)
 	if err != nil {
-		return fmt.Errorf("listing the pods on the node: %w", err)
+		return err
 	}
-	node := map[types.UID]*corev1.PodStatus{}
-	for _, p := range pods {
-		if p.Source != SourceName {
-			continue
-		}
-		node[types.UID(p.UID)] = nil
-		if p.Pod != nil {
-			node[types.UID(p.UID)] = &p.Pod.Status
+	// A pod that finished while the API server did not answer, and of
+	// which nothing is left after a reboot: its kept status is written.
+	finished := w.Source.KeptFinished()
+	for _, pod := range cur.API {
+		if _, on := node[pod.UID]; !on && finished[pod.UID] != nil && pod.DeletionTimestamp == nil && !terminal(pod.Status.Phase) {
+			node[pod.UID] = finished[pod.UID]
 		}
 	}
 	if w.sent == nil {
@@ -106,11 +149,17 @@ func (w *Writer) Sync(ctx context.Context) error {
 		var status apierrors.APIStatus
 		switch {
 		case err == nil:
+			if op.Delete {
+				w.Source.Forget(op.Pod.UID)
+			}
 			if op.Status != nil {
 				w.sent[op.Pod.UID] = sent{status: op.Status, at: now}
 			}
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			// Gone, or another pod of the name now (the UID precondition).
+			if op.Delete {
+				w.Source.Forget(op.Pod.UID)
+			}
 			w.Log.Info("pod bound to the node gone from the API meanwhile", "pod", key(op.Pod), "uid", op.Pod.UID, "err", err)
 		case errors.As(err, &status):
 			w.Log.Warn("writing a pod bound to the node", "pod", key(op.Pod), "err", err)

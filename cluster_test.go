@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/podrun/podrun/run"
+)
+
+// TestKeptState: the kept state opens under the root for the kubeconfig's
+// cluster; a kept directory someone else than root may write is a problem
+// to show, and the node runs without kept state (never a refusal to
+// start).
+func TestKeptState(t *testing.T) {
+	rc := &rest.Config{Host: "https://192.0.2.1:6443", TLSClientConfig: rest.TLSClientConfig{CAData: []byte("CA")}}
+	root := t.TempDir()
+	k, problems := keptState(run.Config{Root: root}, rc, "vm")
+	if k == nil || len(problems) != 0 {
+		t.Fatalf("keptState: %v %q", k, problems)
+	}
+	if st, err := os.Stat(filepath.Join(root, "kept", "pods")); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("kept/pods: %v %v", st, err)
+	}
+	bad := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(bad, "kept"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(bad, "kept"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	k, problems = keptState(run.Config{Root: bad}, rc, "vm")
+	if k != nil || len(problems) != 1 || !strings.Contains(problems[0], "writable by its group or by others") ||
+		!strings.Contains(problems[0], "not kept on the device") {
+		t.Errorf("keptState of a 0777 kept directory: %v %q", k, problems)
+	}
+}
