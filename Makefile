@@ -148,7 +148,7 @@ fuzz:
 # End-to-end tests: a private containerd, runc, CNI; needs root (skips otherwise).
 # The tests that start a real control plane (CLUSTER_TESTS) are make e2e-cluster's.
 e2e: deps-e2e
-	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) -skip '$(CLUSTER_TESTS)' ./e2e/...
+	GO=$(GO) TIMEOUT=$(E2E_TIMEOUT) bash scripts/e2e.sh -skip '$(CLUSTER_TESTS)'
 
 # The cluster tests: podrun as a node of a real control plane (etcd,
 # kube-apiserver, controller manager, scheduler, kubectl of k8s.io/kubernetes
@@ -164,8 +164,7 @@ cluster-bin:
 	@$(CLUSTER_BIN_SH) >/dev/null
 e2e-cluster: deps-e2e cluster-bin
 	@bin=$$($(CLUSTER_BIN_SH) --cached) && \
-	echo "PODRUN_CLUSTER_BIN=$$bin PODRUN_CLUSTER_ANCHOR=$(CLUSTER_ANCHOR) flock /tmp/podrun-e2e.lock $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) -run '$(CLUSTER_TESTS)' ./e2e/" && \
-	PODRUN_CLUSTER_BIN=$$bin PODRUN_CLUSTER_ANCHOR=$(CLUSTER_ANCHOR) flock /tmp/podrun-e2e.lock $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) -run '$(CLUSTER_TESTS)' ./e2e/
+	PODRUN_CLUSTER_BIN=$$bin PODRUN_CLUSTER_ANCHOR=$(CLUSTER_ANCHOR) GO=$(GO) TIMEOUT=$(E2E_TIMEOUT) bash scripts/e2e.sh -run '$(CLUSTER_TESTS)'
 
 # podrun where its users run it: a Debian 12 guest under qemu (software
 # emulation) with systemd, cgroup v2 and Debian's containerd as a service;

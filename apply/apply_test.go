@@ -12,11 +12,8 @@ import (
 	"github.com/podrun/podrun/run"
 )
 
-// TestWantSet: a set with a Deployment and a Job prunes the Deployment's
-// pods it no longer makes, but neither the Job's pods (the Job's own) nor
-// pods of nothing in the set; a set of plain pods prunes nothing.
-func TestWantSet(t *testing.T) {
-	set, err := manifest.Options{}.ParseUnresolved("set.yaml", []byte(`apiVersion: apps/v1
+// webDeployment is a Deployment of one replica, web, both tests' set holds.
+const webDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
 spec:
@@ -26,7 +23,13 @@ spec:
     metadata: {labels: {app: web}}
     spec:
       containers: [{name: web, image: "busybox:1"}]
----
+`
+
+// TestWantSet: a set with a Deployment and a Job prunes the Deployment's
+// pods it no longer makes, but neither the Job's pods (the Job's own) nor
+// pods of nothing in the set; a set of plain pods prunes nothing.
+func TestWantSet(t *testing.T) {
+	set, err := manifest.Options{}.ParseUnresolved("set.yaml", []byte(webDeployment+`---
 apiVersion: batch/v1
 kind: Job
 metadata: {name: pi}
@@ -77,17 +80,7 @@ spec:
 // the node, the named ones first, each once; and says which of the pods
 // named come from a daemon's sources.
 func TestDownTargets(t *testing.T) {
-	set, err := manifest.Options{}.LoadUnresolved([]string{"-"}, strings.NewReader(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: "busybox:1"}]
-`))
+	set, err := manifest.Options{}.LoadUnresolved([]string{"-"}, strings.NewReader(webDeployment))
 	if err != nil {
 		t.Fatal(err)
 	}

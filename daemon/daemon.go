@@ -19,7 +19,7 @@ import (
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/fsnotify/fsnotify"
-	"github.com/google/renameio/v2"
+	"github.com/podrun/podrun/atomicfile"
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/imagegc"
@@ -631,7 +631,7 @@ func (d *Daemon) writeStatus(st Status) {
 		err = os.MkdirAll(filepath.Dir(d.o.StatusFile), 0o700)
 	}
 	if err == nil {
-		err = renameio.WriteFile(d.o.StatusFile, data, 0o600)
+		err = atomicfile.WriteFile(d.o.StatusFile, data, 0o600)
 	}
 	if err != nil {
 		d.log.Warn("writing the status file", "err", err)

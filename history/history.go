@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/renameio/v2"
+	"github.com/podrun/podrun/atomicfile"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -308,7 +308,7 @@ func (s *Store) write(path string, data []byte) error {
 	if err := os.Chmod(s.Dir, 0o700); err != nil { // made before with other bits
 		return err
 	}
-	if err := renameio.WriteFile(path, data, 0o600, renameio.WithStaticPermissions(0o600)); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return err
 	}
 	return syncDir(s.Dir)

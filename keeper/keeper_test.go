@@ -108,17 +108,46 @@ func newClient(t *testing.T) (*Client, string) {
 	return c, root
 }
 
-// stopKeeper ends the keeper of dir, by the pid in its lock file.
+// stopKeeper ends the keepers of dir: the one its lock file names, given
+// a moment to end by itself, then every other started for dir. Concurrent
+// starts each start one; one that lost the lock waits for it (takeOver) and
+// serves once it has it, making files in dir, maybe as the test's temp dir
+// is being removed.
 func stopKeeper(t *testing.T, dir string) {
-	b, err := os.ReadFile(filepath.Join(dir, lockFile))
-	if err != nil {
-		return
+	if b, err := os.ReadFile(filepath.Join(dir, lockFile)); err == nil {
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if pid > 0 && pid != os.Getpid() && syscall.Kill(pid, 0) == nil {
+			waitGone(t, pid, 3*time.Second)
+		}
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pid > 0 && pid != os.Getpid() && syscall.Kill(pid, 0) == nil {
-		waitGone(t, pid, 3*time.Second)
+	for _, pid := range keepersOf(t, dir) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if !waitGone(t, pid, 10*time.Second) {
+			t.Errorf("keeper %d of %s still runs after SIGKILL", pid, dir)
+		}
 	}
+}
+
+// keepersOf are the processes run as dir's keeper (`<exe> cri-io --dir
+// dir`, as Client starts them), by their command line.
+func keepersOf(t *testing.T, dir string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), "\x00cri-io\x00--dir\x00"+dir+"\x00") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 func waitGone(t *testing.T, pid int, d time.Duration) bool {

@@ -37,7 +37,8 @@ type File struct {
 
 // Acquire takes the exclusive lock on path (made 0600 if missing), waiting
 // until ctx ends. While it waits, waiting is called once with the pid the
-// file names (0 if none).
+// file names, once it names one (a holder writes its pid just after it
+// locks the file: a waiter that looks in between finds it empty).
 func Acquire(ctx context.Context, path string, waiting func(holder int)) (*File, error) {
 	return acquire(ctx, path, "", waiting)
 }
@@ -74,7 +75,8 @@ func acquire(ctx context.Context, path, what string, waiting func(holder int)) (
 }
 
 // wait takes the flock on f, waiting until ctx ends; waiting is told once
-// (*told) who holds it.
+// (*told) who holds it, at the first try that finds the holder's pid in the
+// file (not 0: the holder has the lock, it has not written its pid yet).
 func wait(ctx context.Context, f *os.File, path string, told *bool, waiting func(holder int)) error {
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
@@ -85,8 +87,10 @@ func wait(ctx context.Context, f *os.File, path string, told *bool, waiting func
 			return fmt.Errorf("locking %s: %w", path, err)
 		}
 		if !*told && waiting != nil {
-			*told = true
-			waiting(holder(f))
+			if pid := holder(f); pid != 0 {
+				*told = true
+				waiting(pid)
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -6,20 +6,30 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestExclusive: holders never overlap, also within one process (each
 // Acquire opens its own descriptor), and waiters are told who holds it.
+// The first holder holds until a waiter was told (whether a waiter looks
+// while a holder has written its pid is up to the scheduler otherwise).
 func TestExclusive(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pods", "default_web.lock")
+	first, err := Acquire(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var inside, maxInside atomic.Int32
-	var told atomic.Int32
+	told := make(chan struct{})
+	var tell sync.Once
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -27,7 +37,7 @@ func TestExclusive(t *testing.T) {
 			defer wg.Done()
 			l, err := Acquire(context.Background(), path, func(pid int) {
 				if pid == os.Getpid() {
-					told.Add(1)
+					tell.Do(func() { close(told) })
 				}
 			})
 			if err != nil {
@@ -48,12 +58,17 @@ func TestExclusive(t *testing.T) {
 			}
 		}()
 	}
+	select {
+	case <-told:
+	case <-time.After(10 * time.Second): // a hang, not a timing check
+		t.Error("no waiter was told the holder's pid")
+	}
+	if err := first.Release(); err != nil {
+		t.Error(err)
+	}
 	wg.Wait()
 	if maxInside.Load() != 1 {
 		t.Errorf("%d holders at once", maxInside.Load())
-	}
-	if told.Load() == 0 {
-		t.Error("no waiter was told the holder's pid")
 	}
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("lock file: %v %v", st.Mode(), err)
@@ -72,6 +87,37 @@ func TestWaitEndsWithContext(t *testing.T) {
 	defer cancel()
 	if _, err := Acquire(ctx, path, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire = %v, want the deadline", err)
+	}
+}
+
+// TestWaiterToldAWrittenPid: a holder has the lock before it writes its
+// pid; a waiter that finds the file empty meanwhile is not told pid 0, and
+// is told the pid once the file names it.
+func TestWaiterToldAWrittenPid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	var told []int
+	waiting := func(pid int) { told = append(told, pid) }
+	// A waiter tries once at least, whatever its context.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*poll)
+	defer cancel()
+	if _, err := Acquire(ctx, path, waiting); !errors.Is(err, context.DeadlineExceeded) || len(told) != 0 {
+		t.Fatalf("the holder's pid not written yet: %v, told %v; want the deadline, told nothing", err, told)
+	}
+	if _, err := f.WriteString("4242\n"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 3*poll)
+	defer cancel()
+	if _, err := Acquire(ctx, path, waiting); !errors.Is(err, context.DeadlineExceeded) || !slices.Equal(told, []int{4242}) {
+		t.Errorf("the holder's pid written: %v, told %v; want the deadline, told 4242 once", err, told)
 	}
 }
 

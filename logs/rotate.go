@@ -66,10 +66,8 @@ type File struct {
 	reportTo func(msg string)
 	// The compressor: one goroutine at a time, started when there is
 	// something to compress.
-	queue       []string      // rotated files to compress
-	running     chan struct{} // closed when the running compressor ends; nil: none
-	compressing string        // the file being compressed
-	dropped     bool          // compressing was removed meanwhile: its .gz is not kept
+	queue   []string      // rotated files to compress
+	running chan struct{} // closed when the running compressor ends; nil: none
 }
 
 // fsys is what rotating does to the file system (a test makes it fail).
@@ -264,18 +262,15 @@ const numberWidth = 8
 
 // removeOver removes the oldest rotated files over MaxFiles; one that
 // cannot be removed is kept in the list, tried again at the next rotation.
-// A file being compressed is removed too, and its compression dropped
-// (under the lock the compressor commits under, so that no .gz of a
-// removed file appears after it: the cap holds at every moment).
+// A file being compressed is removed too, under the lock the compressor
+// commits under (commit): no .gz of a removed file appears after it, so the
+// cap holds at every moment.
 func (r *File) removeOver() {
 	over := max(len(r.rotated)-max(r.rot.MaxFiles-1, 1), 0)
 	var kept []string
 	var failed []error
 	r.mu.Lock()
 	for _, p := range r.rotated[:over] {
-		if p == r.compressing {
-			r.dropped = true
-		}
 		for _, f := range []string{p, p + ".gz"} {
 			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 				failed = append(failed, err)
@@ -311,7 +306,7 @@ func (r *File) compressLater() {
 				return
 			}
 			p := r.queue[0]
-			r.queue, r.compressing, r.dropped = r.queue[1:], p, false
+			r.queue = r.queue[1:]
 			r.mu.Unlock()
 			tmp, err := compressFile(p)
 			if err == nil {
@@ -329,8 +324,7 @@ func (r *File) compressLater() {
 func (r *File) commit(p, tmp string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.compressing = ""
-	if r.dropped || !exists(p) {
+	if !exists(p) {
 		os.Remove(tmp)
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/google/renameio/v2"
+	"github.com/podrun/podrun/atomicfile"
 	certutil "k8s.io/client-go/util/cert"
 )
 
@@ -44,10 +44,10 @@ func ServingCertificate(certFile, keyFile, dir, host string, ips []net.IP) (tls.
 		return tls.Certificate{}, err
 	}
 	// The key first: a certificate is only ever found beside its key.
-	if err := renameio.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+	if err := atomicfile.WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		return tls.Certificate{}, fmt.Errorf("writing the serving key: %w", err)
 	}
-	if err := renameio.WriteFile(certFile, certPEM, 0o600); err != nil {
+	if err := atomicfile.WriteFile(certFile, certPEM, 0o600); err != nil {
 		return tls.Certificate{}, fmt.Errorf("writing the serving certificate: %w", err)
 	}
 	return tls.X509KeyPair(certPEM, keyPEM)

@@ -12,7 +12,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
-	"github.com/google/renameio/v2"
+	"github.com/podrun/podrun/atomicfile"
 )
 
 // DefaultBinDirs are searched for CNI plugins, in order.
@@ -82,7 +82,7 @@ func (n *Network) Config() ([]byte, error) {
 		return nil, err
 	}
 	if old, err := os.ReadFile(path); err != nil || string(old) != string(data) {
-		if err := renameio.WriteFile(path, data, 0o644); err != nil {
+		if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 			return nil, fmt.Errorf("writing default CNI config: %w", err)
 		}
 	}

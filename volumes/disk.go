@@ -4,7 +4,7 @@ import (
 	"errors"
 	"os"
 
-	"github.com/google/renameio/v2"
+	"github.com/podrun/podrun/atomicfile"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -36,7 +36,7 @@ func (Disk) Undo(p *Prepared) error { return p.Undo() }
 
 // WriteFile replaces path atomically (a temporary file renamed over it).
 func (Disk) WriteFile(path string, data []byte, perm os.FileMode) error {
-	return renameio.WriteFile(path, data, perm, renameio.WithStaticPermissions(perm)) // not cut by the umask
+	return atomicfile.WriteFile(path, data, perm) // exactly perm, not cut by the umask
 }
 
 // RemoveFile removes the file at path; one that is not there is gone already.

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/renameio/v2"
 	"github.com/moby/sys/mountinfo"
+	"github.com/podrun/podrun/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,7 +77,7 @@ const TerminationLogsSize = 1 << 20
 // atomically.
 func (l Layout) Make(record string, data []byte) error {
 	if _, err := os.Lstat(l.Pod()); err == nil {
-		return renameio.WriteFile(l.File(record), data, 0o640, renameio.WithStaticPermissions(0o640))
+		return atomicfile.WriteFile(l.File(record), data, 0o640)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -103,7 +103,7 @@ func (l Layout) Make(record string, data []byte) error {
 	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return fmt.Errorf("making the pod directory: %w", err)
 	}
-	if err := renameio.WriteFile(filepath.Join(aside, record), data, 0o640, renameio.WithStaticPermissions(0o640)); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(aside, record), data, 0o640); err != nil {
 		return errors.Join(fmt.Errorf("making the pod directory: %w", err), os.RemoveAll(aside))
 	}
 	if err := os.Rename(aside, l.Pod()); err != nil {

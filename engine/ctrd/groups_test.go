@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,7 +60,9 @@ func TestMountReadOnlyManyLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []byte
+	var target string
 	err = inPrivateMountNS(func(dir string) error {
+		target = dir
 		if err := mountReadOnly([]mount.Mount{m}, dir); err != nil {
 			return err
 		}
@@ -74,7 +77,22 @@ func TestMountReadOnlyManyLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(info) != string(before) {
-		t.Errorf("a mount reached this process's namespace:\n%s", info)
+	// Only the mounts on the target are compared: the tests of other
+	// packages (go test runs them side by side) mount and unmount in this
+	// namespace meanwhile.
+	if was, is := mountsOn(before, target), mountsOn(info, target); !slices.Equal(was, is) {
+		t.Errorf("a mount on %s reached this process's namespace: %q, before %q", target, is, was)
 	}
+}
+
+// mountsOn are the lines of a mountinfo whose mount point (the fifth
+// field) is dir.
+func mountsOn(mountinfo []byte, dir string) []string {
+	var on []string
+	for line := range strings.Lines(string(mountinfo)) {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+			on = append(on, line)
+		}
+	}
+	return on
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd"
-	"github.com/google/renameio/v2"
+	"github.com/podrun/podrun/atomicfile"
 
 	"github.com/podrun/podrun/engine"
 )
@@ -71,7 +71,7 @@ func (p Private) Ensure(ctx context.Context) (addr string, started bool, err err
 		}
 	}
 	conf := filepath.Join(p.Root, "config.toml")
-	if err := renameio.WriteFile(conf, []byte(p.config()), 0o644); err != nil {
+	if err := atomicfile.WriteFile(conf, []byte(p.config()), 0o644); err != nil {
 		return "", false, fmt.Errorf("%w: writing %s: %w", engine.ErrUnavailable, conf, err)
 	}
 	logf, err := os.OpenFile(filepath.Join(p.Root, "containerd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
@@ -91,7 +91,7 @@ func (p Private) Ensure(ctx context.Context) (addr string, started bool, err err
 	// The pid file is how it is found to be stopped: a containerd without
 	// one is not left running.
 	pidFile := filepath.Join(filepath.Dir(addr), "containerd.pid")
-	if err := renameio.WriteFile(pidFile, []byte(fmt.Sprint(pid)), 0o644); err != nil {
+	if err := atomicfile.WriteFile(pidFile, []byte(fmt.Sprint(pid)), 0o644); err != nil {
 		_ = cmd.Process.Kill()
 		<-exited
 		return "", false, fmt.Errorf("%w: writing %s: %w", engine.ErrUnavailable, pidFile, err)

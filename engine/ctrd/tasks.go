@@ -222,7 +222,10 @@ const (
 // for the task (<runtime root>/<namespace>/<id>), removed when the create
 // fails; the task is returned when it is made, an error wrapping NotFound
 // when none is. Without the runtime's root (an older containerd), nothing
-// is waited for.
+// is waited for. A work directory last changed before containerd started
+// is no create in flight (none outlives containerd): after a reboot that
+// emptied /run, containerd removes the work directories of the tasks in its
+// state, and the state is gone, so theirs stay.
 func (e *Engine) settleCreate(ctx context.Context, ctr containerd.Container) (containerd.Task, error) {
 	root := e.taskRoot(ctx)
 	if root == "" {
@@ -235,7 +238,8 @@ func (e *Engine) settleCreate(ctx context.Context, ctr containerd.Container) (co
 		if !errdefs.IsNotFound(err) {
 			return task, err
 		}
-		if _, serr := os.Lstat(work); errors.Is(serr, os.ErrNotExist) || time.Now().After(deadline) {
+		st, serr := os.Lstat(work)
+		if errors.Is(serr, os.ErrNotExist) || time.Now().After(deadline) || e.beforeServer(st) {
 			return nil, err
 		}
 		select {
@@ -244,6 +248,17 @@ func (e *Engine) settleCreate(ctx context.Context, ctr containerd.Container) (co
 		case <-time.After(settlePoll):
 		}
 	}
+}
+
+// beforeServer reports whether a file last changed before containerd
+// started: before its socket was made (containerd makes it anew at each
+// start). Unknown (no file, a socket that cannot be looked at) is false.
+func (e *Engine) beforeServer(fi os.FileInfo) bool {
+	if fi == nil {
+		return false
+	}
+	sock, err := os.Stat(strings.TrimPrefix(e.address, "unix://"))
+	return err == nil && fi.ModTime().Before(sock.ModTime())
 }
 
 // taskRoot is the root of containerd's runtime v2 task plugin, as its
