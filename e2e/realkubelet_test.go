@@ -168,7 +168,12 @@ func startRealKubelet(t *testing.T, cp *controlPlane, images ...testimage.Config
 			}
 		}
 	}
-	k.kubelet = k.inNamespace(realKubeletBin, "--config", filepath.Join(dir, "kubelet-config.yaml"),
+	// the namespace has a /var/lib of its own: the kubelet from the test's dir
+	bin := filepath.Join(dir, "kubelet.bin")
+	if err := linkOrCopy(realKubeletBin, bin); err != nil {
+		t.Fatal(err)
+	}
+	k.kubelet = k.inNamespace(bin, "--config", filepath.Join(dir, "kubelet-config.yaml"),
 		"--kubeconfig", kc, "--root-dir", filepath.Join(dir, "kubelet"),
 		"--hostname-override", realKubeletNode, "--node-ip", realKubeletNodeIP, "--v=1")
 	began := time.Now()
@@ -185,6 +190,18 @@ func startRealKubelet(t *testing.T, cp *controlPlane, images ...testimage.Config
 	out, _ := exec.Command(realKubeletBin, "--version").CombinedOutput()
 	t.Logf("real kubelet (%s) node %s Ready %v after its start", strings.TrimSpace(string(out)), realKubeletNode, time.Since(began).Round(time.Millisecond))
 	return k
+}
+
+// linkOrCopy makes to the file from: a hard link, else a copy.
+func linkOrCopy(from, to string) error {
+	if os.Link(from, to) == nil {
+		return nil
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o755)
 }
 
 // tailLines is the last n lines of s.
