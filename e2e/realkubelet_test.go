@@ -61,10 +61,10 @@ const (
 type realKubelet struct {
 	dir     string
 	sock    string    // its containerd's socket (a file: reachable from the host)
-	holder  *exec.Cmd // unshare --fork: the namespace's first process
-	nsPid   int       // ns-init.sh inside it
-	ctrd    *exec.Cmd
-	kubelet *exec.Cmd
+	holder  *bgProc // unshare --fork: the namespace's first process
+	nsPid   int     // ns-init.sh inside it
+	ctrd    *bgProc
+	kubelet *bgProc
 	proxy   *apiProxy
 }
 
@@ -111,12 +111,12 @@ func startRealKubelet(t *testing.T, cp *controlPlane, images ...testimage.Config
 	}
 
 	// 1. the namespace
-	k.holder = exec.Command("unshare", "--net", "--mount", "--uts", "--propagation", "private", "--fork",
+	holder := exec.Command("unshare", "--net", "--mount", "--uts", "--propagation", "private", "--fork",
 		filepath.Join(dir, "ns-init.sh"), dir)
-	k.holder.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	holder.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	log := &CmdOutput{}
-	k.holder.Stdout, k.holder.Stderr = log, log
-	if err := k.holder.Start(); err != nil {
+	holder.Stdout, holder.Stderr = log, log
+	if k.holder, err = startBg(holder); err != nil {
 		t.Fatalf("unshare: %v", err)
 	}
 	eventually(t, 10*time.Second, "the kubelet's namespace", func() (bool, string) {
@@ -136,13 +136,15 @@ func startRealKubelet(t *testing.T, cp *controlPlane, images ...testimage.Config
 	k.proxy.serve(l)
 
 	// 3. its containerd and the images
-	k.ctrd = k.inNamespace("containerd", "--config", filepath.Join(dir, "containerd.toml"))
-	if err := k.ctrd.Start(); err != nil {
+	if k.ctrd, err = startBg(k.inNamespace("containerd", "--config", filepath.Join(dir, "containerd.toml"))); err != nil {
 		t.Fatalf("containerd: %v", err)
 	}
 	eventually(t, 30*time.Second, "the kubelet's containerd", func() (bool, string) {
+		if k.ctrd.exited() {
+			t.Fatalf("the kubelet's containerd exited: %s", tailLines(k.ctrd.output(), 20))
+		}
 		out, err := exec.Command("ctr", "-a", k.sock, "version").CombinedOutput()
-		return err == nil, fmt.Sprintf("%v: %s\n%s", err, out, k.ctrd.Stdout)
+		return err == nil, fmt.Sprintf("%v: %s", err, out)
 	})
 	for i, cfg := range images {
 		archive := filepath.Join(dir, "images", strconv.Itoa(i)+".tar")
@@ -173,17 +175,20 @@ func startRealKubelet(t *testing.T, cp *controlPlane, images ...testimage.Config
 	if err := linkOrCopy(realKubeletBin, bin); err != nil {
 		t.Fatal(err)
 	}
-	k.kubelet = k.inNamespace(bin, "--config", filepath.Join(dir, "kubelet-config.yaml"),
+	kubelet := k.inNamespace(bin, "--config", filepath.Join(dir, "kubelet-config.yaml"),
 		"--kubeconfig", kc, "--root-dir", filepath.Join(dir, "kubelet"),
 		"--hostname-override", realKubeletNode, "--node-ip", realKubeletNodeIP, "--v=1")
 	began := time.Now()
-	if err := k.kubelet.Start(); err != nil {
+	if k.kubelet, err = startBg(kubelet); err != nil {
 		t.Fatalf("kubelet: %v", err)
 	}
 	eventually(t, 90*time.Second, "the kubelet's node Ready", func() (bool, string) {
+		if k.kubelet.exited() {
+			t.Fatalf("the kubelet exited (%v): %s", k.kubelet.cmd.ProcessState, tailLines(k.kubelet.output(), 20))
+		}
 		var n corev1.Node
 		if err := cp.get(t, &n, "node", realKubeletNode); err != nil {
-			return false, fmt.Sprintf("%v\n%s", err, tailLines(k.kubelet.Stdout.(*CmdOutput).String(), 20))
+			return false, fmt.Sprintf("%v\n%s", err, tailLines(k.kubelet.output(), 20))
 		}
 		return readyStatus(&n) == corev1.ConditionTrue, fmt.Sprintf("%+v", n.Status.Conditions)
 	})
@@ -230,12 +235,12 @@ func (k *realKubelet) inNamespace(name string, args ...string) *exec.Cmd {
 // namespace; then removes the kubelet's cgroups. Pods are expected gone
 // already (the test deletes them through the API first).
 func (k *realKubelet) stop(t *testing.T) {
-	if k.kubelet != nil && k.kubelet.Process != nil {
-		if !terminate(k.kubelet, 30*time.Second) {
+	if k.kubelet != nil {
+		if !k.kubelet.terminate(30 * time.Second) {
 			t.Errorf("the kubelet did not exit at SIGTERM: killed")
 		}
-		t.Logf("kubelet [pid %d, %v], last lines:\n%s", k.kubelet.Process.Pid, k.kubelet.ProcessState,
-			tailLines(k.kubelet.Stdout.(*CmdOutput).String(), 40))
+		t.Logf("kubelet [pid %d, %v], last lines:\n%s", k.kubelet.cmd.Process.Pid, k.kubelet.cmd.ProcessState,
+			tailLines(k.kubelet.output(), 40))
 	}
 	// the shims of this containerd and the processes they run
 	if shims := e2eShims(k.sock); len(shims) > 0 {
@@ -247,17 +252,17 @@ func (k *realKubelet) stop(t *testing.T) {
 			_ = syscall.Kill(s, syscall.SIGKILL)
 		}
 	}
-	if k.ctrd != nil && k.ctrd.Process != nil {
-		terminate(k.ctrd, 30*time.Second)
+	if k.ctrd != nil {
+		k.ctrd.terminate(30 * time.Second)
 	}
 	if k.proxy != nil {
 		k.proxy.cut(true)
 	}
-	if k.holder != nil && k.holder.Process != nil {
+	if k.holder != nil {
 		if k.nsPid > 0 {
 			_ = syscall.Kill(k.nsPid, syscall.SIGKILL)
 		}
-		terminate(k.holder, 10*time.Second)
+		k.holder.terminate(10 * time.Second)
 	}
 	// The cgroups, once their last process is gone.
 	deadline := time.Now().Add(20 * time.Second)
@@ -274,18 +279,47 @@ func (k *realKubelet) stop(t *testing.T) {
 	}
 }
 
-// terminate sends cmd SIGTERM, then SIGKILL after timeout, and reaps it;
-// false when it had to be killed.
-func terminate(cmd *exec.Cmd, timeout time.Duration) bool {
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+// bgProc is a started command reaped in the background.
+type bgProc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once cmd.Wait returned
+}
+
+func startBg(cmd *exec.Cmd) (*bgProc, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &bgProc{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+func (p *bgProc) exited() bool {
 	select {
-	case <-done:
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *bgProc) output() string {
+	if o, ok := p.cmd.Stdout.(*CmdOutput); ok {
+		return o.String()
+	}
+	return ""
+}
+
+// terminate sends the process SIGTERM, then SIGKILL after timeout, and
+// waits for it; false when it had to be killed.
+func (p *bgProc) terminate(timeout time.Duration) bool {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
 		return true
 	case <-time.After(timeout):
-		_ = cmd.Process.Kill()
-		<-done
+		_ = p.cmd.Process.Kill()
+		<-p.done
 		return false
 	}
 }
@@ -304,14 +338,15 @@ func childrenOf(pid int) []int {
 	})
 }
 
-// cgroupV1Hierarchies are the mounted cgroup v1 hierarchies (not the
-// unified one, nor a named one such as systemd's).
+// cgroupV1Hierarchies are the mounted cgroup v1 hierarchies, the named
+// one (systemd's) too: the kubelet wants its cgroupRoot in each. Not the
+// unified one.
 func cgroupV1Hierarchies() []string {
 	var out []string
 	ents, _ := os.ReadDir("/sys/fs/cgroup")
 	for _, e := range ents {
 		p := filepath.Join("/sys/fs/cgroup", e.Name())
-		if !e.IsDir() || e.Name() == "unified" || e.Name() == "systemd" {
+		if !e.IsDir() || e.Name() == "unified" {
 			continue
 		}
 		out = append(out, p)
