@@ -60,7 +60,7 @@ const (
 // realKubelet is a running kubelet node and what it started.
 type realKubelet struct {
 	dir     string
-	sock    string    // its containerd's socket (a file: reachable from the host)
+	sock    string  // its containerd's socket (a file: reachable from the host)
 	holder  *bgProc // unshare --fork: the namespace's first process
 	nsPid   int     // ns-init.sh inside it
 	ctrd    *bgProc
