@@ -160,8 +160,7 @@ func TestCompare(t *testing.T) {
 		t.Errorf("two runs of one pod: %d/%d equal, %v", eq, total, diffs)
 	}
 
-	var p map[string]any
-	p = decode(t, podrunPod)
+	p := decode(t, podrunPod)
 	st := p["status"].(map[string]any)
 	delete(st, "podIPs")
 	st["phase"] = "Pending"
