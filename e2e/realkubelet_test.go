@@ -39,11 +39,17 @@ import (
 // iptables rules are gone with it; what outlives it (shims' processes,
 // cgroups) is removed by stop.
 
-// realKubeletBin is the kubelet binary: kubelet-anchor's build.sh puts it
-// beside the control plane's ($PODRUN_KUBELET, else anchorBin/kubelet).
+// realKubeletBin is the kubelet binary: $PODRUN_KUBELET, else beside the
+// control plane's binaries, else where kubelet-anchor's build.sh puts it
+// (KVER=v1.37.2 bash ../shared/kubelet-anchor/build.sh).
 var realKubeletBin = func() string {
 	if b := os.Getenv("PODRUN_KUBELET"); b != "" {
 		return b
+	}
+	for _, dir := range []string{anchorBin, "/var/lib/anchor/bin"} {
+		if _, err := os.Stat(filepath.Join(dir, "kubelet")); err == nil {
+			return filepath.Join(dir, "kubelet")
+		}
 	}
 	return filepath.Join(anchorBin, "kubelet")
 }()
@@ -75,8 +81,8 @@ type realKubelet struct {
 func startRealKubelet(t *testing.T, cp *controlPlane, images ...testimage.Config) *realKubelet {
 	t.Helper()
 	if _, err := os.Stat(realKubeletBin); err != nil {
-		why := fmt.Sprintf("no kubelet at %s (%v): build it once with ../shared/kubelet-anchor/build.sh (KVER=v1.37.2), or set PODRUN_KUBELET", realKubeletBin, err)
-		if os.Getenv("CI") != "" {
+		why := fmt.Sprintf("no kubelet at %s (%v): build it once with `KVER=v1.37.2 bash ../shared/kubelet-anchor/build.sh`, or set PODRUN_KUBELET", realKubeletBin, err)
+		if os.Getenv("CI") != "" || os.Getenv("PODRUN_KUBELET") != "" {
 			t.Fatal(why)
 		}
 		t.Skip(why)
