@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -118,8 +119,8 @@ type runtimeVersioner interface {
 // containerd's version), Ready while containerd
 // answers. It runs the pods bound to it (podSource), so it is not tainted
 // (kubenode.NotRunningPodsTaint was, before). port is the node API's;
-// nodeIPs are --node-ip's (internalIPs).
-func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32, nodeIPs []net.IP) (*kubenode.Agent, error) {
+// nodeIPs are --node-ip's (internalIPs); explain is apiExplain's.
+func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32, nodeIPs []net.IP, explain func(error) string) (*kubenode.Agent, error) {
 	rt, ok := h.Engine().(runtimeVersioner)
 	if !ok {
 		return nil, fmt.Errorf("daemon: --kubeconfig: the engine %T has no runtime version", h.Engine())
@@ -151,20 +152,34 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32, 
 		}
 		return kubenode.Health{}
 	}
-	return &kubenode.Agent{Client: client, Clock: clock.RealClock{}, Log: slog.Default(), Facts: facts, Health: health}, nil
+	return &kubenode.Agent{Client: client, Clock: clock.RealClock{}, Log: slog.Default(), Facts: facts, Health: health, Explain: explain}, nil
+}
+
+// apiExplain says what a call to the API server of kubeconfig file
+// (whose configuration is rc) that failed means of the node's input: the
+// file, its server, its CA, the node's client certificate
+// (kubenode.Creds.Explain).
+func apiExplain(file string, rc *rest.Config) func(error) string {
+	if abs, err := filepath.Abs(file); err == nil {
+		file = abs
+	}
+	creds, clk := kubenode.CredsOf(file, rc), clock.RealClock{}
+	return func(err error) string { return creds.Explain(err, clk.Now()) }
 }
 
 // podSource is the pods client's cluster binds to this node, read with the
 // daemon's admission (kubepods.Source, the daemon's third source), kept
 // under the root (keptState), and the writer of their status; both run
-// until ctx ends. rc is the kubeconfig's (the cluster kept pods are of).
-func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *run.Host, client kubenode.Client, rc *rest.Config) (*kubepods.Source, error) {
+// until ctx ends. rc is the kubeconfig's (the cluster kept pods are of);
+// explain is apiExplain's.
+func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *run.Host, client kubenode.Client, rc *rest.Config, explain func(error) string) (*kubepods.Source, error) {
 	n, err := admissionNode(cfg)
 	if err != nil {
 		return nil, err
 	}
 	src := kubepods.NewSource(client, n.Name, admit, clock.RealClock{}, slog.Default())
 	src.Kept, src.KeptProblems = keptState(cfg, rc, n.Name)
+	src.Explain = explain
 	go src.Run(ctx)
 	w := &kubepods.Writer{Client: client, Source: src, Node: h, Clock: clock.RealClock{}, Log: slog.Default()}
 	go w.Run(ctx)

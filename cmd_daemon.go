@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/downward"
@@ -82,14 +83,18 @@ func daemonCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				agent, err := nodeAgent(cfg, h, heartbeat, port, ips)
+				explain := apiExplain(c.String("kubeconfig"), rc)
+				if p := kubenode.CredsOf(c.String("kubeconfig"), rc).CertProblem(clock.RealClock{}.Now()); p != "" {
+					slog.Error(p) // the API server will refuse it: said before it does
+				}
+				agent, err := nodeAgent(cfg, h, heartbeat, port, ips, explain)
 				if err != nil {
 					return err
 				}
 				if err := serveNodeAPI(ctx, c, cfg, h, heartbeat, ips); err != nil {
 					return err
 				}
-				src, err := podSource(ctx, cfg, o.Admission, h, cluster, rc)
+				src, err := podSource(ctx, cfg, o.Admission, h, cluster, rc, explain)
 				if err != nil {
 					return err
 				}

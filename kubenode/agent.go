@@ -26,6 +26,9 @@ type Agent struct {
 	// addresses, the runtime's version); Health likewise.
 	Facts  func(ctx context.Context) (Facts, error)
 	Health func(ctx context.Context) Health
+	// Explain says what a failed call means of the node's input
+	// (Creds.Explain); nil: the error as it is.
+	Explain func(error) string
 
 	lastSent time.Time // when this process last sent the node's status
 }
@@ -42,29 +45,46 @@ func (a *Agent) Run(ctx context.Context) {
 	go leases.Run(ctx)
 	t := a.Clock.NewTicker(StatusUpdateFrequency)
 	defer t.Stop()
+	var streak Streak
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			if err := a.UpdateStatus(ctx); err != nil {
-				a.Log.Error("updating the node's status", "node", name, "err", err)
+			err := a.UpdateStatus(ctx)
+			switch {
+			case err == nil && streak.Succeeded():
+				a.Log.Info("the node's status is written again", "node", name)
+			case err != nil && streak.Failed(err):
+				a.Log.Error("updating the node's status; retrying (said again when the failure changes)", "node", name, "err", a.explain(err))
 			}
 		}
 	}
 }
 
+// explain is err in Explain's words.
+func (a *Agent) explain(err error) string {
+	if a.Explain == nil {
+		return err.Error()
+	}
+	return a.Explain(err)
+}
+
 // register retries Register as the kubelet's registerWithAPIServer does
-// (100 ms, doubling, at most 7 s) until it succeeds (ok) or ctx ends.
+// (100 ms, doubling, at most 7 s) until it succeeds (ok) or ctx ends. A
+// failure is said once, and again when it changes, not at each retry.
 func (a *Agent) register(ctx context.Context) (name string, ok bool) {
 	step := 100 * time.Millisecond
+	var streak Streak
 	for {
 		name, err := a.Register(ctx)
 		if err == nil {
 			a.Log.Info("node registered", "node", name)
 			return name, true
 		}
-		a.Log.Error("registering the node", "err", err, "retry in", step)
+		if streak.Failed(err) {
+			a.Log.Error("registering the node; retrying (said again when the failure changes)", "err", a.explain(err))
+		}
 		select {
 		case <-ctx.Done():
 			return "", false

@@ -1,10 +1,12 @@
 package kubenode
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,4 +154,49 @@ func TestRunRenewsLease(t *testing.T) {
 	}
 	cancel()
 	<-done // Run ends with ctx
+}
+
+// TestRegisterSaysOncePerStreak: a registration the API server refuses
+// again and again is said once, in Explain's words, and again only when
+// the failure changes.
+func TestRegisterSaysOncePerStreak(t *testing.T) {
+	a, c, clk, _ := testAgent()
+	var log bytes.Buffer
+	a.Log = slog.New(slog.NewTextHandler(&log, nil))
+	a.Explain = func(err error) string { return "explained: " + err.Error() }
+	calls := 0
+	c.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		calls++
+		switch {
+		case calls <= 4:
+			return true, nil, apierrors.NewUnauthorized("Unauthorized")
+		case calls <= 6:
+			return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+		}
+		return false, nil, nil
+	})
+	done := make(chan string)
+	go func() {
+		name, _ := a.register(context.Background())
+		done <- name
+	}()
+	for {
+		select {
+		case name := <-done:
+			if name != "dev1" || calls != 7 {
+				t.Errorf("registered %q after %d calls", name, calls)
+			}
+			out := log.String()
+			if n := strings.Count(out, "registering the node"); n != 2 ||
+				!strings.Contains(out, `err="explained: creating node dev1: Unauthorized"`) || !strings.Contains(out, "explained: creating node dev1: dial tcp") {
+				t.Errorf("said %d times:\n%s", n, out)
+			}
+			return
+		default:
+		}
+		if clk.HasWaiters() {
+			clk.Step(7 * time.Second)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

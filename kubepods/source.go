@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sort"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/admission"
+	"github.com/podrun/podrun/kubenode"
 	"github.com/podrun/podrun/kubenode/kept"
 	"github.com/podrun/podrun/manifest"
 )
@@ -60,6 +62,9 @@ type Source struct {
 	// (a kept directory that could not be opened); Run adds those of its
 	// Load.
 	KeptProblems []string
+	// Explain says what a failed list or watch means of the node's input
+	// (kubenode.Creds.Explain); nil: the error as it is.
+	Explain func(error) string
 
 	informer cache.SharedIndexInformer
 	poke     chan struct{} // the informer saw a change (capacity 1)
@@ -82,6 +87,9 @@ type Source struct {
 	keptErr map[types.UID]string   // the last error saving each, logged
 
 	tokens *Tokens // the projected service account tokens (tokens.go)
+
+	listMu sync.Mutex
+	lists  kubenode.Streak // of the informer's lists and watches
 }
 
 // object is a ConfigMap or Secret as read (nil: not found) and when.
@@ -109,17 +117,22 @@ type Wanted struct {
 // NewSource returns the source of node's pods; Run starts it.
 func NewSource(client API, node string, admission manifest.Options, clk clock.WithTicker, log *slog.Logger) *Source {
 	onNode := fields.OneTermEqualSelector("spec.nodeName", node).String()
+	var s *Source
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = onNode
-			return client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+			l, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+			if err == nil {
+				s.listed()
+			}
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = onNode
 			return client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
 		},
 	}
-	s := &Source{Client: client, Node: node, Admission: admission, Clock: clk, Log: log,
+	s = &Source{Client: client, Node: node, Admission: admission, Clock: clk, Log: log,
 		// As client-go's generated informers: a client without watch-list
 		// semantics (a fake) is listed.
 		informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{}, 0, cache.Indexers{}),
@@ -170,7 +183,7 @@ func (s *Source) Run(ctx context.Context) {
 	listFailed := make(chan struct{}, 1)
 	if err := s.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		poke(listFailed)
-		cache.DefaultWatchErrorHandler(ctx, r, err)
+		s.watchFailed(err)
 	}); err != nil {
 		s.Log.Error("watching the pods bound to the node", "err", err)
 		return
@@ -234,6 +247,38 @@ func (s *Source) Run(ctx context.Context) {
 		}
 		next.Stop()
 		next.Reset(wait)
+	}
+}
+
+// watchFailed says why a list or watch of the node's pods failed, once
+// per streak of such failures (client-go's default handler logs each
+// retry); a watch that ended (EOF, its resource version expired) is no
+// failure.
+func (s *Source) watchFailed(err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return
+	}
+	s.listMu.Lock()
+	tell := s.lists.Failed(err)
+	s.listMu.Unlock()
+	if !tell {
+		return
+	}
+	msg := err.Error()
+	if s.Explain != nil {
+		msg = s.Explain(err)
+	}
+	s.Log.Error("listing the pods bound to the node; retrying (said again when the failure changes), the pods on the node run on as they are", "err", msg)
+}
+
+// listed is a list of the node's pods that succeeded: a streak of
+// failures ends.
+func (s *Source) listed() {
+	s.listMu.Lock()
+	ended := s.lists.Succeeded()
+	s.listMu.Unlock()
+	if ended {
+		s.Log.Info("the API server lists the pods bound to the node again", "node", s.Node)
 	}
 }
 

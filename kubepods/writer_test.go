@@ -1,11 +1,13 @@
 package kubepods
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -245,4 +247,60 @@ func TestWriterStaleWatch(t *testing.T) {
 	if c := condition(p.Status.Conditions, corev1.PodReady); c == nil || c.Status != corev1.ConditionTrue || c.Reason != "" || c.Message != "" {
 		t.Errorf("Ready %+v, want True with no reason", c)
 	}
+}
+
+// TestSourceListFailuresSaidOnce: lists of the node's pods the API server
+// refuses again and again are said once, in Explain's words, and their end
+// once; a watch that merely ended is no failure.
+func TestSourceListFailuresSaidOnce(t *testing.T) {
+	cs := tokenIssuing()
+	var mu sync.Mutex
+	calls := 0
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls <= 3 {
+			return true, nil, apierrors.NewUnauthorized("Unauthorized")
+		}
+		return false, nil, nil
+	})
+	var log syncBuffer
+	s := NewSource(cs, "vm", manifest.Options{}, clocktesting.NewFakeClock(t0), slog.New(slog.NewTextHandler(&log, nil)))
+	s.Explain = func(err error) string { return "explained: " + err.Error() }
+	s.watchFailed(io.EOF)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for !s.informer.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never listed:\n%s", log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	out := log.String()
+	if strings.Count(out, "listing the pods bound to the node") != 1 || !strings.Contains(out, `err="explained: failed to list *v1.Pod: Unauthorized"`) ||
+		strings.Count(out, "lists the pods bound to the node again") != 1 {
+		t.Errorf("said:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
