@@ -53,7 +53,7 @@ func BenchmarkRebootAPIDown(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		if _, err := store.Reconcile(nil); err != nil {
+		if _, _, err := store.Reconcile(nil); err != nil {
 			b.Errorf("forgetting the kept pods: %v", err)
 		}
 	})
