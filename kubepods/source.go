@@ -129,7 +129,11 @@ func NewSource(client API, node string, admission manifest.Options, clk clock.Wi
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = onNode
-			return client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+			w, err := client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+			if err == nil {
+				s.listed() // a watch-list (client-go's default with a real API server) is a watch
+			}
+			return w, err
 		},
 	}
 	s = &Source{Client: client, Node: node, Admission: admission, Clock: clk, Log: log,
@@ -271,8 +275,8 @@ func (s *Source) watchFailed(err error) {
 	s.Log.Error("listing the pods bound to the node; retrying (said again when the failure changes), the pods on the node run on as they are", "err", msg)
 }
 
-// listed is a list of the node's pods that succeeded: a streak of
-// failures ends.
+// listed is a list or watch of the node's pods that the API server
+// accepted: a streak of failures ends.
 func (s *Source) listed() {
 	s.listMu.Lock()
 	ended := s.lists.Succeeded()
