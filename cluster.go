@@ -10,9 +10,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -92,6 +94,55 @@ func internalIPs(ctx context.Context, nodeIPs []net.IP, node string) ([]net.IP, 
 		Default:  utilnet.ResolveBindAddress,
 		Fallback: sandbox.HostIPs(),
 	})
+}
+
+// podHostIPs are the host IPs of the pods of a node of a cluster
+// (run.Deps.HostIPs: their status.hostIP, a hostNetwork pod's IPs, the
+// downward API's status.hostIP), as the kubelet's getHostIPsAnyWay: those
+// of the Node as its agent last read or sent it (kubenode.HostIPs of
+// Agent.Node), else, before the agent has one (the API server away at
+// start), those of the Node it registers (the kubelet's initialNode):
+// local, internalIPs.
+type podHostIPs struct {
+	agent atomic.Pointer[kubenode.Agent] // set once the agent is made
+	local func() ([]net.IP, error)
+}
+
+// newPodHostIPs are the pods' host IPs of the node cfg names, with
+// --node-ip's nodeIPs, until ctx ends (it bounds the look-up of the
+// node's name).
+func newPodHostIPs(ctx context.Context, cfg run.Config, nodeIPs []net.IP) *podHostIPs {
+	return &podHostIPs{local: func() ([]net.IP, error) {
+		n, err := admissionNode(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return internalIPs(ctx, nodeIPs, n.Name)
+	}}
+}
+
+// get is run.Deps.HostIPs; none known is none (the kubelet then leaves a
+// pod's hostIP unset).
+func (p *podHostIPs) get() []net.IP {
+	if a := p.agent.Load(); a != nil {
+		if n := a.Node(); n != nil {
+			if ips, err := kubenode.HostIPs(n); err == nil {
+				return ips
+			}
+		}
+	}
+	ips, err := p.local()
+	if err == nil {
+		node := &corev1.Node{}
+		for _, ip := range ips {
+			node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
+		}
+		if ips, err = kubenode.HostIPs(node); err == nil {
+			return ips
+		}
+	}
+	slog.Debug("the pods' host IPs are not known", "err", err)
+	return nil
 }
 
 // hostAddrs are the addresses of this host's interfaces.

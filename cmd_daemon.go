@@ -62,6 +62,16 @@ func daemonCommand() *cli.Command {
 			}
 			ctx, stop := signalContext(c)
 			defer stop()
+			var hostIPs *podHostIPs // a node's pods' host IPs are its Node's
+			var lookup func() []net.IP
+			if cluster != nil {
+				cfg, err := config(c)
+				if err != nil {
+					return err
+				}
+				hostIPs = newPodHostIPs(ctx, cfg, ips)
+				lookup = hostIPs.get
+			}
 			life, err := daemon.Hold(ctx, o.StatusFile)
 			if err != nil {
 				return err
@@ -69,7 +79,7 @@ func daemonCommand() *cli.Command {
 			defer life.Release()
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
-			h, err := openHostRetrying(ctx, c)
+			h, err := openHostRetrying(ctx, c, lookup)
 			if err != nil {
 				return err
 			}
@@ -91,6 +101,7 @@ func daemonCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
+				hostIPs.agent.Store(agent)
 				if err := serveNodeAPI(ctx, c, cfg, h, heartbeat, ips); err != nil {
 					return err
 				}

@@ -2,9 +2,9 @@ package kubenode
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -12,8 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/component-helpers/apimachinery/lease"
+	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/utils/clock"
 )
 
@@ -31,6 +31,24 @@ type Agent struct {
 	Explain func(error) string
 
 	lastSent time.Time // when this process last sent the node's status
+
+	mu   sync.Mutex
+	node *corev1.Node // the Node as last read or sent (the kubelet's node lister's)
+}
+
+// Node is the Node as the agent last read or sent it; nil until then
+// (the kubelet's GetNode, from its node lister).
+func (a *Agent) Node() *corev1.Node {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.node
+}
+
+// seen records n as the Node last read or sent.
+func (a *Agent) seen(n *corev1.Node) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.node = n
 }
 
 // Run registers the node, then renews its Lease and keeps its status until
@@ -103,9 +121,10 @@ func (a *Agent) Register(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("the node's facts: %w", err)
 	}
 	now := a.Clock.Now()
-	_, err = a.Client.CoreV1().Nodes().Create(ctx, Node(f, a.Health(ctx), now), metav1.CreateOptions{})
+	created, err := a.Client.CoreV1().Nodes().Create(ctx, Node(f, a.Health(ctx), now), metav1.CreateOptions{})
 	if err == nil {
 		a.lastSent = now
+		a.seen(created)
 		return f.Name, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -118,7 +137,7 @@ func (a *Agent) Register(ctx context.Context) (string, error) {
 	n := old.DeepCopy()
 	Reconcile(n, f)
 	n.Status = Status(f, a.Health(ctx), old.Status.Conditions, now)
-	if err := a.patchStatus(ctx, old, n); err != nil {
+	if err := a.patchStatus(old, n); err != nil {
 		return "", err
 	}
 	return f.Name, nil
@@ -140,42 +159,27 @@ func (a *Agent) UpdateStatus(ctx context.Context) error {
 	labels := Reconcile(n, f)
 	n.Status = Status(f, a.Health(ctx), old.Status.Conditions, now)
 	if !ShouldSend(labels || Changed(old.Status, n.Status), a.lastSent, now) {
+		a.seen(old)
 		return nil
 	}
-	return a.patchStatus(ctx, old, n)
+	return a.patchStatus(old, n)
 }
 
 // patchStatus sends the difference of n from old as a strategic merge
-// patch of the node's status (the kubelet's nodeutil.PatchNodeStatus).
-func (a *Agent) patchStatus(ctx context.Context, old, n *corev1.Node) error {
-	patch, err := statusPatch(old, n)
+// patch of the node's status, with the kubelet's own nodeutil.PatchNodeStatus:
+// only what changed, with no resourceVersion, so that what others changed
+// meanwhile is kept; changed addresses are replaced whole (their patch
+// strategy merges by type: two InternalIPs of a dual-stack node would
+// become one). Its call is bounded by the client's timeout (the heartbeat
+// client's, StatusUpdateFrequency), not by ctx.
+func (a *Agent) patchStatus(old, n *corev1.Node) error {
+	sent, _, err := nodeutil.PatchNodeStatus(a.Client.CoreV1(), types.NodeName(n.Name), old, n)
 	if err != nil {
-		return err
-	}
-	if _, err := a.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		return fmt.Errorf("patching node %s's status: %w", n.Name, err)
 	}
 	a.lastSent = a.Clock.Now()
+	a.seen(sent)
 	return nil
-}
-
-// statusPatch is the strategic merge patch from old to n: only what
-// changed, with no resourceVersion (as the kubelet's), so that what others
-// changed meanwhile is kept.
-func statusPatch(old, n *corev1.Node) ([]byte, error) {
-	o, err := json.Marshal(old)
-	if err != nil {
-		return nil, fmt.Errorf("encoding node %s: %w", old.Name, err)
-	}
-	m, err := json.Marshal(n)
-	if err != nil {
-		return nil, fmt.Errorf("encoding node %s: %w", n.Name, err)
-	}
-	p, err := strategicpatch.CreateTwoWayMergePatch(o, m, corev1.Node{})
-	if err != nil {
-		return nil, fmt.Errorf("node %s's status patch: %w", n.Name, err)
-	}
-	return p, nil
 }
 
 // setOwner makes the Node the owner of its Lease, so that the Lease goes

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +200,53 @@ func TestRegisterSaysOncePerStreak(t *testing.T) {
 			clk.Step(7 * time.Second)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestAgentNode: the Node the agent last read or sent, whose addresses
+// are its pods' host IPs (the kubelet's node lister).
+func TestAgentNode(t *testing.T) {
+	a, c, clk, _ := testAgent()
+	ctx := context.Background()
+	if n := a.Node(); n != nil {
+		t.Fatalf("Node before registration = %v, want nil", n)
+	}
+	if _, err := a.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := HostIPs(a.Node()); err != nil || !slices.EqualFunc(got, ips("10.0.0.5", "fd00::5"), net.IP.Equal) {
+		t.Fatalf("host IPs of the created Node = %v, %v", got, err)
+	}
+	// Someone annotates the Node: read at the next update, nothing sent.
+	edit := func(fn func(n *corev1.Node)) {
+		t.Helper()
+		n, err := c.CoreV1().Nodes().Get(ctx, "dev1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(n)
+		if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(func(n *corev1.Node) { n.Annotations = map[string]string{"team": "a"} })
+	clk.Step(StatusUpdateFrequency)
+	if err := a.UpdateStatus(ctx); err != nil || patches(c) != 0 {
+		t.Fatalf("UpdateStatus: %v, %d patches", err, patches(c))
+	}
+	if got := a.Node().Annotations["team"]; got != "a" {
+		t.Errorf("Node after an update that sent nothing: annotation %q, want the one read", got)
+	}
+	// Someone changes its addresses: the agent sends its own, and holds
+	// the Node the API server answered.
+	edit(func(n *corev1.Node) {
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.9"}}
+	})
+	clk.Step(StatusUpdateFrequency)
+	if err := a.UpdateStatus(ctx); err != nil || patches(c) != 1 {
+		t.Fatalf("UpdateStatus: %v, %d patches", err, patches(c))
+	}
+	if got, err := HostIPs(a.Node()); err != nil || !slices.EqualFunc(got, ips("10.0.0.5", "fd00::5"), net.IP.Equal) || a.Node().Annotations["team"] != "a" {
+		t.Errorf("host IPs of the sent Node = %v, %v (annotations %v)", got, err, a.Node().Annotations)
 	}
 }

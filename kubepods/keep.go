@@ -91,13 +91,13 @@ func (s *Source) fromKept(ctx context.Context, pods []kept.Pod) Wanted {
 		objects[p.Pod.UID] = set
 		api = append(api, p.Pod)
 		for _, cm := range set.ConfigMaps {
-			k := "ConfigMap " + p.Pod.Namespace + "/" + cm.Name
+			k := objectKey{kind: "ConfigMap", namespace: p.Pod.Namespace, name: cm.Name}
 			if _, ok := s.objects[k]; !ok {
-				s.objects[k] = object{cm: cm} // read long ago: read again at once
+				s.objects[k] = object{cm: cm} // until its watch lists
 			}
 		}
 		for _, sec := range set.Secrets {
-			k := "Secret " + p.Pod.Namespace + "/" + sec.Name
+			k := objectKey{kind: "Secret", namespace: p.Pod.Namespace, name: sec.Name}
 			if _, ok := s.objects[k]; !ok {
 				s.objects[k] = object{sec: sec}
 			}
