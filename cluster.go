@@ -117,9 +117,15 @@ type runtimeVersioner interface {
 // the host (admissionNode's name, labels and allocatable, its address,
 // containerd's version), Ready while containerd
 // answers. It runs the pods bound to it (podSource), so it is not tainted
-// (kubenode.NotRunningPodsTaint was, before). port is the node API's;
-// nodeIPs are --node-ip's (internalIPs).
-func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32, nodeIPs []net.IP) (*kubenode.Agent, error) {
+// (kubenode.NotRunningPodsTaint was, before). It reads its Node from a
+// watch of watcher (a client that does not cut watches), sends with client
+// (the heartbeat's). port is the node API's; nodeIPs are --node-ip's
+// (internalIPs).
+func nodeAgent(cfg run.Config, h *run.Host, client, watcher kubenode.Client, port int32, nodeIPs []net.IP) (*kubenode.Agent, error) {
+	node, err := admissionNode(cfg)
+	if err != nil {
+		return nil, err
+	}
 	rt, ok := h.Engine().(runtimeVersioner)
 	if !ok {
 		return nil, fmt.Errorf("daemon: --kubeconfig: the engine %T has no runtime version", h.Engine())
@@ -151,7 +157,8 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32, 
 		}
 		return kubenode.Health{}
 	}
-	return &kubenode.Agent{Client: client, Clock: clock.RealClock{}, Log: slog.Default(), Facts: facts, Health: health}, nil
+	return &kubenode.Agent{Client: client, Nodes: kubenode.NodeInformer(watcher, node.Name),
+		Clock: clock.RealClock{}, Log: slog.Default(), Facts: facts, Health: health}, nil
 }
 
 // podSource is the pods client's cluster binds to this node, read with the

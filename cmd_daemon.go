@@ -82,7 +82,7 @@ func daemonCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				agent, err := nodeAgent(cfg, h, heartbeat, port, ips)
+				agent, err := nodeAgent(cfg, h, heartbeat, cluster, port, ips)
 				if err != nil {
 					return err
 				}
