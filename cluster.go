@@ -38,14 +38,30 @@ func clusterClients(file string) (heartbeat, pods kubenode.Client, rc *rest.Conf
 		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	rc.UserAgent = "podrun/" + buildVersion().GitVersion
-	if pods, err = kubenode.NewClient(rc); err != nil {
+	hc, pc := clientConfigs(rc)
+	if pods, err = kubenode.NewClient(pc); err != nil {
 		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
-	rc.Timeout = kubenode.StatusUpdateFrequency
-	if heartbeat, err = kubenode.NewClient(rc); err != nil {
+	if heartbeat, err = kubenode.NewClient(hc); err != nil {
 		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	return heartbeat, pods, rc, nil
+}
+
+// clientConfigs are the two client configurations of rc, as the kubelet's:
+// the heartbeat's, with the status update period as its timeout, and the
+// one of everything else (watches: no timeout), limited to kubenode.APIQPS
+// requests a second, bursts of kubenode.APIBurst (the kubelet's
+// --kube-api-qps/--kube-api-burst defaults; client-go's own, 5 and 10,
+// paced 50 pods' status writes). The heartbeat's keeps client-go's limit
+// (the kubelet's has none, but podrun's node API asks its reviews with it
+// too). rc is not changed.
+func clientConfigs(rc *rest.Config) (heartbeat, pods *rest.Config) {
+	pods = rest.CopyConfig(rc)
+	pods.QPS, pods.Burst = kubenode.APIQPS, kubenode.APIBurst
+	heartbeat = rest.CopyConfig(rc)
+	heartbeat.Timeout = kubenode.StatusUpdateFrequency
+	return heartbeat, pods
 }
 
 // nodeIPs reads --node-ip (the kubelet's), its addresses checked against

@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/podrun/podrun/kubenode"
 	"github.com/podrun/podrun/run"
 )
 
@@ -36,5 +38,25 @@ func TestKeptState(t *testing.T) {
 	if k != nil || len(problems) != 1 || !strings.Contains(problems[0], "writable by its group or by others") ||
 		!strings.Contains(problems[0], "not kept on the device") {
 		t.Errorf("keptState of a 0777 kept directory: %v %q", k, problems)
+	}
+}
+
+func TestClientConfigs(t *testing.T) {
+	rc := &rest.Config{Host: "https://192.0.2.1:6443", UserAgent: "podrun/test"}
+	hb, pods := clientConfigs(rc)
+	for _, c := range []struct {
+		name    string
+		got     *rest.Config
+		qps     float32
+		burst   int
+		timeout time.Duration
+	}{
+		{"heartbeat: the update period, client-go's rate limit", hb, 0, 0, kubenode.StatusUpdateFrequency},
+		{"pods: the kubelet's rate limit, no timeout (watches)", pods, kubenode.APIQPS, kubenode.APIBurst, 0},
+		{"the kubeconfig's: unchanged", rc, 0, 0, 0},
+	} {
+		if c.got.QPS != c.qps || c.got.Burst != c.burst || c.got.Timeout != c.timeout || c.got.Host != rc.Host || c.got.UserAgent != rc.UserAgent {
+			t.Errorf("%s: QPS %v burst %d timeout %v host %s agent %s; want %v %d %v", c.name, c.got.QPS, c.got.Burst, c.got.Timeout, c.got.Host, c.got.UserAgent, c.qps, c.burst, c.timeout)
+		}
 	}
 }

@@ -119,8 +119,11 @@ func BenchmarkNodeCost(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		b.Logf("load before the 50 pods (run %d): %s", i+1, loadAvg())
+		before := cp.apiCounters(b)
 		applied := cp.applyDeployment(b, "cost-50", 50)
 		took := cp.waitRunning(b, "cost-50", 50, applied, 10*time.Minute)
+		b.Logf("run %d: the API server's requests from before kubectl apply to all 50 Running (the benchmark's polling included):\n%s",
+			i+1, formatCounts(ratesPerMinute(before, cp.apiCounters(b), time.Minute)))
 		times = append(times, took)
 		pss, rss := smapsRollup(b, cmd.Process.Pid)
 		all := podrunPss(b)
@@ -320,6 +323,30 @@ func formatRates(base, with map[string]float64) string {
 	fmt.Fprintf(&sb, "%-58s %10s %10s %10s\n", "verb resource (flow: APF flow schema; open: watches open)", "no node", "with node", "node's")
 	for _, k := range keys {
 		fmt.Fprintf(&sb, "%-58s %10.1f %10.1f %10.1f\n", k, base[k], with[k], with[k]-base[k])
+	}
+	return sb.String()
+}
+
+// formatCounts lists counts of requests (no gauges), largest first.
+func formatCounts(counts map[string]float64) string {
+	var keys []string
+	for k := range counts {
+		if !strings.HasPrefix(k, "open ") {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if counts[a] != counts[b] {
+			if counts[a] > counts[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "%-58s %8.0f\n", k, counts[k])
 	}
 	return sb.String()
 }
