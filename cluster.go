@@ -41,14 +41,30 @@ func clusterClients(file string) (heartbeat, pods kubenode.Client, rc *rest.Conf
 		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	rc.UserAgent = "podrun/" + buildVersion().GitVersion
-	if pods, err = kubenode.NewClient(rc); err != nil {
+	hc, pc := clientConfigs(rc)
+	if pods, err = kubenode.NewClient(pc); err != nil {
 		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
-	rc.Timeout = kubenode.StatusUpdateFrequency
-	if heartbeat, err = kubenode.NewClient(rc); err != nil {
+	if heartbeat, err = kubenode.NewClient(hc); err != nil {
 		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	return heartbeat, pods, rc, nil
+}
+
+// clientConfigs are the two client configurations of rc, as the kubelet's:
+// the heartbeat's, with the status update period as its timeout, and the
+// one of everything else (watches: no timeout), limited to kubenode.APIQPS
+// requests a second, bursts of kubenode.APIBurst (the kubelet's
+// --kube-api-qps/--kube-api-burst defaults; client-go's own, 5 and 10,
+// paced 50 pods' status writes). The heartbeat's keeps client-go's limit
+// (the kubelet's has none, but podrun's node API asks its reviews with it
+// too). rc is not changed.
+func clientConfigs(rc *rest.Config) (heartbeat, pods *rest.Config) {
+	pods = rest.CopyConfig(rc)
+	pods.QPS, pods.Burst = kubenode.APIQPS, kubenode.APIBurst
+	heartbeat = rest.CopyConfig(rc)
+	heartbeat.Timeout = kubenode.StatusUpdateFrequency
+	return heartbeat, pods
 }
 
 // nodeIPs reads --node-ip (the kubelet's), its addresses checked against
@@ -169,9 +185,15 @@ type runtimeVersioner interface {
 // the host (admissionNode's name, labels and allocatable, its address,
 // containerd's version), Ready while containerd
 // answers. It runs the pods bound to it (podSource), so it is not tainted
-// (kubenode.NotRunningPodsTaint was, before). port is the node API's;
-// nodeIPs are --node-ip's (internalIPs); explain is apiExplain's.
-func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32, nodeIPs []net.IP, explain func(error) string) (*kubenode.Agent, error) {
+// (kubenode.NotRunningPodsTaint was, before). It reads its Node from a
+// watch of watcher (a client that does not cut watches), sends with client
+// (the heartbeat's). port is the node API's; nodeIPs are --node-ip's
+// (internalIPs); explain is apiExplain's.
+func nodeAgent(cfg run.Config, h *run.Host, client, watcher kubenode.Client, port int32, nodeIPs []net.IP, explain func(error) string) (*kubenode.Agent, error) {
+	node, err := admissionNode(cfg)
+	if err != nil {
+		return nil, err
+	}
 	rt, ok := h.Engine().(runtimeVersioner)
 	if !ok {
 		return nil, fmt.Errorf("daemon: --kubeconfig: the engine %T has no runtime version", h.Engine())
@@ -203,7 +225,8 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32, 
 		}
 		return kubenode.Health{}
 	}
-	return &kubenode.Agent{Client: client, Clock: clock.RealClock{}, Log: slog.Default(), Facts: facts, Health: health, Explain: explain}, nil
+	return &kubenode.Agent{Client: client, Nodes: kubenode.NodeInformer(watcher, node.Name),
+		Clock: clock.RealClock{}, Log: slog.Default(), Facts: facts, Health: health, Explain: explain}, nil
 }
 
 // apiExplain says what a call to the API server of kubeconfig file

@@ -85,3 +85,23 @@ func TestPodHostIPs(t *testing.T) {
 	p.agent.Store(nil)
 	check("none known")
 }
+
+func TestClientConfigs(t *testing.T) {
+	rc := &rest.Config{Host: "https://192.0.2.1:6443", UserAgent: "podrun/test"}
+	hb, pods := clientConfigs(rc)
+	for _, c := range []struct {
+		name    string
+		got     *rest.Config
+		qps     float32
+		burst   int
+		timeout time.Duration
+	}{
+		{"heartbeat: the update period, client-go's rate limit", hb, 0, 0, kubenode.StatusUpdateFrequency},
+		{"pods: the kubelet's rate limit, no timeout (watches)", pods, kubenode.APIQPS, kubenode.APIBurst, 0},
+		{"the kubeconfig's: unchanged", rc, 0, 0, 0},
+	} {
+		if c.got.QPS != c.qps || c.got.Burst != c.burst || c.got.Timeout != c.timeout || c.got.Host != rc.Host || c.got.UserAgent != rc.UserAgent {
+			t.Errorf("%s: QPS %v burst %d timeout %v host %s agent %s; want %v %d %v", c.name, c.got.QPS, c.got.Burst, c.got.Timeout, c.got.Host, c.got.UserAgent, c.qps, c.burst, c.timeout)
+		}
+	}
+}

@@ -97,7 +97,7 @@ func daemonCommand() *cli.Command {
 				if p := kubenode.CredsOf(c.String("kubeconfig"), rc).CertProblem(clock.RealClock{}.Now()); p != "" {
 					slog.Error(p) // the API server will refuse it: said before it does
 				}
-				agent, err := nodeAgent(cfg, h, heartbeat, port, ips, explain)
+				agent, err := nodeAgent(cfg, h, heartbeat, cluster, port, ips, explain)
 				if err != nil {
 					return err
 				}

@@ -2,6 +2,7 @@ package kubenode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -11,7 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-helpers/apimachinery/lease"
 	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/utils/clock"
@@ -20,8 +25,12 @@ import (
 // Agent is this machine as a Node of the cluster its client talks to.
 type Agent struct {
 	Client Client
-	Clock  clock.WithTicker
-	Log    *slog.Logger
+	// Nodes is the node's own Node as a watch keeps it (NodeInformer):
+	// the status update reads it there and GETs it only to retry, as the
+	// kubelet's nodeLister. Run runs it.
+	Nodes cache.SharedIndexInformer
+	Clock clock.WithTicker
+	Log   *slog.Logger
 	// Facts are read at each status update (the machine may change:
 	// addresses, the runtime's version); Health likewise.
 	Facts  func(ctx context.Context) (Facts, error)
@@ -54,6 +63,7 @@ func (a *Agent) seen(n *corev1.Node) {
 // Run registers the node, then renews its Lease and keeps its status until
 // ctx ends; what fails is logged and tried again, as the kubelet does.
 func (a *Agent) Run(ctx context.Context) {
+	go a.Nodes.RunWithContext(ctx)
 	name, ok := a.register(ctx)
 	if !ok {
 		return // ctx ended before the node was registered
@@ -69,7 +79,7 @@ func (a *Agent) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			err := a.UpdateStatus(ctx)
+			err := a.updateStatus(ctx)
 			switch {
 			case err == nil && streak.Succeeded():
 				a.Log.Info("the node's status is written again", "node", name)
@@ -143,16 +153,42 @@ func (a *Agent) Register(ctx context.Context) (string, error) {
 	return f.Name, nil
 }
 
+// StatusUpdateRetry is how many times a status update is tried before
+// the next tick (the kubelet's nodeStatusUpdateRetry).
+const StatusUpdateRetry = 5
+
+// updateStatus is the kubelet's updateNodeStatus: UpdateStatus tried
+// StatusUpdateRetry times, the first from the watch's Node, the others from
+// a GET.
+func (a *Agent) updateStatus(ctx context.Context) error {
+	var errs []error
+	for try := range StatusUpdateRetry {
+		err := a.UpdateStatus(ctx, try)
+		if err == nil {
+			return nil
+		}
+		a.Log.Debug("updating the node's status, will retry", "try", try, "err", err)
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("updating the node's status failed %d times: %w", len(errs), errors.Join(errs...))
+}
+
 // UpdateStatus computes the node's status and sends it when it changed or
-// the report frequency passed (the kubelet's tryUpdateNodeStatus).
-func (a *Agent) UpdateStatus(ctx context.Context) error {
+// the report frequency passed (the kubelet's tryUpdateNodeStatus). The
+// first try (0) reads the Node from the watch (Nodes), a retry GETs it: at
+// steady state a node's status costs the API server no request but the
+// watch's and a patch when something changed.
+func (a *Agent) UpdateStatus(ctx context.Context, try int) error {
 	f, err := a.Facts(ctx)
 	if err != nil {
 		return fmt.Errorf("the node's facts: %w", err)
 	}
-	old, err := a.Client.CoreV1().Nodes().Get(ctx, f.Name, metav1.GetOptions{})
+	old, err := a.readNode(ctx, f.Name, try)
 	if err != nil {
-		return fmt.Errorf("reading node %s: %w", f.Name, err)
+		return err
 	}
 	now := a.Clock.Now()
 	n := old.DeepCopy()
@@ -163,6 +199,51 @@ func (a *Agent) UpdateStatus(ctx context.Context) error {
 		return nil
 	}
 	return a.patchStatus(old, n)
+}
+
+// readNode is the Node named name: the watch's copy on the first try (not
+// to be changed), else the API server's.
+func (a *Agent) readNode(ctx context.Context, name string, try int) (*corev1.Node, error) {
+	if try > 0 {
+		n, err := a.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading node %s: %w", name, err)
+		}
+		return n, nil
+	}
+	o, ok, err := a.Nodes.GetIndexer().GetByKey(name)
+	if err != nil {
+		return nil, fmt.Errorf("reading node %s from its watch: %w", name, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("node %s: %w", name, apierrors.NewNotFound(corev1.Resource("nodes"), name))
+	}
+	n, ok := o.(*corev1.Node)
+	if !ok {
+		return nil, fmt.Errorf("node %s: the watch holds a %T", name, o)
+	}
+	return n, nil
+}
+
+// NodeInformer is the kubelet's informer of its own Node: nodes listed and
+// watched with fieldSelector metadata.name=name (the only Node the Node
+// authorizer lets a node read). client must not cut watches (no client
+// timeout).
+func NodeInformer(client Client, name string) cache.SharedIndexInformer {
+	only := fields.OneTermEqualSelector(metav1.ObjectNameField, name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = only
+			return client.CoreV1().Nodes().List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = only
+			return client.CoreV1().Nodes().Watch(ctx, o)
+		},
+	}
+	// As client-go's generated informers: a client without watch-list
+	// semantics (a fake) is listed.
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Node{}, 0, cache.Indexers{})
 }
 
 // patchStatus sends the difference of n from old as a strategic merge

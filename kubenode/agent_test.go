@@ -16,8 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -26,10 +28,35 @@ func testAgent(objs ...runtime.Object) (*Agent, *fake.Clientset, *clocktesting.F
 	clk := clocktesting.NewFakeClock(t0)
 	h := &Health{}
 	f := testFacts()
-	a := &Agent{Client: c, Clock: clk, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	a := &Agent{Client: c, Nodes: NodeInformer(c, "dev1"), Clock: clk, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Facts:  func(context.Context) (Facts, error) { return f, nil },
 		Health: func(context.Context) Health { return *h }}
 	return a, c, clk, h
+}
+
+// watched puts the fake's Node in the agent's informer, as its watch
+// would: the informer is not run, so each test says when the watch caught up.
+func watched(t *testing.T, a *Agent, c *fake.Clientset) {
+	t.Helper()
+	n, err := c.CoreV1().Nodes().Get(context.Background(), "dev1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Nodes.GetIndexer().Update(n); err != nil {
+		t.Fatal(err)
+	}
+	c.ClearActions()
+}
+
+// calls counts the client's calls of verb on nodes (status included).
+func calls(c *fake.Clientset, verb string) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == verb && a.GetResource().Resource == "nodes" {
+			n++
+		}
+	}
+	return n
 }
 
 // patches counts the node status patches the client sent.
@@ -58,9 +85,10 @@ func TestRegisterCreates(t *testing.T) {
 		t.Errorf("registered node: %+v", n)
 	}
 	// Created with its status: the first update within the report
-	// frequency sends nothing.
-	if err := a.UpdateStatus(ctx); err != nil || patches(c) != 0 {
-		t.Errorf("UpdateStatus after create: %v, %d patches", err, patches(c))
+	// frequency sends nothing, and reads the watch's Node.
+	watched(t, a, c)
+	if err := a.UpdateStatus(ctx, 0); err != nil || len(c.Actions()) != 0 {
+		t.Errorf("UpdateStatus after create: %v, calls %v", err, c.Actions())
 	}
 }
 
@@ -108,6 +136,7 @@ func TestUpdateStatusCadence(t *testing.T) {
 	if _, err := a.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
+	gets, sent := 0, 0
 	for _, step := range []struct {
 		name    string
 		advance time.Duration
@@ -123,13 +152,106 @@ func TestUpdateStatusCadence(t *testing.T) {
 	} {
 		clk.Step(step.advance)
 		*h = step.health
-		if err := a.UpdateStatus(ctx); err != nil {
+		watched(t, a, c)
+		if err := a.updateStatus(ctx); err != nil {
 			t.Fatalf("%s: %v", step.name, err)
 		}
+		gets += calls(c, "get")
+		sent += patches(c) // watched cleared the actions
 		n, _ := c.CoreV1().Nodes().Get(ctx, "dev1", metav1.GetOptions{})
-		if got := patches(c); got != step.patches || cond(&n.Status, corev1.NodeReady).Status != step.ready {
+		if got := sent; got != step.patches || cond(&n.Status, corev1.NodeReady).Status != step.ready {
 			t.Errorf("%s: %d patches, ready %s; want %d, %s", step.name, got, cond(&n.Status, corev1.NodeReady).Status, step.patches, step.ready)
 		}
+	}
+	// The kubelet's nodeLister: the Node is read from the watch, never
+	// from the API server while the watch has it.
+	if gets != 0 {
+		t.Errorf("%d GETs of the node, want 0", gets)
+	}
+}
+
+func TestUpdateStatusRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		watched       bool
+		failedPatches int // refused before one is accepted
+		err           bool
+		gets, patches int
+	}{
+		{"watched: no GET", true, 0, false, 0, 1},
+		{"not watched yet: one GET", false, 0, false, 1, 1},
+		{"a refused patch: retried from a GET", true, 1, false, 1, 2},
+		{"refused every time: five tries, four GETs", true, StatusUpdateRetry, true, StatusUpdateRetry - 1, StatusUpdateRetry},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, c, clk, h := testAgent()
+			ctx := context.Background()
+			if _, err := a.Register(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if tc.watched {
+				watched(t, a, c)
+			}
+			c.ClearActions()
+			refused := 0
+			c.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if refused < tc.failedPatches {
+					refused++
+					return true, nil, apierrors.NewConflict(corev1.Resource("nodes"), "dev1", errors.New("changed meanwhile"))
+				}
+				return false, nil, nil
+			})
+			clk.Step(StatusUpdateFrequency)
+			*h = Health{NotReady: "runtime down"} // a change: sent
+			err := a.updateStatus(ctx)
+			if (err != nil) != tc.err || calls(c, "get") != tc.gets || patches(c) != tc.patches {
+				t.Errorf("updateStatus = %v, %d GETs, %d patches; want error %v, %d, %d", err, calls(c, "get"), patches(c), tc.err, tc.gets, tc.patches)
+			}
+			// nodeutil.PatchNodeStatus formats the API's error (%v): its
+			// text, not its type, comes through.
+			if tc.err && !strings.Contains(err.Error(), "changed meanwhile") {
+				t.Errorf("updateStatus = %v, want the API's Conflict", err)
+			}
+		})
+	}
+}
+
+func TestNodeInformer(t *testing.T) {
+	f := testFacts()
+	c := fake.NewClientset(Node(f, Health{}, t0))
+	inf := NodeInformer(c, "dev1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("not synced")
+	}
+	var only []string
+	for _, a := range c.Actions() {
+		if l, ok := a.(k8stesting.ListAction); ok {
+			only = append(only, a.GetVerb()+" "+l.GetListRestrictions().Fields.String())
+		}
+		if w, ok := a.(k8stesting.WatchAction); ok {
+			only = append(only, a.GetVerb()+" "+w.GetWatchRestrictions().Fields.String())
+		}
+	}
+	if want := []string{"list metadata.name=dev1", "watch metadata.name=dev1"}; !slices.Equal(only, want) {
+		t.Errorf("informer's calls %q, want %q", only, want)
+	}
+	// A change of the Node comes by the watch.
+	if _, err := c.CoreV1().Nodes().Patch(ctx, "dev1", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"b"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		o, ok, _ := inf.GetIndexer().GetByKey("dev1")
+		if ok && o.(*corev1.Node).Labels["team"] == "b" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch did not bring the change: %v", o)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -228,10 +350,11 @@ func TestAgentNode(t *testing.T) {
 		if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		watched(t, a, c)
 	}
 	edit(func(n *corev1.Node) { n.Annotations = map[string]string{"team": "a"} })
 	clk.Step(StatusUpdateFrequency)
-	if err := a.UpdateStatus(ctx); err != nil || patches(c) != 0 {
+	if err := a.UpdateStatus(ctx, 0); err != nil || patches(c) != 0 {
 		t.Fatalf("UpdateStatus: %v, %d patches", err, patches(c))
 	}
 	if got := a.Node().Annotations["team"]; got != "a" {
@@ -243,7 +366,7 @@ func TestAgentNode(t *testing.T) {
 		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.9"}}
 	})
 	clk.Step(StatusUpdateFrequency)
-	if err := a.UpdateStatus(ctx); err != nil || patches(c) != 1 {
+	if err := a.UpdateStatus(ctx, 0); err != nil || patches(c) != 1 {
 		t.Fatalf("UpdateStatus: %v, %d patches", err, patches(c))
 	}
 	if got, err := HostIPs(a.Node()); err != nil || !slices.EqualFunc(got, ips("10.0.0.5", "fd00::5"), net.IP.Equal) || a.Node().Annotations["team"] != "a" {
