@@ -208,9 +208,19 @@ up: deps-up $(PODRUN) $(IMAGE_TAR)
 	$(PODRUN) ps
 	@echo "the seed pod is running: $(PODRUN) down examples/seed.yaml removes it ('sudo make install' puts podrun on PATH)"
 
-# Benchmarks live in the e2e package (they need the same harness).
+# Benchmarks live in the e2e package (they need the same harness); those of
+# a cluster node (BenchmarkNode*, a control plane each) are bench-node's.
 bench: deps-e2e
-	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench . -benchtime 20x ./e2e/
+	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench . -skip '^BenchmarkNode' -benchtime 20x ./e2e/
+
+# What one podrun node costs its control plane (the API server's requests per
+# minute, idle with 10 pods) and itself (50 pods from kubectl apply to
+# Running, the daemon's Pss), on cluster-anchor's control plane (prints
+# figures, asserts nothing).
+.PHONY: bench-node
+bench-node: deps-e2e cluster-bin
+	@bin=$$($(CLUSTER_BIN_SH) --cached) && \
+	PODRUN_CLUSTER_BIN=$$bin PODRUN_CLUSTER_ANCHOR=$(CLUSTER_ANCHOR) flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode' -benchtime 1x -timeout 30m ./e2e/
 
 # What a container writing short lines flat out costs the node: the stream
 # keeper's CPU per MiB, and another pod's HTTP latency and CPU meanwhile

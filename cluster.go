@@ -9,9 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,14 +41,30 @@ func clusterClients(file string) (heartbeat, pods kubenode.Client, rc *rest.Conf
 		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	rc.UserAgent = "podrun/" + buildVersion().GitVersion
-	if pods, err = kubenode.NewClient(rc); err != nil {
+	hc, pc := clientConfigs(rc)
+	if pods, err = kubenode.NewClient(pc); err != nil {
 		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
-	rc.Timeout = kubenode.StatusUpdateFrequency
-	if heartbeat, err = kubenode.NewClient(rc); err != nil {
+	if heartbeat, err = kubenode.NewClient(hc); err != nil {
 		return nil, nil, nil, usageError{fmt.Sprintf("daemon: --kubeconfig: %v", err)}
 	}
 	return heartbeat, pods, rc, nil
+}
+
+// clientConfigs are the two client configurations of rc, as the kubelet's:
+// the heartbeat's, with the status update period as its timeout, and the
+// one of everything else (watches: no timeout), limited to kubenode.APIQPS
+// requests a second, bursts of kubenode.APIBurst (the kubelet's
+// --kube-api-qps/--kube-api-burst defaults; client-go's own, 5 and 10,
+// paced 50 pods' status writes). The heartbeat's keeps client-go's limit
+// (the kubelet's has none, but podrun's node API asks its reviews with it
+// too). rc is not changed.
+func clientConfigs(rc *rest.Config) (heartbeat, pods *rest.Config) {
+	pods = rest.CopyConfig(rc)
+	pods.QPS, pods.Burst = kubenode.APIQPS, kubenode.APIBurst
+	heartbeat = rest.CopyConfig(rc)
+	heartbeat.Timeout = kubenode.StatusUpdateFrequency
+	return heartbeat, pods
 }
 
 // nodeIPs reads --node-ip (the kubelet's), its addresses checked against
@@ -93,6 +112,55 @@ func internalIPs(ctx context.Context, nodeIPs []net.IP, node string) ([]net.IP, 
 	})
 }
 
+// podHostIPs are the host IPs of the pods of a node of a cluster
+// (run.Deps.HostIPs: their status.hostIP, a hostNetwork pod's IPs, the
+// downward API's status.hostIP), as the kubelet's getHostIPsAnyWay: those
+// of the Node as its agent last read or sent it (kubenode.HostIPs of
+// Agent.Node), else, before the agent has one (the API server away at
+// start), those of the Node it registers (the kubelet's initialNode):
+// local, internalIPs.
+type podHostIPs struct {
+	agent atomic.Pointer[kubenode.Agent] // set once the agent is made
+	local func() ([]net.IP, error)
+}
+
+// newPodHostIPs are the pods' host IPs of the node cfg names, with
+// --node-ip's nodeIPs, until ctx ends (it bounds the look-up of the
+// node's name).
+func newPodHostIPs(ctx context.Context, cfg run.Config, nodeIPs []net.IP) *podHostIPs {
+	return &podHostIPs{local: func() ([]net.IP, error) {
+		n, err := admissionNode(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return internalIPs(ctx, nodeIPs, n.Name)
+	}}
+}
+
+// get is run.Deps.HostIPs; none known is none (the kubelet then leaves a
+// pod's hostIP unset).
+func (p *podHostIPs) get() []net.IP {
+	if a := p.agent.Load(); a != nil {
+		if n := a.Node(); n != nil {
+			if ips, err := kubenode.HostIPs(n); err == nil {
+				return ips
+			}
+		}
+	}
+	ips, err := p.local()
+	if err == nil {
+		node := &corev1.Node{}
+		for _, ip := range ips {
+			node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
+		}
+		if ips, err = kubenode.HostIPs(node); err == nil {
+			return ips
+		}
+	}
+	slog.Debug("the pods' host IPs are not known", "err", err)
+	return nil
+}
+
 // hostAddrs are the addresses of this host's interfaces.
 func hostAddrs() []net.IP {
 	addrs, _ := net.InterfaceAddrs() // none: every --node-ip is refused
@@ -117,9 +185,15 @@ type runtimeVersioner interface {
 // the host (admissionNode's name, labels and allocatable, its address,
 // containerd's version), Ready while containerd
 // answers. It runs the pods bound to it (podSource), so it is not tainted
-// (kubenode.NotRunningPodsTaint was, before). port is the node API's;
-// nodeIPs are --node-ip's (internalIPs).
-func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32, nodeIPs []net.IP) (*kubenode.Agent, error) {
+// (kubenode.NotRunningPodsTaint was, before). It reads its Node from a
+// watch of watcher (a client that does not cut watches), sends with client
+// (the heartbeat's). port is the node API's; nodeIPs are --node-ip's
+// (internalIPs); explain is apiExplain's.
+func nodeAgent(cfg run.Config, h *run.Host, client, watcher kubenode.Client, port int32, nodeIPs []net.IP, explain func(error) string) (*kubenode.Agent, error) {
+	node, err := admissionNode(cfg)
+	if err != nil {
+		return nil, err
+	}
 	rt, ok := h.Engine().(runtimeVersioner)
 	if !ok {
 		return nil, fmt.Errorf("daemon: --kubeconfig: the engine %T has no runtime version", h.Engine())
@@ -151,20 +225,35 @@ func nodeAgent(cfg run.Config, h *run.Host, client kubenode.Client, port int32, 
 		}
 		return kubenode.Health{}
 	}
-	return &kubenode.Agent{Client: client, Clock: clock.RealClock{}, Log: slog.Default(), Facts: facts, Health: health}, nil
+	return &kubenode.Agent{Client: client, Nodes: kubenode.NodeInformer(watcher, node.Name),
+		Clock: clock.RealClock{}, Log: slog.Default(), Facts: facts, Health: health, Explain: explain}, nil
+}
+
+// apiExplain says what a call to the API server of kubeconfig file
+// (whose configuration is rc) that failed means of the node's input: the
+// file, its server, its CA, the node's client certificate
+// (kubenode.Creds.Explain).
+func apiExplain(file string, rc *rest.Config) func(error) string {
+	if abs, err := filepath.Abs(file); err == nil {
+		file = abs
+	}
+	creds, clk := kubenode.CredsOf(file, rc), clock.RealClock{}
+	return func(err error) string { return creds.Explain(err, clk.Now()) }
 }
 
 // podSource is the pods client's cluster binds to this node, read with the
 // daemon's admission (kubepods.Source, the daemon's third source), kept
 // under the root (keptState), and the writer of their status; both run
-// until ctx ends. rc is the kubeconfig's (the cluster kept pods are of).
-func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *run.Host, client kubenode.Client, rc *rest.Config) (*kubepods.Source, error) {
+// until ctx ends. rc is the kubeconfig's (the cluster kept pods are of);
+// explain is apiExplain's.
+func podSource(ctx context.Context, cfg run.Config, admit manifest.Options, h *run.Host, client kubenode.Client, rc *rest.Config, explain func(error) string) (*kubepods.Source, error) {
 	n, err := admissionNode(cfg)
 	if err != nil {
 		return nil, err
 	}
 	src := kubepods.NewSource(client, n.Name, admit, clock.RealClock{}, slog.Default())
 	src.Kept, src.KeptProblems = keptState(cfg, rc, n.Name)
+	src.Explain = explain
 	go src.Run(ctx)
 	w := &kubepods.Writer{Client: client, Source: src, Node: h, Clock: clock.RealClock{}, Log: slog.Default()}
 	go w.Run(ctx)

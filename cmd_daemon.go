@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/downward"
@@ -61,6 +62,16 @@ func daemonCommand() *cli.Command {
 			}
 			ctx, stop := signalContext(c)
 			defer stop()
+			var hostIPs *podHostIPs // a node's pods' host IPs are its Node's
+			var lookup func() []net.IP
+			if cluster != nil {
+				cfg, err := config(c)
+				if err != nil {
+					return err
+				}
+				hostIPs = newPodHostIPs(ctx, cfg, ips)
+				lookup = hostIPs.get
+			}
 			life, err := daemon.Hold(ctx, o.StatusFile)
 			if err != nil {
 				return err
@@ -68,7 +79,7 @@ func daemonCommand() *cli.Command {
 			defer life.Release()
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
-			h, err := openHostRetrying(ctx, c)
+			h, err := openHostRetrying(ctx, c, lookup)
 			if err != nil {
 				return err
 			}
@@ -82,14 +93,19 @@ func daemonCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				agent, err := nodeAgent(cfg, h, heartbeat, port, ips)
+				explain := apiExplain(c.String("kubeconfig"), rc)
+				if p := kubenode.CredsOf(c.String("kubeconfig"), rc).CertProblem(clock.RealClock{}.Now()); p != "" {
+					slog.Error(p) // the API server will refuse it: said before it does
+				}
+				agent, err := nodeAgent(cfg, h, heartbeat, cluster, port, ips, explain)
 				if err != nil {
 					return err
 				}
+				hostIPs.agent.Store(agent)
 				if err := serveNodeAPI(ctx, c, cfg, h, heartbeat, ips); err != nil {
 					return err
 				}
-				src, err := podSource(ctx, cfg, o.Admission, h, cluster, rc)
+				src, err := podSource(ctx, cfg, o.Admission, h, cluster, rc, explain)
 				if err != nil {
 					return err
 				}

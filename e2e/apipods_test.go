@@ -27,6 +27,11 @@ spec:
   - name: app
     image: %[2]s
     command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+    env:
+    - name: HOST_IP
+      valueFrom: {fieldRef: {fieldPath: status.hostIP}}
+    - name: HOST_IPS
+      valueFrom: {fieldRef: {fieldPath: status.hostIPs}}
     lifecycle:
       preStop: {exec: {command: ["sh", "-c", "sleep 1"]}}
 ---
@@ -65,7 +70,9 @@ spec:
 // TestNodeRunsAPIPods: as an operator with kubectl only, a pod naming the
 // podrun node and a Deployment's pods the scheduler binds to it run on it,
 // with their status written back as a kubelet writes it, and written only
-// when it changes; pods the node cannot admit are Failed with the
+// when it changes, their hostIP the Node's InternalIP (--node-ip 127.0.0.1,
+// not the host's first address), in their status and in the downward
+// API's status.hostIP(s); pods the node cannot admit are Failed with the
 // kubelet's reason; a restart of the daemon restarts none of them, nor
 // does one with the API server unreachable (its static pods start beside
 // them);
@@ -78,13 +85,22 @@ func TestNodeRunsAPIPods(t *testing.T) {
 	kc := cp.nodeKubeconfig(t, name)
 	image := H.ImportImage(t, testimage.Config{Ref: "podrun.test/api-web:1"})
 	dir := t.TempDir()
-	d := startDaemon(t, dir, nil, "--kubeconfig", kc)
+	d := startDaemon(t, dir, nil, "--kubeconfig", kc, "--node-ip", "127.0.0.1")
 	cp.waitNodeReady(t, name, corev1.ConditionTrue, 60*time.Second)
 	var n corev1.Node
 	if err := cp.get(t, &n, "node", name); err != nil {
 		t.Fatal(err)
 	}
 	checkNodeObject(t, &n, name)
+	var internal []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			internal = append(internal, a.Address)
+		}
+	}
+	if len(internal) != 1 || internal[0] != "127.0.0.1" {
+		t.Fatalf("node addresses %+v: want the one InternalIP 127.0.0.1 (--node-ip)", n.Status.Addresses)
+	}
 
 	// The ServiceAccount admission plugin refuses pods until the
 	// namespace's default ServiceAccount exists.
@@ -107,6 +123,13 @@ func TestNodeRunsAPIPods(t *testing.T) {
 	t.Logf("$ kubectl get pods -o wide\n%s", out)
 	for _, p := range pods {
 		checkAPIPodStatus(t, &p, name)
+		// The kubelet's getHostIPsAnyWay: the Node's InternalIP.
+		if s := p.Status; s.HostIP != internal[0] || len(s.HostIPs) != 1 || s.HostIPs[0].IP != internal[0] {
+			t.Errorf("pod %s: hostIP %q hostIPs %v, want the Node's InternalIP %s", p.Name, s.HostIP, s.HostIPs, internal[0])
+		}
+	}
+	if out, code := podrunQuiet(t, "exec", "api-single", "--", "sh", "-c", `echo "$HOST_IP $HOST_IPS"`); code != 0 || out != internal[0]+" "+internal[0]+"\n" {
+		t.Errorf("downward API status.hostIP and status.hostIPs (exit %d): %q, want the Node's InternalIP %s twice", code, out, internal[0])
 	}
 	for pod, reason := range map[string]string{"api-refused": "NodeAffinity", "api-unsupported": "UnsupportedPodSpec"} {
 		var p corev1.Pod
@@ -132,7 +155,7 @@ func TestNodeRunsAPIPods(t *testing.T) {
 		t.Errorf("daemon exit code %d", code)
 	}
 	began := time.Now()
-	d = startDaemon(t, dir, nil, "--kubeconfig", kc)
+	d = startDaemon(t, dir, nil, "--kubeconfig", kc, "--node-ip", "127.0.0.1")
 	cp.waitNodeReady(t, name, corev1.ConditionTrue, 60*time.Second)
 	time.Sleep(5 * time.Second) // its first syncs of the pods and of their status
 	after := cp.waitAPIPods(t, "test=apipods", 3, 30*time.Second)
@@ -166,7 +189,7 @@ spec:
     image: %s
     command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
 `, image))
-	d = startDaemon(t, dir, nil, "--kubeconfig", unreachable, "--resync", "2s")
+	d = startDaemon(t, dir, nil, "--kubeconfig", unreachable, "--node-ip", "127.0.0.1", "--resync", "2s")
 	static := "static-" + name
 	eventually(t, 60*time.Second, "the static pod Running beside the API's", func() (bool, string) {
 		ps := podsOnNode(t)
@@ -190,7 +213,7 @@ spec:
 	// went is removed.
 	// Anything left at the end is stopped with this one (the suite's
 	// leak check then finds nothing of a failed run).
-	startDaemon(t, dir, nil, "--kubeconfig", kc, "--stop-pods-on-exit")
+	startDaemon(t, dir, nil, "--kubeconfig", kc, "--node-ip", "127.0.0.1", "--stop-pods-on-exit")
 	cp.waitNodeReady(t, name, corev1.ConditionTrue, 60*time.Second)
 	time.Sleep(5 * time.Second) // its first syncs of the pods and of their status
 	eventually(t, 30*time.Second, "the static pod removed with its file", func() (bool, string) {

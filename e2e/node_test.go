@@ -91,10 +91,10 @@ func missingControlPlane() string {
 // Without the binaries the test fails when the run asked for them
 // (PODRUN_CLUSTER_BIN set, as `make e2e-cluster` does, or CI set); a
 // developer's plain `go test` skips it, saying what to build.
-func startControlPlane(t *testing.T) *controlPlane {
+func startControlPlane(t testing.TB) *controlPlane {
 	t.Helper()
 	H.require(t)
-	if !strings.HasPrefix(t.Name(), clusterTestPrefix) {
+	if !strings.HasPrefix(t.Name(), clusterTestPrefix) && !strings.HasPrefix(t.Name(), "BenchmarkNode") {
 		t.Fatalf("%s starts a control plane: name it %s... so that make e2e-cluster runs it (make e2e skips those)", t.Name(), clusterTestPrefix)
 	}
 	if why := missingControlPlane(); why != "" {
@@ -149,7 +149,7 @@ func wrapControlPlane(dir, from string, flags map[string][]string) error {
 
 // logCPU logs the CPU time each process of the control plane has used in
 // its life (what the cluster tests cost beside podrun's own).
-func (cp *controlPlane) logCPU(t *testing.T, life time.Duration) {
+func (cp *controlPlane) logCPU(t testing.TB, life time.Duration) {
 	var parts []string
 	var sum time.Duration
 	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
@@ -184,7 +184,7 @@ func (cp *controlPlane) script(name string, args ...string) (string, error) {
 }
 
 // nodeKubeconfig mints node name's credentials (system:node:NAME).
-func (cp *controlPlane) nodeKubeconfig(t *testing.T, name string) string {
+func (cp *controlPlane) nodeKubeconfig(t testing.TB, name string) string {
 	t.Helper()
 	out, err := cp.script("node-kubeconfig.sh", name)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 
+	corev1 "k8s.io/api/core/v1"
 	nodeutil "k8s.io/component-helpers/node/util"
 	netutils "k8s.io/utils/net"
 )
@@ -133,4 +134,33 @@ func InternalIPs(nodeIPs []net.IP, name string, h Host) ([]net.IP, error) {
 		return h.Fallback, nil
 	}
 	return nil, fmt.Errorf("can't get an IP address of node %s: %w", name, err)
+}
+
+// HostIPs are the host IPs of node's pods, as the kubelet's
+// utilnode.GetNodeHostIPs: the node's first InternalIP (else ExternalIP),
+// and the first address of the other IP family after it, if any. The first
+// is every pod's status.hostIP; both are its status.hostIPs and a
+// hostNetwork pod's IPs.
+func HostIPs(node *corev1.Node) ([]net.IP, error) {
+	var all []net.IP
+	for _, t := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
+		for _, a := range node.Status.Addresses {
+			if a.Type != t {
+				continue
+			}
+			if ip := netutils.ParseIPSloppy(a.Address); ip != nil {
+				all = append(all, ip)
+			}
+		}
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("host IP unknown; known addresses: %v", node.Status.Addresses)
+	}
+	out := []net.IP{all[0]}
+	for _, ip := range all {
+		if netutils.IsIPv6(ip) != netutils.IsIPv6(out[0]) {
+			return append(out, ip), nil
+		}
+	}
+	return out, nil
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func ips(s ...string) []net.IP {
@@ -135,6 +137,45 @@ func TestInternalIPs(t *testing.T) {
 			}
 			if err != nil || !slices.EqualFunc(got, tc.want, net.IP.Equal) {
 				t.Errorf("InternalIPs = %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestHostIPs(t *testing.T) {
+	addr := func(t corev1.NodeAddressType, a string) corev1.NodeAddress {
+		return corev1.NodeAddress{Type: t, Address: a}
+	}
+	in, ex, hn := corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName
+	for _, tc := range []struct {
+		name  string
+		addrs []corev1.NodeAddress
+		want  []net.IP
+		err   string
+	}{
+		{"one InternalIP", []corev1.NodeAddress{addr(in, "192.0.2.2"), addr(hn, "vm")}, ips("192.0.2.2"), ""},
+		{"loopback (--node-ip 127.0.0.1)", []corev1.NodeAddress{addr(in, "127.0.0.1"), addr(hn, "vm")}, ips("127.0.0.1"), ""},
+		{"dual-stack", []corev1.NodeAddress{addr(in, "192.0.2.2"), addr(in, "fd00::2")}, ips("192.0.2.2", "fd00::2"), ""},
+		{"IPv6 primary", []corev1.NodeAddress{addr(in, "fd00::2"), addr(in, "192.0.2.2")}, ips("fd00::2", "192.0.2.2"), ""},
+		{"first of the other family", []corev1.NodeAddress{addr(in, "192.0.2.2"), addr(in, "192.0.2.3"), addr(in, "fd00::2"), addr(in, "fd00::3")}, ips("192.0.2.2", "fd00::2"), ""},
+		{"InternalIP before ExternalIP", []corev1.NodeAddress{addr(ex, "203.0.113.1"), addr(in, "192.0.2.2")}, ips("192.0.2.2"), ""},
+		{"ExternalIP's other family", []corev1.NodeAddress{addr(ex, "2001:db8::1"), addr(in, "192.0.2.2")}, ips("192.0.2.2", "2001:db8::1"), ""},
+		{"ExternalIP only", []corev1.NodeAddress{addr(ex, "203.0.113.1")}, ips("203.0.113.1"), ""},
+		{"not an IP skipped", []corev1.NodeAddress{addr(in, "vm"), addr(in, "192.0.2.2")}, ips("192.0.2.2"), ""},
+		{"sloppy", []corev1.NodeAddress{addr(in, "010.000.000.001")}, ips("10.0.0.1"), ""},
+		{"hostname only", []corev1.NodeAddress{addr(hn, "vm")}, nil, "host IP unknown"},
+		{"none", nil, nil, "host IP unknown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := HostIPs(&corev1.Node{Status: corev1.NodeStatus{Addresses: tc.addrs}})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !slices.EqualFunc(got, tc.want, net.IP.Equal) {
+				t.Errorf("got %v, %v; want %v", got, err, tc.want)
 			}
 		})
 	}

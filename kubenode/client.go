@@ -24,6 +24,13 @@ type Client interface {
 	AuthorizationV1() authorizationv1client.AuthorizationV1Interface
 }
 
+// The node's rate limit of its requests but the heartbeat's: the kubelet's
+// --kube-api-qps and --kube-api-burst defaults.
+const (
+	APIQPS   = 50
+	APIBurst = 100
+)
+
 // NewClient is the node's client of rc's cluster: the typed clients of the
 // API groups in Client over one HTTP client and one rate limiter, as
 // kubernetes.NewForConfig makes them for every group it knows (about fifty,

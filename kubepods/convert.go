@@ -2,7 +2,7 @@
 // kubelet's apiserver pod source and status manager do: it watches the
 // pods with spec.nodeName = the node (never all pods), turns each into a
 // manifest.Pod through the same decoding, defaulting, validation and
-// admission as a manifest file's, GETs by name only the ConfigMaps and
+// admission as a manifest file's, watches by name only the ConfigMaps and
 // Secrets those pods name, and writes back their status (a strategic merge
 // patch of pods/status with the pod's UID as precondition) and, once a
 // deleted pod's containers are gone, deletes its object.

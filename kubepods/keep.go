@@ -25,7 +25,7 @@ type Keeper interface {
 	Load() ([]kept.Pod, []*kept.Problem, error)
 	Save(p kept.Pod) error
 	Remove(uid types.UID) error
-	Reconcile(live []*corev1.Pod) ([]types.UID, error)
+	Reconcile(live []*corev1.Pod) (removed []types.UID, aside []*kept.Problem, err error)
 }
 
 // FirstListWait bounds how long the source waits at start for the API
@@ -91,13 +91,13 @@ func (s *Source) fromKept(ctx context.Context, pods []kept.Pod) Wanted {
 		objects[p.Pod.UID] = set
 		api = append(api, p.Pod)
 		for _, cm := range set.ConfigMaps {
-			k := "ConfigMap " + p.Pod.Namespace + "/" + cm.Name
+			k := objectKey{kind: "ConfigMap", namespace: p.Pod.Namespace, name: cm.Name}
 			if _, ok := s.objects[k]; !ok {
-				s.objects[k] = object{cm: cm} // read long ago: read again at once
+				s.objects[k] = object{cm: cm} // until its watch lists
 			}
 		}
 		for _, sec := range set.Secrets {
-			k := "Secret " + p.Pod.Namespace + "/" + sec.Name
+			k := objectKey{kind: "Secret", namespace: p.Pod.Namespace, name: sec.Name}
 			if _, ok := s.objects[k]; !ok {
 				s.objects[k] = object{sec: sec}
 			}
@@ -173,12 +173,18 @@ func versions(p kept.Pod) string {
 
 // reconcile is the API's view winning over the kept state, after a read
 // of the full list of the node's pods: the kept copies of the pods it no
-// longer has are forgotten.
+// longer has are forgotten, and the files of another cluster that waited
+// for the API server to answer are set aside (their problems say so from
+// then on).
 func (s *Source) reconcile(api []*corev1.Pod) {
 	if s.Kept == nil {
 		return
 	}
-	removed, err := s.Kept.Reconcile(api)
+	removed, aside, err := s.Kept.Reconcile(api)
+	for _, p := range aside {
+		s.Log.Warn("kept state set aside", "err", p.Error())
+		s.keptProblems = replaceProblem(s.keptProblems, p)
+	}
 	if err != nil {
 		s.Log.Warn("forgetting the kept copies of pods the API server no longer has", "err", err)
 	}
@@ -188,6 +194,19 @@ func (s *Source) reconcile(api []*corev1.Pod) {
 		s.Log.Info("forgot the kept copy of a pod the API server no longer has", "uid", uid)
 		s.forgetLocked(uid)
 	}
+}
+
+// replaceProblem is problems with p's in the place of what they said of
+// its file before (or added).
+func replaceProblem(problems []string, p *kept.Problem) []string {
+	prefix := "kept state " + p.Path + " "
+	for i, old := range problems {
+		if strings.HasPrefix(old, prefix) {
+			problems[i] = p.Error()
+			return problems
+		}
+	}
+	return append(problems, p.Error())
 }
 
 // Forget removes the kept copy of the pod of uid: its object was deleted

@@ -3,6 +3,8 @@ package kubepods
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -408,13 +410,37 @@ func TestStartKeptProblems(t *testing.T) {
 	w := s.Current()
 	if len(w.Pods) != 0 || len(w.Problems) != 2 || w.Problems[0] != "opened elsewhere" ||
 		!strings.Contains(w.Problems[1], "uid-a.json is of another cluster: kept for node \"vm\" of https://198.51.100.7:6443") ||
-		!strings.Contains(w.Problems[1], "kept aside as ") {
+		!strings.Contains(w.Problems[1], "left in place until this cluster's API server answers") {
 		t.Errorf("pods %s, problems %q", podKeys(w), w.Problems)
 	}
-	api := s.read(context.Background(), []*corev1.Pod{webPod(t, "b", nil)})
-	if len(api.Problems) != 2 || podKeys(api) == "" {
+	if got := entries(t, filepath.Join(dir, "aside")); len(got) != 0 {
+		t.Errorf("before the API's list: aside/ holds %v", got)
+	}
+	// The API's list proves the cluster: the file is set aside.
+	b := webPod(t, "b", nil)
+	s.read(context.Background(), []*corev1.Pod{b})
+	s.reconcile([]*corev1.Pod{b})
+	api := s.read(context.Background(), []*corev1.Pod{b})
+	if len(api.Problems) != 2 || podKeys(api) == "" || !strings.Contains(api.Problems[1], "uid-a.json is of another cluster") || !strings.Contains(api.Problems[1], "kept aside as ") {
 		t.Errorf("after the list: pods %s, problems %q", podKeys(api), api.Problems)
 	}
+	if got := entries(t, filepath.Join(dir, "aside")); len(got) != 1 || !strings.HasPrefix(got[0], "uid-a.json.other-cluster.") {
+		t.Errorf("after the list: aside/ holds %v", got)
+	}
+}
+
+// entries are the names in dir.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	return names
 }
 
 // TestNoKeptStateShown: without a kept state (its directory refused), the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"sort"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/admission"
+	"github.com/podrun/podrun/kubenode"
 	"github.com/podrun/podrun/kubenode/kept"
 	"github.com/podrun/podrun/manifest"
 )
@@ -34,16 +36,12 @@ type API interface {
 	CoreV1() corev1client.CoreV1Interface
 }
 
-// ObjectTTL is how long a ConfigMap or Secret read is used before it is
-// read again: the kubelet's TTL cache strategy (its node's
-// node.alpha.kubernetes.io/ttl default, 1 minute). A watch per object, as
-// the kubelet's default strategy, is to come.
-const ObjectTTL = time.Minute
-
 // Source is the pods the API server bound to this node, as the daemon's
 // third source (daemon.Cluster): an informer on the pods with
 // spec.nodeName = Node (the kubelet's config.NewSourceApiserver), each pod
-// read by Convert with the objects it names. It keeps running what it last
+// read by Convert with the objects it names, each of them watched
+// (objects.go), so that a changed object reaches the pods' volumes at
+// once. It keeps running what it last
 // knew while the API server does not answer: the informer's store keeps
 // its pods, a pod whose objects cannot be read keeps its last good form.
 type Source struct {
@@ -60,6 +58,9 @@ type Source struct {
 	// (a kept directory that could not be opened); Run adds those of its
 	// Load.
 	KeptProblems []string
+	// Explain says what a failed list or watch means of the node's input
+	// (kubenode.Creds.Explain); nil: the error as it is.
+	Explain func(error) string
 
 	informer cache.SharedIndexInformer
 	poke     chan struct{} // the informer saw a change (capacity 1)
@@ -69,9 +70,12 @@ type Source struct {
 	wanted Wanted
 	print  string // of wanted, to tell a change
 
-	// Run's goroutine alone: the objects read, and the last good form of
-	// each pod.
-	objects      map[string]object
+	// Run's goroutine alone: the objects' watches, the objects as last
+	// read (kept ones until their watch lists), and the last good form
+	// of each pod.
+	watches      *objectWatches
+	objects      map[objectKey]object
+	named        map[objectKey]bool       // the objects named by the pods of the read under way
 	good         map[string]*manifest.Pod // by UID
 	keptProblems []string                 // KeptProblems and those of the kept state's Load
 	failed       bool                     // an object could not be read at the last read
@@ -82,13 +86,15 @@ type Source struct {
 	keptErr map[types.UID]string   // the last error saving each, logged
 
 	tokens *Tokens // the projected service account tokens (tokens.go)
+
+	listMu sync.Mutex
+	lists  kubenode.Streak // of the informer's lists and watches
 }
 
-// object is a ConfigMap or Secret as read (nil: not found) and when.
+// object is a ConfigMap or Secret as read (nil: not found).
 type object struct {
-	cm   *corev1.ConfigMap
-	sec  *corev1.Secret
-	read time.Time
+	cm  *corev1.ConfigMap
+	sec *corev1.Secret
 }
 
 // Wanted is what the source asks of the node now.
@@ -109,24 +115,34 @@ type Wanted struct {
 // NewSource returns the source of node's pods; Run starts it.
 func NewSource(client API, node string, admission manifest.Options, clk clock.WithTicker, log *slog.Logger) *Source {
 	onNode := fields.OneTermEqualSelector("spec.nodeName", node).String()
+	var s *Source
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = onNode
-			return client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+			l, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+			if err == nil {
+				s.listed()
+			}
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = onNode
-			return client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+			w, err := client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+			if err == nil {
+				s.listed() // a watch-list (client-go's default with a real API server) is a watch
+			}
+			return w, err
 		},
 	}
-	s := &Source{Client: client, Node: node, Admission: admission, Clock: clk, Log: log,
+	s = &Source{Client: client, Node: node, Admission: admission, Clock: clk, Log: log,
 		// As client-go's generated informers: a client without watch-list
 		// semantics (a fake) is listed.
 		informer: cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{}, 0, cache.Indexers{}),
 		tokens:   NewTokens(client, clk),
 		poke:     make(chan struct{}, 1), changed: make(chan struct{}, 1),
-		objects: map[string]object{}, good: map[string]*manifest.Pod{},
+		objects: map[objectKey]object{}, good: map[string]*manifest.Pod{},
 		kept: map[types.UID]kept.Pod{}, keptAs: map[types.UID]string{}, keptErr: map[types.UID]string{}}
+	s.watches = newObjectWatches(client, clk, func() { poke(s.poke) })
 	return s
 }
 
@@ -154,9 +170,8 @@ func (s *Source) Current() Wanted {
 	return s.wanted
 }
 
-// reread is how often the pods are read again without a change of theirs:
-// their ConfigMaps and Secrets may have changed (ObjectTTL), or become
-// readable.
+// reread is how often the pods are read again without a change of theirs
+// or of their objects: a token may be due for renewal.
 const reread = 10 * time.Second
 
 // objectRetry is the first wait before an object that could not be read
@@ -170,7 +185,7 @@ func (s *Source) Run(ctx context.Context) {
 	listFailed := make(chan struct{}, 1)
 	if err := s.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		poke(listFailed)
-		cache.DefaultWatchErrorHandler(ctx, r, err)
+		s.watchFailed(err)
 	}); err != nil {
 		s.Log.Error("watching the pods bound to the node", "err", err)
 		return
@@ -237,9 +252,51 @@ func (s *Source) Run(ctx context.Context) {
 	}
 }
 
-// read turns the API's pods into what the node runs, and keeps them.
+// watchFailed says why a list or watch of the node's pods failed, once
+// per streak of such failures (client-go's default handler logs each
+// retry); a watch that ended (EOF, its resource version expired) is no
+// failure.
+func (s *Source) watchFailed(err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.Canceled) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return
+	}
+	s.listMu.Lock()
+	tell := s.lists.Failed(err)
+	s.listMu.Unlock()
+	if !tell {
+		return
+	}
+	msg := err.Error()
+	if s.Explain != nil {
+		msg = s.Explain(err)
+	}
+	s.Log.Error("listing the pods bound to the node; retrying (said again when the failure changes), the pods on the node run on as they are", "err", msg)
+}
+
+// listed is a list or watch of the node's pods that the API server
+// accepted: a streak of failures ends.
+func (s *Source) listed() {
+	s.listMu.Lock()
+	ended := s.lists.Succeeded()
+	s.listMu.Unlock()
+	if ended {
+		s.Log.Info("the API server lists the pods bound to the node again", "node", s.Node)
+	}
+}
+
+// read turns the API's pods into what the node runs, and keeps them; the
+// objects no pod read names any more are no longer watched (the kubelet's
+// UnregisterPod), nor their last read kept.
 func (s *Source) read(ctx context.Context, api []*corev1.Pod) Wanted {
-	return s.convert(ctx, api, func(pod *corev1.Pod) *manifest.Set { return s.fetch(ctx, pod) }, true)
+	s.named = map[objectKey]bool{}
+	w := s.convert(ctx, api, func(pod *corev1.Pod) *manifest.Set { return s.fetch(ctx, pod) }, true)
+	s.watches.only(s.named)
+	for k := range s.objects {
+		if !s.named[k] {
+			delete(s.objects, k)
+		}
+	}
+	return w
 }
 
 // convert turns the pods bound to the node, each with the ConfigMaps and
@@ -320,56 +377,33 @@ func deletionGrace(pod *corev1.Pod) time.Duration {
 	return 30 * time.Second
 }
 
-// fetch GETs the ConfigMaps and Secrets pod names, each at most every
-// ObjectTTL; one not found is left out (Convert says so unless the pod
-// marks it optional), one that cannot be read keeps its last read.
+// fetch gives the ConfigMaps and Secrets pod names as their watches hold
+// them (objectWatches: each watched from the first read naming it); one
+// not found is left out (Convert says so unless the pod marks it
+// optional); one whose watch has not listed yet (the API server away, or
+// not yet allowing the node to read it) is as last read, if it was (or
+// kept), and the pods are read again soon.
 func (s *Source) fetch(ctx context.Context, pod *corev1.Pod) *manifest.Set {
 	cms, secrets := Refs(pod)
 	set := &manifest.Set{}
-	now := s.Clock.Now()
-	get := func(kind, name string, read func(context.Context) (object, error)) object {
-		k := kind + " " + pod.Namespace + "/" + name
-		o, ok := s.objects[k]
-		if ok && now.Sub(o.read) < ObjectTTL {
-			return o
-		}
-		rctx, cancel := context.WithTimeout(ctx, callTimeout)
-		n, err := read(rctx)
-		cancel()
-		switch {
-		case err == nil || apierrors.IsNotFound(err):
-			n.read = now
-			s.objects[k] = n
-			return n
-		case ctx.Err() == nil:
-			s.Log.Warn("reading a "+kind+" of a pod bound to the node", "pod", key(pod), "name", name, "err", err)
-			o.read = now.Add(objectRetry - ObjectTTL) // tried again at the next read, not by every pod of this one
-			s.objects[k] = o
+	get := func(kind, name string) object {
+		k := objectKey{kind: kind, namespace: pod.Namespace, name: name}
+		s.named[k] = true
+		o, synced := s.watches.get(ctx, k)
+		if !synced {
 			s.failed = true
+			return s.objects[k]
 		}
+		s.objects[k] = o
 		return o
 	}
 	for _, name := range cms {
-		o := get("ConfigMap", name, func(ctx context.Context) (object, error) {
-			cm, err := s.Client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return object{}, err
-			}
-			return object{cm: cm}, nil
-		})
-		if o.cm != nil {
+		if o := get("ConfigMap", name); o.cm != nil {
 			set.ConfigMaps = append(set.ConfigMaps, o.cm)
 		}
 	}
 	for _, name := range secrets {
-		o := get("Secret", name, func(ctx context.Context) (object, error) {
-			sec, err := s.Client.CoreV1().Secrets(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return object{}, err
-			}
-			return object{sec: sec}, nil
-		})
-		if o.sec != nil {
+		if o := get("Secret", name); o.sec != nil {
 			set.Secrets = append(set.Secrets, o.sec)
 		}
 	}

@@ -1,11 +1,14 @@
 package kubepods
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,7 +128,7 @@ func TestWriterUnreachable(t *testing.T) {
 }
 
 // TestSourceRead: the pods bound to the node as the node runs them, their
-// objects read by name only and at most once per ObjectTTL.
+// objects listed by name only.
 func TestSourceRead(t *testing.T) {
 	now := metav1.NewTime(t0)
 	five := int64(5)
@@ -160,40 +163,23 @@ func TestSourceRead(t *testing.T) {
 	if r := w.Rejected["unsupported"]; len(w.Rejected) != 1 || r == nil || r.Reason != UnsupportedReason {
 		t.Errorf("rejected %v", w.Rejected)
 	}
-	var gets []string
+	// Each ConfigMap listed alone (then watched): no GET.
+	var calls []string
 	for _, a := range cs.Actions() {
-		name := ""
+		what := a.GetVerb() + " " + a.GetResource().Resource
 		switch a := a.(type) {
-		case k8stesting.GetAction:
-			name = a.GetName()
+		case k8stesting.WatchAction:
+			continue // may not have started yet
+		case k8stesting.ListAction:
+			what += " " + a.GetNamespace() + " " + a.GetListRestrictions().Fields.String()
 		case k8stesting.CreateActionImpl:
-			name = a.Name + "/" + a.Subresource
+			what += " " + a.Name + "/" + a.Subresource
 		}
-		gets = append(gets, a.GetVerb()+" "+a.GetResource().Resource+" "+name)
+		calls = append(calls, what)
 	}
-	if g := strings.Join(gets, ", "); g != "get configmaps kube-root-ca.crt, create serviceaccounts default/token, get configmaps absent" {
+	sort.Strings(calls)
+	if g := strings.Join(calls, ", "); g != "create serviceaccounts default/token, list configmaps default metadata.name=absent, list configmaps default metadata.name=kube-root-ca.crt" {
 		t.Errorf("calls %s", g)
-	}
-	// Within the TTL nothing is read again; after it, a ConfigMap that
-	// cannot be read leaves the pod as it was.
-	cs.ClearActions()
-	s.read(context.Background(), []*corev1.Pod{web})
-	if len(cs.Actions()) != 0 {
-		t.Errorf("read again within the TTL: %v", cs.Actions())
-	}
-	clk.Step(ObjectTTL)
-	cs.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, errors.New("unreachable") })
-	w = s.read(context.Background(), []*corev1.Pod{web})
-	if len(w.Pods) != 1 || w.Pods[0].ConfigMaps["kube-root-ca.crt"] == nil || len(w.Problems) != 0 || !s.failed {
-		t.Errorf("unreachable: pods %v problems %q, failed %t (read again soon)", w.Pods, w.Problems, s.failed)
-	}
-	// Tried again after objectRetry, not at once.
-	cs.ClearActions()
-	s.read(context.Background(), []*corev1.Pod{web})
-	clk.Step(objectRetry)
-	s.read(context.Background(), []*corev1.Pod{web})
-	if len(cs.Actions()) != 1 {
-		t.Errorf("reads of an unreadable object: %v, want 1 after %v", cs.Actions(), objectRetry)
 	}
 	if fingerprint(w) == fingerprint(Wanted{Synced: true}) {
 		t.Error("fingerprint blind to the pods")
@@ -245,4 +231,60 @@ func TestWriterStaleWatch(t *testing.T) {
 	if c := condition(p.Status.Conditions, corev1.PodReady); c == nil || c.Status != corev1.ConditionTrue || c.Reason != "" || c.Message != "" {
 		t.Errorf("Ready %+v, want True with no reason", c)
 	}
+}
+
+// TestSourceListFailuresSaidOnce: lists of the node's pods the API server
+// refuses again and again are said once, in Explain's words, and their end
+// once; a watch that merely ended is no failure.
+func TestSourceListFailuresSaidOnce(t *testing.T) {
+	cs := tokenIssuing()
+	var mu sync.Mutex
+	calls := 0
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls <= 3 {
+			return true, nil, apierrors.NewUnauthorized("Unauthorized")
+		}
+		return false, nil, nil
+	})
+	var log syncBuffer
+	s := NewSource(cs, "vm", manifest.Options{}, clocktesting.NewFakeClock(t0), slog.New(slog.NewTextHandler(&log, nil)))
+	s.Explain = func(err error) string { return "explained: " + err.Error() }
+	s.watchFailed(io.EOF)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for !s.informer.HasSynced() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never listed:\n%s", log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	out := log.String()
+	if strings.Count(out, "listing the pods bound to the node") != 1 || !strings.Contains(out, `err="explained: failed to list *v1.Pod: Unauthorized"`) ||
+		strings.Count(out, "lists the pods bound to the node again") != 1 {
+		t.Errorf("said:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

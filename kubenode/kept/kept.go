@@ -11,7 +11,10 @@
 // in the same directory synced, renamed over the old one, the directory
 // synced), checksummed, read bounded. A file that is damaged, of a newer
 // format, not trusted or of another cluster is never run: it is reported
-// with its path and moved to <dir>/aside/, never deleted.
+// with its path and moved to <dir>/aside/, never deleted. One of another
+// cluster is moved only once this cluster's API server answered (Save,
+// Reconcile): until then the kubeconfig may be what is wrong (another
+// server, another CA), and the device's kept state is left as it is.
 package kept
 
 import (
@@ -162,6 +165,14 @@ type Store struct {
 	// pending are the problems of a read that Save or Reconcile made
 	// before any Load, for the next Load to return.
 	pending []*Problem
+	// others are the files of another cluster a read left where they
+	// are, by name, until the API server proves the kubeconfig's cluster
+	// (prove); proven: it did, and such files are set aside when read.
+	others map[string]*refusal
+	proven bool
+	// settled are the problems of the files prove set aside, for the
+	// next Reconcile to return.
+	settled []*Problem
 }
 
 // Open is the Store of o.Dir, made (root's alone) when missing.
@@ -196,7 +207,8 @@ var ErrTooMany = errors.New("the node keeps as many pods as it may run")
 // whose file would be over MaxFileSize, or a new pod beyond MaxPods, is
 // refused and nothing changes. Before any Load, the directory is read
 // first as Load reads it (its problems kept for the next Load), so that
-// nothing of another cluster is overwritten.
+// nothing of another cluster is overwritten. A pod to keep came from the
+// API server: its cluster is proven (prove).
 func (s *Store) Save(p Pod) error {
 	if p.Pod == nil {
 		return errors.New("keeping a pod: no pod")
@@ -214,6 +226,7 @@ func (s *Store) Save(p Pod) error {
 	if err := s.loaded(); err != nil {
 		return fmt.Errorf("keeping pod %s: %w", p.Key(), err)
 	}
+	s.prove()
 	old, ok := s.sums[p.Pod.UID]
 	if ok && old == sum {
 		return nil
@@ -260,18 +273,22 @@ func (s *Store) Remove(uid types.UID) error {
 // bound to the node from a successful re-list, it forgets every kept pod
 // that list does not have (deleted while the node was away), and returns
 // their UIDs. The pods of the list are kept by Save as the source sees
-// them.
-func (s *Store) Reconcile(live []*corev1.Pod) ([]types.UID, error) {
+// them. The list proves the kubeconfig's cluster: the files of another
+// cluster a Load left in place are set aside (prove), and aside are the
+// problems that say so (once each).
+func (s *Store) Reconcile(live []*corev1.Pod) (removed []types.UID, aside []*Problem, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Files of another cluster or damaged are set aside first, never
 	// forgotten with the pods the API no longer has.
 	if err := s.loaded(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	s.prove()
+	aside, s.settled = s.settled, nil
 	names, _, err := s.fs.list(s.maxEntries())
 	if err != nil {
-		return nil, fmt.Errorf("kept state: %w", err)
+		return nil, aside, fmt.Errorf("kept state: %w", err)
 	}
 	var kept []types.UID
 	for _, name := range names {
@@ -279,7 +296,6 @@ func (s *Store) Reconcile(live []*corev1.Pod) ([]types.UID, error) {
 			kept = append(kept, uid)
 		}
 	}
-	var removed []types.UID
 	var errs []error
 	for _, uid := range stale(kept, live) {
 		name, _ := fileName(uid)
@@ -290,15 +306,28 @@ func (s *Store) Reconcile(live []*corev1.Pod) ([]types.UID, error) {
 		delete(s.sums, uid)
 		removed = append(removed, uid)
 	}
-	return removed, errors.Join(errs...)
+	return removed, aside, errors.Join(errs...)
+}
+
+// prove is the kubeconfig's cluster answering (the lock held): the files
+// of another cluster left in place are set aside now, their problems
+// kept for the next Reconcile, and those read later are set aside at
+// once.
+func (s *Store) prove() {
+	s.proven = true
+	for _, name := range slices.Sorted(maps.Keys(s.others)) {
+		s.settled = append(s.settled, s.setAside(name, s.others[name]))
+	}
+	s.others = nil
 }
 
 // Load is the pods kept, sorted by namespace/name, to be run when the API
 // server cannot answer. A leftover temporary file (a crash before its
 // rename) is removed. Each file that is not run is a Problem: damaged, of
 // a newer format, not trusted or of another cluster, it is moved to
-// aside/; a second copy of a namespace/name (the older) or one beyond
-// MaxPods stays where it is. The error is for the store as a whole (its
+// aside/ (one of another cluster only once the cluster is proven: Save,
+// Reconcile; until then it stays where it is, and says so); a second copy
+// of a namespace/name (the older) or one beyond MaxPods stays where it is. The error is for the store as a whole (its
 // directory not trusted: nothing is read, nothing moved). A pod with
 // metadata.deletionTimestamp was being deleted: it is returned, not to be
 // started again.
@@ -334,6 +363,7 @@ func (s *Store) load() ([]Pod, []*Problem, error) {
 	}
 	var pods []Pod
 	s.sums = map[types.UID][32]byte{}
+	s.others = nil
 	for _, name := range names {
 		if isTemp(name) {
 			_ = s.fs.remove(name) // a crash before its rename; the old file, if any, stands
@@ -350,6 +380,14 @@ func (s *Store) load() ([]Pod, []*Problem, error) {
 			continue
 		}
 		p, bad := s.read(name, uid)
+		if bad != nil && bad.reason == reasonOtherCluster && !s.proven {
+			if s.others == nil {
+				s.others = map[string]*refusal{}
+			}
+			s.others[name] = bad
+			problems = append(problems, &Problem{Path: s.fs.path(name), Err: errors.New(bad.msg + ": not run; left in place until this cluster's API server answers (the kubeconfig may be what is wrong), then set aside")})
+			continue
+		}
 		if bad != nil {
 			problems = append(problems, s.setAside(name, bad))
 			continue

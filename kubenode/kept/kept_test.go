@@ -276,12 +276,14 @@ func TestDamagedSetAside(t *testing.T) {
 
 // TestOtherClusterRefused: the kept state of another cluster (or under
 // another node name) is never run: refused naming the file and both
-// clusters, and kept aside as it was; the state of this cluster is kept
-// from then on.
+// clusters, left as it is while the API server has not answered (the
+// kubeconfig may be the one in error), and kept aside as it was once it
+// answered (Reconcile); the state of this cluster is kept from then on.
 func TestOtherClusterRefused(t *testing.T) {
 	dir := t.TempDir()
 	save(t, openStore(t, dir, clusterA, Options{}), Pod{Pod: testPod("u1", "web")})
-	before, err := os.ReadFile(filepath.Join(dir, "pods", "u1.json"))
+	path := filepath.Join(dir, "pods", "u1.json")
+	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,13 +292,31 @@ func TestOtherClusterRefused(t *testing.T) {
 	if len(pods) != 0 || len(problems) != 1 {
 		t.Fatalf("loaded %v, problems %v", keys(pods), problems)
 	}
-	aside := filepath.Join(dir, "aside", "u1.json.other-cluster.20261129T160000Z")
-	want := "kept state " + filepath.Join(dir, "pods", "u1.json") + ` is of another cluster: kept for node "vm" of https://10.0.0.1:6443 (CA sha256 aaaaaaaaaaaa), and this is node "vm" of https://10.0.0.2:6443 (CA sha256 bbbbbbbbbbbb): not run; kept aside as ` + aside
-	if got := problems[0].Error(); got != want {
+	refused := "kept state " + path + ` is of another cluster: kept for node "vm" of https://10.0.0.1:6443 (CA sha256 aaaaaaaaaaaa), and this is node "vm" of https://10.0.0.2:6443 (CA sha256 bbbbbbbbbbbb): not run`
+	if got, want := problems[0].Error(), refused+"; left in place until this cluster's API server answers (the kubeconfig may be what is wrong), then set aside"; got != want {
 		t.Errorf("problem:\n%s\nwant\n%s", got, want)
 	}
-	if after, err := os.ReadFile(aside); err != nil || string(after) != string(before) {
+	if after, err := os.ReadFile(path); err != nil || string(after) != string(before) || len(entries(t, filepath.Join(dir, "aside"))) != 0 {
+		t.Errorf("before the API answered: %v, changed: %v, aside/ %v", err, string(after) != string(before), entries(t, filepath.Join(dir, "aside")))
+	}
+	// Loaded again (a restart, the API server still away): the same.
+	if pods, problems := load(t, openStore(t, dir, clusterB, Options{})); len(pods) != 0 || len(problems) != 1 || problems[0].Aside != "" {
+		t.Errorf("loaded again: %v, problems %v", keys(pods), problems)
+	}
+	// The API server answers: set aside, said once.
+	removed, aside, err := s.Reconcile(nil)
+	if err != nil || len(removed) != 0 || len(aside) != 1 {
+		t.Fatalf("Reconcile = %v, %v, %v", removed, aside, err)
+	}
+	asidePath := filepath.Join(dir, "aside", "u1.json.other-cluster.20261129T160000Z")
+	if got, want := aside[0].Error(), refused+"; kept aside as "+asidePath; got != want {
+		t.Errorf("problem:\n%s\nwant\n%s", got, want)
+	}
+	if after, err := os.ReadFile(asidePath); err != nil || string(after) != string(before) {
 		t.Errorf("kept aside: %v, changed: %v", err, string(after) != string(before))
+	}
+	if _, aside, err := s.Reconcile(nil); err != nil || len(aside) != 0 {
+		t.Errorf("Reconcile again: %v, %v", aside, err)
 	}
 	// The same pod, as cluster B has it, is kept anew.
 	save(t, s, Pod{Pod: testPod("u1", "web")})
@@ -382,7 +402,7 @@ func TestReconcile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "pods", "notes.txt"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	removed, err := s.Reconcile([]*corev1.Pod{testPod("b", "p-b"), testPod("z", "p-z")})
+	removed, _, err := s.Reconcile([]*corev1.Pod{testPod("b", "p-b"), testPod("z", "p-z")})
 	if err != nil || !slices.Equal(removed, []types.UID{"a", "c"}) {
 		t.Fatalf("Reconcile = %v, %v", removed, err)
 	}
@@ -392,7 +412,7 @@ func TestReconcile(t *testing.T) {
 	// A removed pod's slot is free again (MaxPods counts what is kept).
 	s2 := openStore(t, t.TempDir(), clusterA, Options{MaxPods: 1})
 	save(t, s2, Pod{Pod: testPod("a", "p-a")})
-	if _, err := s2.Reconcile(nil); err != nil {
+	if _, _, err := s2.Reconcile(nil); err != nil {
 		t.Fatal(err)
 	}
 	save(t, s2, Pod{Pod: testPod("b", "p-b")})
@@ -503,7 +523,7 @@ func TestSaveAndReconcileBeforeLoad(t *testing.T) {
 		case "Save":
 			save(t, s, Pod{Pod: testPod("u2", "api")})
 		case "Reconcile":
-			if removed, err := s.Reconcile(nil); err != nil || len(removed) != 0 {
+			if removed, _, err := s.Reconcile(nil); err != nil || len(removed) != 0 {
 				t.Errorf("Reconcile = %v, %v", removed, err)
 			}
 		}
@@ -630,7 +650,7 @@ func TestConcurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if removed, err := s.Reconcile([]*corev1.Pod{testPod("a0", "p-a0")}); err != nil || len(removed) != 19 {
+	if removed, _, err := s.Reconcile([]*corev1.Pod{testPod("a0", "p-a0")}); err != nil || len(removed) != 19 {
 		t.Errorf("Reconcile removed %d, %v", len(removed), err)
 	}
 	if got := entries(t, filepath.Join(dir, "pods")); !slices.Equal(got, []string{"a0.json"}) {
