@@ -63,6 +63,14 @@ func (a *Agent) seen(n *corev1.Node) {
 // Run registers the node, then renews its Lease and keeps its status until
 // ctx ends; what fails is logged and tried again, as the kubelet does.
 func (a *Agent) Run(ctx context.Context) {
+	// The watch fails when the API server does: register and the status
+	// loop say that once per streak; client-go's default handler would log
+	// each retry of the watch.
+	if err := a.Nodes.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		a.Log.Debug("watching the node's Node", "err", err)
+	}); err != nil {
+		a.Log.Error("watching the node's Node", "err", err) // started before: the default handler stays
+	}
 	go a.Nodes.RunWithContext(ctx)
 	name, ok := a.register(ctx)
 	if !ok {
