@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The end-to-end suite (`make e2e`), one suite at a time on the machine (the
-# lock). Its whole output goes to the terminal as it runs, and a failed run ends
+# lock). Its whole output goes to the terminal as it runs (and to bin/e2e.log), and a failed run ends
 # with what failed: each failed test with the last lines it logged, so that the
 # tail of a CI log names the test without the full log at hand.
 #   GO=go TIMEOUT=40m scripts/e2e.sh [go test flags...]
@@ -10,8 +10,10 @@ GO=${GO:-go}
 TIMEOUT=${TIMEOUT:-40m}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-log=$(mktemp -t podrun-e2e-output.XXXXXX)
-trap 'rm -f "$log"' EXIT
+# The whole output is kept in bin/e2e.log (not in /tmp: the suite's leak
+# check counts what appears there, and another suite may be running).
+mkdir -p bin
+log=bin/e2e.log
 flock "${E2E_LOCK:-/tmp/podrun-e2e.lock}" "$GO" test -count=1 -v -timeout "$TIMEOUT" "$@" ./e2e/... 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && exit 0
