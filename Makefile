@@ -39,7 +39,7 @@ PODRUN_BINARY ?= $(PODRUN)
 DIST        ?= $(BIN)/dist
 DIST_ARCHES := amd64 arm64 armv7
 
-.PHONY: all deps deps-up deps-e2e deps-test go-check build install install-files uninstall dist check-dist check-install cross test unit fuzz e2e test-vm vet lint fmt-check up bench clean
+.PHONY: all deps deps-up deps-e2e deps-test go-check build install install-files uninstall dist check-dist check-install cross test unit fuzz e2e e2e-cluster cluster-bin test-vm vet lint fmt-check up bench clean
 
 all: build
 
@@ -146,8 +146,25 @@ fuzz:
 	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 # End-to-end tests: a private containerd, runc, CNI; needs root (skips otherwise).
+# The tests that start a real control plane (CLUSTER_TESTS) are make e2e-cluster's.
 e2e: deps-e2e
-	GO=$(GO) TIMEOUT=$(E2E_TIMEOUT) bash scripts/e2e.sh
+	GO=$(GO) TIMEOUT=$(E2E_TIMEOUT) bash scripts/e2e.sh -skip '$(CLUSTER_TESTS)'
+
+# The cluster tests: podrun as a node of a real control plane (etcd,
+# kube-apiserver, controller manager, scheduler, kubectl of k8s.io/kubernetes
+# CLUSTER_KVER), ../shared/cluster-anchor's start.sh run by the tests. Its
+# binaries are built once per machine by cluster-anchor's build.sh and cached
+# in /var/cache/podrun-cluster, keyed by version and build script
+# (scripts/cluster-bin.sh; ~25 core-minutes, 13–20 min on 2 idle cores from empty Go caches).
+CLUSTER_KVER   ?= v1.37.2
+CLUSTER_ANCHOR ?= $(abspath $(CURDIR)/../shared/cluster-anchor)
+CLUSTER_TESTS  := ^TestNode
+CLUSTER_BIN_SH  = KVER=$(CLUSTER_KVER) CLUSTER_ANCHOR=$(CLUSTER_ANCHOR) GO=$(GO) scripts/cluster-bin.sh
+cluster-bin:
+	@$(CLUSTER_BIN_SH) >/dev/null
+e2e-cluster: deps-e2e cluster-bin
+	@bin=$$($(CLUSTER_BIN_SH) --cached) && \
+	PODRUN_CLUSTER_BIN=$$bin PODRUN_CLUSTER_ANCHOR=$(CLUSTER_ANCHOR) GO=$(GO) TIMEOUT=$(E2E_TIMEOUT) bash scripts/e2e.sh -run '$(CLUSTER_TESTS)'
 
 # podrun where its users run it: a Debian 12 guest under qemu (software
 # emulation) with systemd, cgroup v2 and Debian's containerd as a service;
@@ -162,7 +179,21 @@ test-vm: deps-test dist
 test-vm-amd64 test-vm-arm64: deps-test dist
 	ARCH=$(@:test-vm-%=%) GO=$(GO) PODRUN_TARBALL=$(DIST)/podrun-$(VERSION)-linux-$(@:test-vm-%=%).tar.gz bash vm/run.sh
 
-test: deps-test vet lint fmt-check cross check-dist check-install unit fuzz e2e test-vm-amd64 test-vm-arm64
+# make test: the checks (test-checks) and, beside them, the control plane's
+# build (cluster-bin, only the first time on a machine; its Go builds run at
+# nice 19, so they take what the checks leave of the CPU: much of it while the
+# e2e suite and the guests wait on their pods); the cluster tests come last,
+# once both are done.
+.PHONY: test-checks
+test: deps-test
+	@test -r $(CLUSTER_ANCHOR)/build.sh || { echo "make test: no $(CLUSTER_ANCHOR)/build.sh: the cluster tests need ../shared/cluster-anchor beside the checkout (or CLUSTER_ANCHOR=DIR)" >&2; exit 1; }
+	@$(CLUSTER_BIN_SH) >/dev/null & build=$$!; \
+	status=0; $(MAKE) --no-print-directory test-checks || status=$$?; \
+	if kill -0 $$build 2>/dev/null; then echo "make test: waiting for the control plane's build (scripts/cluster-bin.sh; kept for later runs)" >&2; fi; \
+	wait $$build || { echo "make test: the control plane's build failed (make cluster-bin)" >&2; exit 1; }; \
+	[ $$status -eq 0 ] || exit $$status; \
+	$(MAKE) --no-print-directory e2e-cluster
+test-checks: vet lint fmt-check cross check-dist check-install unit fuzz e2e test-vm-amd64 test-vm-arm64
 
 $(IMAGE_TAR): internal/testimage/*.go tools/mkimage/*.go
 	@scripts/gocheck.sh "$(GO)"
@@ -177,9 +208,19 @@ up: deps-up $(PODRUN) $(IMAGE_TAR)
 	$(PODRUN) ps
 	@echo "the seed pod is running: $(PODRUN) down examples/seed.yaml removes it ('sudo make install' puts podrun on PATH)"
 
-# Benchmarks live in the e2e package (they need the same harness).
+# Benchmarks live in the e2e package (they need the same harness); those of
+# a cluster node (BenchmarkNode*, a control plane each) are bench-node's.
 bench: deps-e2e
-	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench . -benchtime 20x ./e2e/
+	flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench . -skip '^BenchmarkNode' -benchtime 20x ./e2e/
+
+# What one podrun node costs its control plane (the API server's requests per
+# minute, idle with 10 pods) and itself (50 pods from kubectl apply to
+# Running, the daemon's Pss), on cluster-anchor's control plane (prints
+# figures, asserts nothing).
+.PHONY: bench-node
+bench-node: deps-e2e cluster-bin
+	@bin=$$($(CLUSTER_BIN_SH) --cached) && \
+	PODRUN_CLUSTER_BIN=$$bin PODRUN_CLUSTER_ANCHOR=$(CLUSTER_ANCHOR) flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode' -benchtime 1x -timeout 30m ./e2e/
 
 # What a container writing short lines flat out costs the node: the stream
 # keeper's CPU per MiB, and another pod's HTTP latency and CPU meanwhile

@@ -76,6 +76,7 @@ func TestExitCodeTable(t *testing.T) {
 	invalid := writeFile(t, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers: [{name: app}]\n")
 	missing := filepath.Join(t.TempDir(), "missing.yaml")
 	tmp := t.TempDir()
+	kubeconfig := writeFile(t, "kubeconfig", "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
 	tests := []struct {
 		name   string // as the README's row says it
 		args   []string
@@ -91,6 +92,8 @@ func TestExitCodeTable(t *testing.T) {
 		{"bad flag value", []string{"up", "--wait=never", pod}, 2, `^podrun: up: --wait must be ready, completion, running or none, not "never"$`, "podrun up"},
 		{"bad flag value", []string{"ps", "-o", "table"}, 2, `^podrun: ps: -o "table": want wide, json, yaml, name$`, "podrun ps"},
 		{"bad flag value", []string{"validate", "-o", "wide", pod}, 2, `^podrun: validate: -o "wide": want yaml, json$`, "podrun validate"},
+		{"bad flag value", []string{"daemon", "--manifest-dir", tmp, "--kubeconfig", kubeconfig, "--node-ip", "203.0.113.9"}, 2, `^podrun: daemon: --node-ip 203.0.113.9: not an address of this host's network interfaces \(an address of this host's interfaces, or loopback\)$`, "podrun daemon"},
+		{"bad flag value", []string{"daemon", "--manifest-dir", tmp, "--kubeconfig", kubeconfig, "--node-ip", "127.0.0.1,127.0.0.2"}, 2, `^podrun: daemon: --node-ip "127.0.0.1,127.0.0.2": must contain either a single IP or a dual-stack pair of IPs$`, "podrun daemon"},
 		{"missing argument", []string{"validate"}, 2, `^podrun: validate: name at least one FILE, DIR or -`, "podrun validate"},
 		{"missing argument", []string{"up", "-f"}, 2, `^podrun: flag needs an argument: -f \(a FILE, DIR or -; to stay and supervise the pods: --foreground\)$`, "podrun up"},
 		{"missing argument", []string{"up", pod, "-f"}, 2, `^podrun: flag needs an argument: -f \(a FILE, DIR or -; to stay and supervise the pods: --foreground\)$`, "podrun up"},

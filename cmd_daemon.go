@@ -14,9 +14,12 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/downward"
+	"github.com/podrun/podrun/kubenode"
 	"github.com/podrun/podrun/rollout"
 )
 
@@ -37,15 +40,38 @@ func daemonCommand() *cli.Command {
 			&cli.DurationFlag{Name: "pod-timeout", Value: 5 * time.Minute, Usage: "give up starting a pod after this long (it is retried at the next re-scan)"},
 			&cli.StringFlag{Name: "listen", Usage: "serve /healthz, /readyz and /metrics on a loopback host:port or unix:PATH (default off)"},
 			&cli.BoolFlag{Name: "stop-pods-on-exit", Usage: "terminate the pods on SIGTERM (by default they keep running)"},
+			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"PODRUN_KUBECONFIG"}, Usage: "also be a node of this kubeconfig's cluster (a node's credentials, system:node:NAME): register the Node, renew its Lease and status, run the pods bound to it and write back their status, and show its static pods as mirror pods"},
+			&cli.StringFlag{Name: "node-ip", EnvVars: []string{"PODRUN_NODE_IP"}, Usage: "with --kubeconfig: the Node's InternalIP address(es), IP or IPv4,IPv6 (the kubelet's --node-ip): each an address of this host, or loopback; default: what the node's name resolves to, else the default route's interface's address (0.0.0.0 or :: picks that family's)"},
 			&cli.StringFlag{Name: "images-dir", EnvVars: []string{"PODRUN_IMAGES_DIR"}, Usage: "image archives (.tar, .tar.gz, .tgz, .tar.zst; OCI or docker) imported at start and when they appear, as k3s's air-gap images (default: <root>/images)"},
-		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags())...),
+		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags(), nodeAPIFlags())...),
 		Action: func(c *cli.Context) error {
 			o, err := daemonOptions(c)
 			if err != nil {
 				return err
 			}
+			var heartbeat, cluster kubenode.Client
+			var ips []net.IP
+			var rc *rest.Config
+			if file := c.String("kubeconfig"); file != "" {
+				if heartbeat, cluster, rc, err = clusterClients(file); err != nil {
+					return err
+				}
+				if ips, err = nodeIPs(c); err != nil {
+					return err
+				}
+			}
 			ctx, stop := signalContext(c)
 			defer stop()
+			var hostIPs *podHostIPs // a node's pods' host IPs are its Node's
+			var lookup func() []net.IP
+			if cluster != nil {
+				cfg, err := config(c)
+				if err != nil {
+					return err
+				}
+				hostIPs = newPodHostIPs(ctx, cfg, ips)
+				lookup = hostIPs.get
+			}
 			life, err := daemon.Hold(ctx, o.StatusFile)
 			if err != nil {
 				return err
@@ -53,11 +79,42 @@ func daemonCommand() *cli.Command {
 			defer life.Release()
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
-			h, err := openHostRetrying(ctx, c)
+			h, err := openHostRetrying(ctx, c, lookup)
 			if err != nil {
 				return err
 			}
 			defer h.Close()
+			if cluster != nil {
+				cfg, err := config(c)
+				if err != nil {
+					return err
+				}
+				port, err := nodeAPIPort(c)
+				if err != nil {
+					return err
+				}
+				explain := apiExplain(c.String("kubeconfig"), rc)
+				if p := kubenode.CredsOf(c.String("kubeconfig"), rc).CertProblem(clock.RealClock{}.Now()); p != "" {
+					slog.Error(p) // the API server will refuse it: said before it does
+				}
+				agent, err := nodeAgent(cfg, h, heartbeat, cluster, port, ips, explain)
+				if err != nil {
+					return err
+				}
+				hostIPs.agent.Store(agent)
+				if err := serveNodeAPI(ctx, c, cfg, h, heartbeat, ips); err != nil {
+					return err
+				}
+				src, err := podSource(ctx, cfg, o.Admission, h, cluster, rc, explain)
+				if err != nil {
+					return err
+				}
+				o.Cluster = src
+				if o.Mirrors, err = mirrorKeeper(ctx, cluster, o.Admission.StaticNode, src); err != nil {
+					return err
+				}
+				go agent.Run(ctx)
+			}
 			d := daemon.New(h, o, slog.Default(), daemon.NewMetrics())
 			var l net.Listener
 			if addr := c.String("listen"); addr != "" {

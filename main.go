@@ -3,7 +3,8 @@
 // the command line: this file builds the app and runs it, cmd_*.go hold one
 // command each (cmd_internal.go those podrun runs itself), flags.go turns
 // flags into run.Config and the packages' options, open.go opens the host
-// for a command, args.go orders arguments as kubectl users type them,
+// for a command, cluster.go the cluster the daemon joins as a node, args.go
+// orders arguments as kubectl users type them,
 // help.go words every command's help, exit.go turns errors into exit codes.
 package main
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -53,11 +54,17 @@ func withContainer(c *cli.Context, fn func(h *run.Host, p *run.PodInfo, name str
 }
 
 func openHost(ctx context.Context, c *cli.Context) (*run.Host, error) {
+	return openHostIPs(ctx, c, nil)
+}
+
+// openHostIPs is openHost with hostIPs as the pods' host IPs (a node of a
+// cluster's: podHostIPs); nil: the host's (sandbox.HostIPs).
+func openHostIPs(ctx context.Context, c *cli.Context, hostIPs func() []net.IP) (*run.Host, error) {
 	cfg, err := config(c)
 	if err != nil {
 		return nil, err
 	}
-	return openRuntime(ctx, cfg, progress())
+	return openRuntime(ctx, cfg, progress(), hostIPs)
 }
 
 // openOwner opens who owns the pods of the host's state directory (c's
@@ -65,12 +72,12 @@ func openHost(ctx context.Context, c *cli.Context) (*run.Host, error) {
 // it, once the host is open, rather than the daemon's files or pid.
 func openOwner(c *cli.Context) *owner.Owner { return owner.Open(c.String("root")) }
 
-// openHostRetrying connects like openHost, but waits for the runtime with
-// back-off (a daemon may start before containerd).
-func openHostRetrying(ctx context.Context, c *cli.Context) (*run.Host, error) {
+// openHostRetrying connects like openHostIPs, but waits for the runtime
+// with back-off (a daemon may start before containerd).
+func openHostRetrying(ctx context.Context, c *cli.Context, hostIPs func() []net.IP) (*run.Host, error) {
 	delay := time.Second
 	for {
-		h, err := openHost(ctx, c)
+		h, err := openHostIPs(ctx, c, hostIPs)
 		if !errors.Is(err, engine.ErrUnavailable) {
 			return h, err
 		}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -31,8 +32,9 @@ import (
 const dialTimeout = 3 * time.Second
 
 // openRuntime connects to containerd (starting podrun's private one when allowed
-// and nothing answers at cfg.Address). Errors wrap engine.ErrUnavailable.
-func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run.Host, error) {
+// and nothing answers at cfg.Address). hostIPs are the pods' host IPs
+// (run.Deps.HostIPs; nil: the host's). Errors wrap engine.ErrUnavailable.
+func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter, hostIPs func() []net.IP) (*run.Host, error) {
 	// The state root holds the daemon's status and the pods' state: root's
 	// alone (0700), whatever an earlier podrun or a umask made it.
 	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
@@ -90,6 +92,7 @@ func openRuntime(ctx context.Context, cfg run.Config, report run.Reporter) (*run
 		Node:       cgroup.Node,                                                          // read once, when a pod first needs it
 		Admission:  onceOK(func() (admission.Node, error) { return admissionNode(cfg) }), // read when a pod is first admitted
 		Versions:   rollout.Open(cfg.Root),                                               // the versions that became Ready, for rollout and rollback
+		HostIPs:    hostIPs,
 	}
 	return run.NewHost(cfg, d, report, e.Close), nil
 }

@@ -68,6 +68,27 @@ type Options struct {
 	ImageGC imagegc.Policy
 	// Clock drives the daemon's timers and stamps; nil is the real one.
 	Clock clock.Clock
+	// Cluster is the API server as a third source of pods (the pods
+	// bound to this node, package kubepods); nil: none.
+	Cluster Cluster
+	// Mirrors, when set, is told the static pods after every sync and
+	// listing (mirrors.go): their mirror pods in the cluster's API.
+	Mirrors Mirrors
+}
+
+// Cluster is the API server as a source of pods, as the kubelet's
+// apiserver source beside its file and http ones.
+type Cluster interface {
+	// Source is the source label of its pods.
+	Source() string
+	// Wanted are the pods bound to the node to run now (a pod being
+	// deleted is not: grace is its deletion's grace period, by UID) and
+	// the problems of those that cannot run; synced is false until the
+	// API server first answered, and then its pods on the node are kept
+	// as they are. It never blocks.
+	Wanted() (pods []*manifest.Pod, grace map[string]time.Duration, problems []string, synced bool)
+	// Changed receives when what Wanted returns changed.
+	Changed() <-chan struct{}
 }
 
 // imageGCPeriod is how often the daemon checks the image filesystem (the
@@ -113,6 +134,12 @@ type Daemon struct {
 	watches watches
 	kick    chan struct{}
 	clock   clock.Clock
+	// clusterChanged receives when the pods bound to the node changed
+	// (Options.Cluster).
+	clusterChanged <-chan struct{}
+	// static are the pods the directory and URL want, as the last dispatch
+	// ran them (not the API server's pods; Run's goroutine alone touches it).
+	static []*manifest.Pod
 }
 
 // published is what the status file is made of besides the workers'
@@ -154,9 +181,13 @@ func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
 	}
 	src := NewSources(o.ManifestDir, o.URL)
 	src.Admission, src.URLHeaderFile = o.Admission, o.URLHeaderFile
+	var changed <-chan struct{} // nil: never ready
+	if o.Cluster != nil {
+		src.API, changed = o.Cluster.Source(), o.Cluster.Changed()
+	}
 	d := &Daemon{o: o, h: h, src: src, log: log, metrics: m, health: &health{}, logged: map[string]string{},
 		archives: map[string]archiveState{}, pub: published{sources: map[string]string{}},
-		kick: make(chan struct{}, 1), clock: o.Clock}
+		kick: make(chan struct{}, 1), clock: o.Clock, clusterChanged: changed}
 	d.workers = newWorkers(d.syncPod)
 	return d
 }
@@ -209,6 +240,8 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 		case <-d.workers.done:
 			l.workerDone(ctx)
 		case <-d.kick: // a rollback recorded (rollback.go)
+			l.sched.at(timerSync, d.clock.Now())
+		case <-d.clusterChanged: // the pods bound to the node changed
 			l.sched.at(timerSync, d.clock.Now())
 		case <-hup:
 			d.log.Info("SIGHUP: re-scanning")
@@ -306,6 +339,7 @@ func (l *loop) workerDone(ctx context.Context) {
 		l.listed = d.clock.Now()
 		if pods, err := d.h.Pods(ctx); err == nil {
 			d.metrics.setPods(d.owned(pods))
+			d.observeStatic(pods)
 		}
 	}
 	l.wake()
@@ -350,6 +384,7 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 	defer func() { d.metrics.observeSync(d.clock.Since(start), retry) }()
 	imageProblems := d.importImages(ctx) // before the pods that need them start
 	wants, broken, problems := d.src.Scan(ctx, settling)
+	grace, problems := d.addCluster(wants, broken, problems)
 	d.kept.set(wants)
 	problems = append(problems, imageProblems...)
 	if d.interrupted(ctx) {
@@ -367,7 +402,8 @@ func (d *Daemon) sync(ctx context.Context, settling map[string]bool) (retry bool
 		return true
 	}
 	d.syncJobs(ctx, broken) // before dispatch, which prunes the pods of no source and no Job
-	d.dispatch(ctx, wants, broken, pods)
+	d.dispatch(ctx, wants, broken, grace, pods)
+	d.observeStatic(pods)
 	d.pub.setProblems(problems)
 	d.health.set(true, "")
 	d.publish()
@@ -396,10 +432,39 @@ func (d *Daemon) owned(pods []*run.PodInfo) []*run.PodInfo {
 	return out
 }
 
+// addCluster adds the pods bound to the node (Options.Cluster) to wants:
+// a static pod of the same namespace/name wins. Until the API server has
+// answered, its source is broken: its pods on the node stay as they are.
+// It returns the grace periods of the pods being deleted, by UID.
+func (d *Daemon) addCluster(wants map[string]Want, broken map[string]bool, problems []Problem) (map[string]time.Duration, []Problem) {
+	c := d.o.Cluster
+	if c == nil {
+		return nil, problems
+	}
+	pods, grace, msgs, synced := c.Wanted()
+	src := c.Source()
+	if !synced {
+		broken[src] = true
+	}
+	for _, m := range msgs {
+		problems = append(problems, Problem{Source: src, Msg: m})
+	}
+	for _, p := range pods {
+		if first, ok := wants[p.Key()]; ok {
+			problems = append(problems, Problem{Source: src,
+				Msg: fmt.Sprintf("pod %s bound to this node is also defined in %s, which wins", p.Key(), first.Source)})
+			continue
+		}
+		wants[p.Key()] = Want{Pod: p, Source: src}
+	}
+	return grace, problems
+}
+
 // dispatch hands every pod the sources want, and every pod of theirs no
 // source wants any more, to its worker (run.SyncPod: the pod is created,
-// kept, adopted, replaced or removed under its lock).
-func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map[string]bool, pods []*run.PodInfo) {
+// kept, adopted, replaced or removed under its lock); a pod removed goes
+// with its grace, when grace has one for it (a deleted API pod's).
+func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map[string]bool, grace map[string]time.Duration, pods []*run.PodInfo) {
 	keys := make([]string, 0, len(wants))
 	sources := map[string]string{}
 	for k, w := range wants {
@@ -407,11 +472,18 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 		sources[k] = w.Source
 	}
 	sort.Strings(keys)
-	w := run.Want{Owns: func(p *run.PodInfo) bool { return d.src.Owns(p.Source) && !d.jobPod(p) }, Broken: broken, Prune: true}
+	w := run.Want{Owns: func(p *run.PodInfo) bool { return d.src.Owns(p.Source) && !d.jobPod(p) }, Broken: broken, Prune: true, Grace: grace}
 	var rolledBack []Rollback
+	var static []*manifest.Pod
 	deadlines := map[string]*int32{}
 	for _, k := range keys {
 		deadlines[k] = wants[k].ProgressDeadline
+		if d.src.API != "" && sources[k] == d.src.API {
+			// The API server's pod is the one run: no rollback (its
+			// controller rolls out; its UID is its identity).
+			w.Pods = append(w.Pods, wants[k].Pod)
+			continue
+		}
 		// A version a rollback or an undo went back to stands in for the
 		// file's while the file asks for the version it replaced.
 		p, o, err := d.overridden(wants[k].Pod)
@@ -422,8 +494,10 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 			rolledBack = append(rolledBack, Rollback{Pod: k, Source: sources[k], Revision: o.To.Revision, Reason: o.Reason, Message: o.Message})
 		}
 		w.Pods = append(w.Pods, p)
+		static = append(static, p)
 	}
 	d.pub.setWanted(sources, rolledBack)
+	d.static = static
 	d.watches.keep(func(k string) bool { _, ok := wants[k]; return ok }) // not the pods of no source
 	for _, k := range append(w.Others(pods), keys...) {
 		d.workers.update(ctx, k, job{want: w, snapshot: pods, deadline: deadlines[k]})
@@ -440,6 +514,11 @@ func (d *Daemon) syncPod(ctx, life context.Context, key string, j job) []run.Res
 		switch {
 		case r.Err != nil && ctx.Err() != nil:
 			// the shutdown stopped it; sync says so once
+		case r.Action == run.Removed && d.src.API != "" && sourceOf(j.snapshot, r.UID) == d.src.API:
+			d.log.Info("stopping pod: deleted from the API server", "pod", r.Pod, "uid", r.UID)
+			if r.Err != nil {
+				d.log.Error("stopping pod", "pod", r.Pod, "err", r.Err)
+			}
 		case r.Action == run.Removed:
 			d.log.Info("stopping pod: its manifest is gone", "pod", r.Pod, "uid", r.UID)
 			if r.Err != nil {
@@ -457,7 +536,7 @@ func (d *Daemon) syncPod(ctx, life context.Context, key string, j job) []run.Res
 		case r.Action != run.Unchanged:
 			d.log.Info("pod "+string(r.Action), "pod", r.Pod, "phase", r.Phase)
 		}
-		if ctx.Err() == nil && (r.Action == run.Replaced || r.Action == run.Unchanged) {
+		if ctx.Err() == nil && (r.Action == run.Replaced || r.Action == run.Unchanged) && !d.fromCluster(j.want, key) {
 			// A new version (or one adopted before it got Ready) is watched
 			// until Ready, and rolled back if it fails (rollback.go): also
 			// one that failed while starting and is kept listed (a failed
@@ -546,7 +625,7 @@ func (d *Daemon) logProblems(problems []Problem) {
 // names every problem, and the URL even redacted says where pods come
 // from).
 func (d *Daemon) writeStatus(st Status) {
-	st.PID, st.ManifestDir, st.URL, st.Updated = os.Getpid(), d.o.ManifestDir, d.src.URLName(), d.clock.Now().UTC()
+	st.PID, st.ManifestDir, st.URL, st.API, st.Updated = os.Getpid(), d.o.ManifestDir, d.src.URLName(), d.src.API, d.clock.Now().UTC()
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(d.o.StatusFile), 0o700)
@@ -620,4 +699,25 @@ func (d *Daemon) collectImages(ctx context.Context, due <-chan struct{}) {
 			d.log.Warn("image garbage collection", "err", err)
 		}
 	}
+}
+
+// fromCluster reports whether the pod w wants under key is the API
+// server's (Options.Cluster): no rollback watches it.
+func (d *Daemon) fromCluster(w run.Want, key string) bool {
+	for _, p := range w.Pods {
+		if p.Key() == key {
+			return d.src.API != "" && p.Source.Origin() == d.src.API
+		}
+	}
+	return false
+}
+
+// sourceOf is the source of pod uid in pods ("" when not there).
+func sourceOf(pods []*run.PodInfo, uid string) string {
+	for _, p := range pods {
+		if p.UID == uid {
+			return p.Source
+		}
+	}
+	return ""
 }

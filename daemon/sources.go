@@ -43,8 +43,11 @@ type Sources struct {
 	URLHeaderFile string
 	// Admission is applied to every pod read (see Options.Admission).
 	Admission manifest.Options
-	client    *http.Client
-	state     map[string]*sourceState
+	// API is the source label of the pods bound to the node by the API
+	// server (Options.Cluster), "" without one.
+	API    string
+	client *http.Client
+	state  map[string]*sourceState
 	// jobs and cronJobs are those of the last Scan (Jobs).
 	jobs     []*manifest.Job
 	cronJobs []*manifest.CronJob
@@ -67,7 +70,7 @@ func (s *Sources) URLName() string { return RedactURL(s.URL) }
 // Owns reports whether a pod's source label names one of these sources (a
 // pod labelled by an older podrun with the URL unredacted included).
 func (s *Sources) Owns(source string) bool {
-	return source != "" && (filepath.Dir(source) == s.Dir || (s.URL != "" && (source == s.URLName() || source == s.URL)))
+	return source != "" && (filepath.Dir(source) == s.Dir || (s.URL != "" && (source == s.URLName() || source == s.URL)) || source == s.API)
 }
 
 // Want is a pod some source asks for.

@@ -14,12 +14,15 @@ import (
 
 // Status is what the daemon publishes for `podrun ps` and `podrun status`.
 type Status struct {
-	PID         int       `json:"pid"`
-	ManifestDir string    `json:"manifestDir"`
-	URL         string    `json:"url,omitempty"`
-	Updated     time.Time `json:"updated"`
-	Problems    []Problem `json:"problems,omitempty"`
-	Waiting     []Waiting `json:"waiting,omitempty"`
+	PID         int    `json:"pid"`
+	ManifestDir string `json:"manifestDir"`
+	URL         string `json:"url,omitempty"`
+	// API is the source label of the pods the API server bound to the
+	// node (Options.Cluster), if any.
+	API      string    `json:"api,omitempty"`
+	Updated  time.Time `json:"updated"`
+	Problems []Problem `json:"problems,omitempty"`
+	Waiting  []Waiting `json:"waiting,omitempty"`
 	// RolledBack are the pods that run the version a rollback went back
 	// to, until their file changes.
 	RolledBack []Rollback `json:"rolledBack,omitempty"`
@@ -30,7 +33,7 @@ type Status struct {
 // Owns reports whether a pod's source is one of the running daemon's
 // (Sources.Owns).
 func (st Status) Owns(source string) bool {
-	return (&Sources{Dir: st.ManifestDir, URL: st.URL}).Owns(source)
+	return (&Sources{Dir: st.ManifestDir, URL: st.URL, API: st.API}).Owns(source)
 }
 
 // StatusFile is where the daemon running on the state directory root

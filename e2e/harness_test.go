@@ -65,7 +65,7 @@ type Harness struct {
 // H is the suite's harness, ready when the tests run.
 var H = &Harness{Namespace: e2eNamespace, Image: e2eImage, Timeout: 3 * time.Minute}
 
-func (h *Harness) require(t *testing.T) {
+func (h *Harness) require(t testing.TB) {
 	t.Helper()
 	if h.skip != "" {
 		t.Skip(h.skip)

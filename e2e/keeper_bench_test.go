@@ -167,7 +167,7 @@ func measureVictim(b *testing.B, pod, url string) victimSample {
 }
 
 // processCPU is the user and system time process pid has used.
-func processCPU(b *testing.B, pid int) time.Duration {
+func processCPU(b testing.TB, pid int) time.Duration {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)

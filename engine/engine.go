@@ -150,6 +150,14 @@ type ExecSpec struct {
 	Stdin  io.Reader // nil: no stdin
 	Stdout io.Writer // nil: discarded
 	Stderr io.Writer // nil: discarded (ignored with TTY)
+	// Resize, with TTY, carries the terminal's new sizes while the
+	// command runs (kubectl exec -t); nil: the size stays.
+	Resize <-chan TerminalSize
+}
+
+// TerminalSize is a terminal's size in characters.
+type TerminalSize struct {
+	Width, Height uint32
 }
 
 // TaskExit is an event: a container's main process exited, or, with OOM

@@ -18,6 +18,12 @@ type Options struct {
 	Tail       int  // last N lines (-1: all)
 	Timestamps bool // prefix each line with its RFC3339Nano time, like kubectl logs --timestamps
 	Follow     bool // keep reading; across restarts: when a newer <n>.log appears in the container dir, finish the current file and continue with the new one
+	// Since, when set, leaves out the lines before it (kubectl logs
+	// --since, --since-time); as the kubelet, after Tail has picked the lines.
+	Since time.Time
+	// Stream, when set ("stdout" or "stderr"), leaves out the other
+	// stream's lines (the kubelet's PodLogOptions.stream); after Tail too.
+	Stream string
 }
 
 // Copy writes the text of a container's log (records joined across P
@@ -42,7 +48,7 @@ func Copy(ctx context.Context, w io.Writer, dir string, restart int, o Options) 
 	if err != nil {
 		return err
 	}
-	c := &copier{out: bufio.NewWriter(w), timestamps: o.Timestamps, tail: -1}
+	c := &copier{out: bufio.NewWriter(w), timestamps: o.Timestamps, since: o.Since, stream: o.Stream, tail: -1}
 	defer func() { c.r.f.Close() }()
 
 	// The lines present now, keeping the last o.Tail: the rotated files,

@@ -294,3 +294,34 @@ func TestCopyCancelledContext(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestCopySinceAndStream: Since and Stream leave lines out after Tail has
+// picked them, as the kubelet applies sinceTime and stream after tail.
+func TestCopySinceAndStream(t *testing.T) {
+	dir := t.TempDir()
+	writeLog(t, dir, 0, sample)
+	at := func(s string) time.Time {
+		ts, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"since the first line", Options{Tail: -1, Since: at("2026-01-02T03:04:05.1Z")}, "one\ntwo\nerr-line\nthree\n\nwith  two spaces\n"},
+		{"since a joined line's first record", Options{Tail: -1, Since: at("2026-01-02T03:04:05.3Z")}, "err-line\nthree\n\nwith  two spaces\n"},
+		{"since after the last line", Options{Tail: -1, Since: at("2026-01-02T03:04:06Z")}, ""},
+		{"since after tail", Options{Tail: 2, Since: at("2026-01-02T03:04:05.75Z")}, "with  two spaces\n"},
+		{"stdout", Options{Tail: -1, Stream: "stdout"}, "one\ntwo\nthree\n\nwith  two spaces\n"},
+		{"stderr", Options{Tail: -1, Stream: "stderr"}, "err-line\n"},
+		{"stderr after tail", Options{Tail: 2, Stream: "stderr"}, ""},
+	} {
+		if got := copyString(t, dir, 0, tc.o); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -110,6 +110,8 @@ type copier struct {
 	j          joiner
 	out        *bufio.Writer
 	timestamps bool
+	since      time.Time       // lines before it are not written
+	stream     string          // "": both streams
 	seen       map[string]bool // rotated files present when the current file was opened
 	tail       int             // -1: write lines as they come; else keep the last tail in ring
 	ring       []entry         // the last tail lines, oldest at head
@@ -166,7 +168,7 @@ func (c *copier) emit(l entry) {
 }
 
 func (c *copier) write(l entry) {
-	if c.err != nil {
+	if c.err != nil || l.Time.Before(c.since) || (c.stream != "" && l.Stream != c.stream) {
 		return
 	}
 	if c.timestamps {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"unicode"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -84,7 +85,16 @@ type Pod struct {
 	// the daemon, the same directory); they travel with the pod.
 	ConfigMaps map[string]*corev1.ConfigMap
 	Secrets    map[string]*corev1.Secret
+	// Tokens are the service account tokens of its projected volumes'
+	// serviceAccountToken sources, by TokenKey: only an API server's pods
+	// have them (package kubepods requests them, and renews them as the
+	// kubelet's token manager does, while the pod runs).
+	Tokens map[string]*authenticationv1.TokenRequest
 }
+
+// TokenKey is the key in Pod.Tokens of the token written at path of
+// volume.
+func TokenKey(volume, path string) string { return volume + "/" + path }
 
 // Key is the pod's namespace/name: what names it on the node.
 func (p *Pod) Key() string { return p.Namespace + "/" + p.Name }

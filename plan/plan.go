@@ -129,7 +129,8 @@ func Decide(in Input) []Action {
 		}
 		switch {
 		case in.Broken[e.Source]:
-			if in.Supervise && e.Complete && !e.Supervised && e.NotAdoptable == "" {
+			// A refused pod has nothing running to adopt: it stays listed.
+			if in.Supervise && e.Complete && !e.Supervised && e.NotAdoptable == "" && !e.Refused {
 				kept = append(kept, Action{Op: Adopt, Key: e.Key(), UID: e.UID, Phase: phase(e)})
 			}
 		case in.Prune:

@@ -134,6 +134,8 @@ func TestDecide(t *testing.T) {
 			[]string{"remove default/old u3", "adopt default/web u1 phase=Running"}},
 		{"broken source: supervised or unadoptable pods left as they are", with(daemon, nil, []Existing{onNode("web", "u1", supervised), onNode("db", "u2", notAdoptable)}, fileA),
 			nil},
+		{"broken source: a refused pod left as it is (nothing runs to adopt)", with(daemon, nil, []Existing{onNode("web", "u1", func(e *Existing) { e.Refused = true })}, fileA),
+			nil},
 		{"a pod removed frees its host port for a new one", with(daemon, []Desired{{Pod: pod("new", "u2", tcp(8080, ""))}},
 			[]Existing{onNode("old", "u1", supervised, func(e *Existing) { e.Pod.Spec.Containers[0].Ports = []corev1.ContainerPort{tcp(8080, "")} })}),
 			[]string{"remove default/old u1", "create default/new u2"}},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -56,6 +57,10 @@ type Want struct {
 	// running daemon's sources): one of them is never replaced by a wanted
 	// pod from elsewhere, which is rejected instead.
 	Yield func(source string) bool
+	// Grace is the grace period of a pod removed, by UID, in place of its
+	// terminationGracePeriodSeconds (a deleted API pod's
+	// deletionGracePeriodSeconds).
+	Grace map[string]time.Duration
 }
 
 // Up runs the pods of set, concurrently, and returns one Result per pod;
@@ -198,7 +203,7 @@ func (h *Host) SyncPod(ctx context.Context, key string, w Want, o UpOptions, sna
 	var rs []Result
 	for _, a := range plan.Decide(in) {
 		if a.Key == key {
-			rs = append(rs, h.act(ctx, a, o, adoptable[a.UID]))
+			rs = append(rs, h.act(ctx, a, o, adoptable[a.UID], graceOf(w, a.UID)))
 		}
 	}
 	unlock(h.goneAfter(ctx, key, w, in, rs))
@@ -332,8 +337,18 @@ func wantedUID(w Want, key string) string {
 	return ""
 }
 
-// act carries out one action; r is the pod to adopt, rebuilt by observe.
-func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) Result {
+// graceOf is the grace period w gives pod uid when it is removed (nil:
+// its own).
+func graceOf(w Want, uid string) *time.Duration {
+	if g, ok := w.Grace[uid]; ok {
+		return &g
+	}
+	return nil
+}
+
+// act carries out one action; r is the pod to adopt, rebuilt by observe;
+// grace, when set, is the grace period of a pod removed.
+func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun, grace *time.Duration) Result {
 	res := Result{Pod: a.Key, UID: a.UID, Phase: a.Phase}
 	switch a.Op {
 	case plan.Reject:
@@ -345,7 +360,7 @@ func (h *Host) act(ctx context.Context, a plan.Action, o UpOptions, r *podRun) R
 		}
 	case plan.Remove:
 		res.Action = Removed
-		if res.Err = h.downUID(ctx, a.UID, nil); res.Err == nil {
+		if res.Err = h.downUID(ctx, a.UID, grace); res.Err == nil {
 			res.Err = h.versions.Forget(a.Key) // its source is gone
 		}
 	case plan.Keep, plan.Adopt:

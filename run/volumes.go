@@ -120,7 +120,7 @@ func (h *Host) configFor(p *manifest.Pod) (*volumes.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &volumes.Config{ConfigMaps: p.ConfigMaps, Secrets: p.Secrets,
+	return &volumes.Config{ConfigMaps: p.ConfigMaps, Secrets: p.Secrets, Tokens: p.Tokens,
 		Downward: downward.Info{Pod: p.Pod, Node: node}}, nil
 }
 

@@ -6,7 +6,7 @@
 #   runtime  what running a pod needs: containerd, runc, CNI plugins, iptables
 #            (`make up`, and a device that runs podrun)
 #   demo     busybox-static: `make up` builds its demo image offline from it
-#   e2e      the end-to-end suite's extras (`make e2e`): a local registry, ...
+#   e2e      the end-to-end suite's extras (`make e2e`, `make e2e-cluster`): a local registry, ...
 #   vm       `make test-vm`: qemu for amd64 and arm64 guests, debootstrap, ...
 #   test     all of the above (`make test`, CI)
 set -euo pipefail
@@ -25,6 +25,8 @@ e2e=(
 	docker-registry # a local registry for pull tests (and the README's quick start as a mirror)
 	apache2-utils   # htpasswd for the registry's auth tests
 	time            # /usr/bin/time: a child's own peak memory (the bounded-input test)
+	openssl         # the cluster tests: cluster-anchor's start.sh makes the control plane's CA and certificates
+	curl            # the cluster tests: start.sh waits for etcd's /health
 )
 vm=(
 	qemu-system-x86  # make test-vm: the amd64 guest, under software emulation

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
@@ -93,7 +94,8 @@ func TestConditionsAsTheKubelet(t *testing.T) {
 			check(corev1.ContainersReady, tt.readiness)
 			sandboxReady := cond{"True", "", ""}
 			if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
-				sandboxReady.status = "False" // the kubelet has stopped a finished pod's sandbox
+				// the kubelet has stopped a finished pod's sandbox
+				sandboxReady = cond{"False", "PodSandboxNotReady", "pod sandbox is not ready"}
 			}
 			check(corev1.PodReadyToStartContainers, sandboxReady)
 			for i, ic := range tt.pod.Spec.InitContainers {
@@ -105,8 +107,18 @@ func TestConditionsAsTheKubelet(t *testing.T) {
 			}
 		})
 	}
-	if st := Compute(pod(corev1.RestartPolicyAlways, nil, app), Observed{Created: t0}); condition(st, corev1.PodReadyToStartContainers).Status != "False" {
-		t.Errorf("PodReadyToStartContainers without a sandbox: %+v", condition(st, corev1.PodReadyToStartContainers))
+	for _, tc := range []struct {
+		name    string
+		sandbox *engine.Container
+		message string
+	}{
+		{"without a sandbox", nil, "no pod sandbox exists"},
+		{"with its sandbox stopped", &engine.Container{ID: "pause", CreatedAt: t0, Task: exit0}, "pod sandbox is not ready"},
+	} {
+		st := Compute(pod(corev1.RestartPolicyAlways, nil, app), Observed{Created: t0, Sandbox: tc.sandbox})
+		if c := condition(st, corev1.PodReadyToStartContainers); c.Status != "False" || c.Reason != "PodSandboxNotReady" || c.Message != tc.message {
+			t.Errorf("PodReadyToStartContainers %s: %+v, want False PodSandboxNotReady %q", tc.name, c, tc.message)
+		}
 	}
 }
 
@@ -129,6 +141,57 @@ func TestImageNameAsTheCRI(t *testing.T) {
 		st := ContainerStatus(c, []engine.Container{attempt("c", labels.KindApp, 0, running, nil)}, "ContainerCreating", nil)
 		if st.Image != want {
 			t.Errorf("created: image %s reported as %s, want %s", in, st.Image, want)
+		}
+	}
+}
+
+// TestPodResources: the pod-level status.resources and allocatedResources
+// of a kubelet v1.37 (values from its getEffectiveAllocatedResources and
+// resourcehelper.PodRequests), and as the side-by-side e2e test saw them:
+// a BestEffort pod `resources: {}` and no allocatedResources.
+func TestPodResources(t *testing.T) {
+	rl := func(cpu, mem string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		if cpu != "" {
+			l[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if mem != "" {
+			l[corev1.ResourceMemory] = resource.MustParse(mem)
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name          string
+		spec          corev1.PodSpec
+		want          string // status.resources, JSON
+		wantAllocated string
+	}{
+		{"best effort", corev1.PodSpec{Containers: []corev1.Container{{Name: "a"}}}, `{}`, `null`},
+		{"requests", corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("10m", "16Mi")}}}},
+			`{"requests":{"cpu":"10m","memory":"16Mi"}}`, `{"cpu":"10m","memory":"16Mi"}`},
+		{"containers summed, limits too (the limits set: resourcehelper.PodLimits)", corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("20m", "32Mi"), Limits: rl("20m", "32Mi")}},
+			{Name: "b", Resources: corev1.ResourceRequirements{Requests: rl("5m", ""), Limits: rl("", "8Mi")}}}},
+			`{"limits":{"cpu":"20m","memory":"40Mi"},"requests":{"cpu":"25m","memory":"32Mi"}}`, `{"cpu":"25m","memory":"32Mi"}`},
+		{"an init container's larger request wins", corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{Requests: rl("100m", "")}}},
+			Containers:     []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("20m", "32Mi")}}}},
+			`{"requests":{"cpu":"100m","memory":"32Mi"}}`, `{"cpu":"100m","memory":"32Mi"}`},
+		{"pod-level resources", corev1.PodSpec{
+			Resources:  &corev1.ResourceRequirements{Requests: rl("50m", "64Mi"), Limits: rl("100m", "128Mi")},
+			Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("10m", "")}}}},
+			`{"limits":{"cpu":"100m","memory":"128Mi"},"requests":{"cpu":"50m","memory":"64Mi"}}`, `{"cpu":"50m","memory":"64Mi"}`},
+		{"overhead", corev1.PodSpec{Overhead: rl("5m", "1Mi"),
+			Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: rl("10m", "16Mi")}}}},
+			`{"requests":{"cpu":"15m","memory":"17Mi"}}`, `{"cpu":"15m","memory":"17Mi"}`},
+	} {
+		p := &corev1.Pod{Spec: tc.spec}
+		st := Compute(p, Observed{Created: t0})
+		if got := jsonOf(t, st.Resources); got != tc.want {
+			t.Errorf("%s: status.resources %s, want %s", tc.name, got, tc.want)
+		}
+		if got := jsonOf(t, st.AllocatedResources); got != tc.wantAllocated {
+			t.Errorf("%s: status.allocatedResources %s, want %s", tc.name, got, tc.wantAllocated)
 		}
 	}
 }

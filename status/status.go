@@ -13,6 +13,7 @@ import (
 	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/labels"
@@ -326,7 +327,38 @@ func Compute(pod *corev1.Pod, o Observed) corev1.PodStatus {
 	}
 	st.Conditions = conditions(pod, o, st)
 	st.QOSClass = resources.QOSClass(pod)
+	st.Resources, st.AllocatedResources = podResources(pod)
 	return st
+}
+
+// podResources are the pod-level status.resources and
+// status.allocatedResources, as the kubelet v1.37 reports them
+// (InPlacePodLevelResourcesVerticalScaling, on by default; PodLevelResources
+// on): allocated, the pod's requests (its containers' and overhead, or its
+// pod-level requests), omitted when none; resources, the pod-level
+// resources of the spec with those requests and the pod's limits
+// (getEffectiveAllocatedResources). The kubelet reads a running pod's back
+// from its cgroup; podrun gives the spec's, as for its containers
+// (docs/fields.md).
+func podResources(pod *corev1.Pod) (*corev1.ResourceRequirements, corev1.ResourceList) {
+	var opts resourcehelper.PodResourcesOptions
+	r := pod.Spec.Resources.DeepCopy()
+	if r == nil {
+		r = &corev1.ResourceRequirements{}
+	}
+	r.Requests = resourcehelper.PodRequests(pod, opts)
+	r.Limits = resourcehelper.PodLimits(pod, opts)
+	var allocated corev1.ResourceList
+	if len(r.Requests) > 0 {
+		allocated = r.Requests.DeepCopy()
+	}
+	if len(r.Requests) == 0 {
+		r.Requests = nil
+	}
+	if len(r.Limits) == 0 {
+		r.Limits = nil
+	}
+	return r, allocated
 }
 
 // imageWaiting gives the containers on w's image that never ran w's reason
@@ -398,6 +430,9 @@ const (
 	reasonContainersNotReady       = "ContainersNotReady"
 	reasonContainersNotInitialized = "ContainersNotInitialized"
 	reasonPodCompleted             = "PodCompleted"
+	reasonSandboxNotReady          = "PodSandboxNotReady"
+	messageNoSandbox               = "no pod sandbox exists"
+	messageSandboxNotReady         = "pod sandbox is not ready"
 	reasonPodFailed                = "PodFailed"
 )
 
@@ -429,15 +464,19 @@ func conditions(pod *corev1.Pod, o Observed, st corev1.PodStatus) []corev1.PodCo
 			}
 		}
 	}
-	sandbox := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse, LastTransitionTime: created}
+	// False with the kubelet's reason and why (runtimeutil.PodSandboxChanged).
+	sandbox := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse, LastTransitionTime: created,
+		Reason: reasonSandboxNotReady, Message: messageNoSandbox}
 	switch {
 	case st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed:
 		// The kubelet stops a finished pod's sandbox (SyncTerminatingPod),
 		// so GeneratePodReadyToStartContainersCondition finds none ready,
 		// whether or not podrun's pause container still runs.
-		sandbox.LastTransitionTime = endAt
+		sandbox.LastTransitionTime, sandbox.Message = endAt, messageSandboxNotReady
 	case o.Sandbox != nil && o.Sandbox.Task.State == engine.TaskRunning:
-		sandbox.Status, sandbox.LastTransitionTime = corev1.ConditionTrue, metav1.NewTime(o.Sandbox.CreatedAt)
+		sandbox = corev1.PodCondition{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(o.Sandbox.CreatedAt)}
+	case o.Sandbox != nil:
+		sandbox.Message = messageSandboxNotReady
 	}
 	initialized := initializedCondition(pod, st)
 	initialized.LastTransitionTime = initAt

@@ -3,7 +3,9 @@
 // volumes and pod directory, the daemon's manifests and image archives —
 // without being led astray by them: never through a symbolic link, never
 // opening a FIFO (which blocks), a device node (which a driver acts on) or
-// a socket, and never reading more than a bound.
+// a socket, and never reading more than a bound; and, where what is read
+// is acted on as root, only once nobody but root could have written it
+// or swapped a directory on the way to it (trust.go).
 package untrusted
 
 import (

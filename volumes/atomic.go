@@ -11,10 +11,12 @@ import (
 	"time"
 )
 
-// FileProjection is one file of a config volume: its content and mode.
+// FileProjection is one file of a config volume: its content and mode,
+// and the user owning it (the file and its top-level link), when set.
 type FileProjection struct {
-	Data []byte
-	Mode os.FileMode
+	Data   []byte
+	Mode   os.FileMode
+	FsUser *int64
 }
 
 // The kubelet's atomic writer layout (pkg/volume/util/atomic_writer.go):
@@ -200,19 +202,35 @@ func writePayload(dir string, payload map[string]FileProjection) error {
 		if err := os.Chmod(path, f.Mode.Perm()); err != nil {
 			return err
 		}
+		if err := chownUser(path, f.FsUser); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
+// chownUser gives path (not a symlink's target) to user, when set, as the
+// kubelet's atomic writer does for a projected token of a pod whose
+// containers all run as one user.
+func chownUser(path string, user *int64) error {
+	if user == nil {
+		return nil
+	}
+	return os.Lchown(path, int(*user), -1)
+}
+
 // createVisible links each top-level entry of the payload into ..data.
 func createVisible(dir string, payload map[string]FileProjection) error {
-	for p := range payload {
+	for p, f := range payload {
 		top, _, _ := strings.Cut(filepath.Clean(p), "/")
 		link := filepath.Join(dir, top)
 		if _, err := os.Lstat(link); err == nil {
 			continue
 		}
 		if err := os.Symlink(filepath.Join(dataDirName, top), link); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if err := chownUser(link, f.FsUser); err != nil {
 			return err
 		}
 	}

@@ -8,9 +8,11 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podrun/podrun/downward"
+	"github.com/podrun/podrun/manifest"
 )
 
 // Config is what the config volumes (configMap, secret, downwardAPI,
@@ -20,6 +22,10 @@ type Config struct {
 	ConfigMaps map[string]*corev1.ConfigMap
 	Secrets    map[string]*corev1.Secret
 	Downward   downward.Info
+	// Tokens are the service account tokens of the projected volumes'
+	// serviceAccountToken sources, by manifest.TokenKey (an API server's
+	// pods only).
+	Tokens map[string]*authenticationv1.TokenRequest
 }
 
 // configPlugin is the kubelet's plugin directory name of a config volume
@@ -174,6 +180,8 @@ func Payload(v *corev1.Volume, cfg *Config) (map[string]FileProjection, error) {
 				err = secretPayload(out, cfg, src.Secret.Name, src.Secret.Items, src.Secret.Optional, def)
 			case src.DownwardAPI != nil:
 				err = downwardPayload(out, cfg, src.DownwardAPI.Items, def)
+			case src.ServiceAccountToken != nil:
+				err = tokenPayload(out, cfg, v.Name, src.ServiceAccountToken, def)
 			default:
 				err = errors.New("projected source kind not supported by podrun")
 			}
@@ -277,4 +285,48 @@ func downwardPayload(out map[string]FileProjection, cfg *Config, items []corev1.
 		out[it.Path] = FileProjection{Data: []byte(value), Mode: m}
 	}
 	return nil
+}
+
+// tokenPayload adds a serviceAccountToken source's file as the kubelet's
+// projected plugin writes it: the token requested for the pod (an error
+// while there is none: the kubelet fails the volume's mount), with the
+// volume's defaultMode, or 0600 owned by the pod's one user when all its
+// containers run as one (FsUserFrom) or with an fsGroup (which then adds
+// group read, as the kubelet's SetVolumeOwnership makes it 0640).
+func tokenPayload(out map[string]FileProjection, cfg *Config, volume string, tp *corev1.ServiceAccountTokenProjection, def os.FileMode) error {
+	tr := cfg.Tokens[manifest.TokenKey(volume, tp.Path)]
+	if tr == nil || tr.Status.Token == "" {
+		return fmt.Errorf("no service account token for %q yet", tp.Path)
+	}
+	var user *int64
+	if pod := cfg.Downward.Pod; pod != nil {
+		user = fsUser(pod) // not tp.User: the kubelet's alpha AtomicWriteVolumeUserFields
+		if sc := pod.Spec.SecurityContext; user != nil || (sc != nil && sc.FSGroup != nil) {
+			def = 0o600
+		}
+	}
+	out[tp.Path] = FileProjection{Data: []byte(tr.Status.Token), Mode: def, FsUser: user}
+	return nil
+}
+
+// fsUser is the user all of pod's containers run as, nil when one of them
+// sets none or two differ: the kubelet's FsUserFrom.
+func fsUser(pod *corev1.Pod) *int64 {
+	var user *int64
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			var u *int64
+			if sc := pod.Spec.SecurityContext; sc != nil {
+				u = sc.RunAsUser
+			}
+			if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+				u = c.SecurityContext.RunAsUser
+			}
+			if u == nil || (user != nil && *user != *u) {
+				return nil
+			}
+			user = u
+		}
+	}
+	return user
 }

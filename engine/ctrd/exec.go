@@ -67,6 +67,9 @@ func (e *Engine) Exec(ctx context.Context, id string, p engine.ExecSpec) (int, e
 		return -1, fmt.Errorf("starting exec in %q: %w", id, err)
 	}
 	stdin.start(cleanup, process)
+	if p.TTY && p.Resize != nil {
+		go resizeExec(ctx, process, p.Resize)
+	}
 	select {
 	case st := <-statusC:
 		code, _, err := st.Result()
@@ -277,4 +280,20 @@ func (e *Engine) Exits(ctx context.Context) (<-chan engine.TaskExit, <-chan erro
 		}
 	}()
 	return out, errc
+}
+
+// resizeExec sets the exec's terminal to each size until sizes closes or
+// ctx ends; a lost resize leaves the old size.
+func resizeExec(ctx context.Context, process containerd.Process, sizes <-chan engine.TerminalSize) {
+	for {
+		select {
+		case sz, ok := <-sizes:
+			if !ok {
+				return
+			}
+			_ = process.Resize(ctx, sz.Width, sz.Height)
+		case <-ctx.Done():
+			return
+		}
+	}
 }
