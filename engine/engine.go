@@ -13,6 +13,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/spec"
 )
 
@@ -71,6 +72,11 @@ type PullOptions struct {
 	// Progress, when set, is called a few times a second during the
 	// download with the bytes fetched so far and the total known so far.
 	Progress func(done, total int64)
+	// Link, when set, carries the pull's registry traffic: it cancels a
+	// pull that reads nothing for its deadline (the pull is then tried
+	// again at once, resuming, while each try reads something), and caps
+	// the bytes per second of all pulls.
+	Link *pullnet.Link
 }
 
 // Image is an image present in the runtime's store.

@@ -21,6 +21,7 @@ import (
 	"github.com/podrun/podrun/backoff"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/registry"
 	"github.com/podrun/podrun/resources"
 )
@@ -39,6 +40,9 @@ type Options struct {
 	HostsDirs []string
 	// Progress, when set, is told how pulls are going.
 	Progress Progress
+	// Link, when set, carries every pull: its progress deadline and its
+	// rate cap (--image-pull-progress-deadline, --pull-rate).
+	Link *pullnet.Link
 }
 
 // Manager makes images present on one runtime.
@@ -359,7 +363,7 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 	if err != nil {
 		return engine.Image{}, err
 	}
-	o := engine.PullOptions{Insecure: m.o.Insecure, HostsDirs: m.o.HostsDirs}
+	o := engine.PullOptions{Insecure: m.o.Insecure, HostsDirs: m.o.HostsDirs, Link: m.o.Link}
 	if p := m.o.Progress; p != nil {
 		o.Progress = func(done, total int64) { p.Update(ref, done, total) }
 		defer p.Done(ref)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,34 +23,63 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/registry"
 )
 
 // Pull fetches an image with containerd's docker resolver, answering the
-// registry's challenges with o.Auth, and unpacks it.
+// registry's challenges with o.Auth, and unpacks it. With o.Link, a try
+// that reads nothing for the link's deadline is cancelled and, when it read
+// something, made again at once: containerd's content store keeps what each
+// try fetched (its ingests), and the next try asks the registry for the rest.
 func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (engine.Image, error) {
 	ctx = e.ns(ctx)
 	ref, err := Normalize(ref)
 	if err != nil {
 		return engine.Image{}, err
 	}
-	resolver := remotedocker.NewResolver(remotedocker.ResolverOptions{Hosts: registryHosts(ctx, o)})
+	var t *tracker
+	if o.Progress != nil {
+		t = &tracker{}
+		stop := t.watch(ctx, e.client.ContentStore(), o.Progress)
+		defer stop()
+	}
+	for {
+		img, stalled, read, err := e.pullOnce(ctx, ref, o, t)
+		switch {
+		case err == nil:
+			return e.describe(ctx, img)
+		case !stalled || ctx.Err() != nil:
+			return engine.Image{}, classifyPull(err)
+		case read == 0:
+			return engine.Image{}, marked{fmt.Errorf("no byte in %v (--image-pull-progress-deadline): %w", o.Link.Deadline(), err), engine.ErrTemporary}
+		}
+		// It stalled after reading something: try again, resuming.
+	}
+}
+
+// pullOnce is one try of Pull, its blobs told to t when not nil; stalled
+// says the link cancelled it for reading nothing for its deadline, read the
+// bytes it read.
+func (e *Engine) pullOnce(ctx context.Context, ref string, o engine.PullOptions, t *tracker) (img containerd.Image, stalled bool, read int64, err error) {
+	wrap := func(rt http.RoundTripper) http.RoundTripper { return rt }
+	if o.Link != nil {
+		var p *pullnet.Pull
+		ctx, p = o.Link.Watch(ctx)
+		wrap = p.Transport
+		defer func() { stalled, read = p.Stop() }()
+	}
+	resolver := remotedocker.NewResolver(remotedocker.ResolverOptions{Hosts: registryHosts(ctx, o, wrap)})
 	opts := []containerd.RemoteOpt{
 		containerd.WithResolver(resolver),
 		containerd.WithPullUnpack,
 		containerd.WithPullSnapshotter(snapshotter),
 	}
-	if o.Progress != nil {
-		t := &tracker{}
+	if t != nil {
 		opts = append(opts, containerd.WithImageHandler(images.HandlerFunc(t.add)))
-		stop := t.watch(ctx, e.client.ContentStore(), o.Progress)
-		defer stop()
 	}
-	img, err := e.client.Pull(ctx, ref, opts...)
-	if err != nil {
-		return engine.Image{}, classifyPull(err)
-	}
-	return e.describe(ctx, img)
+	img, err = e.client.Pull(ctx, ref, opts...)
+	return img, false, 0, err
 }
 
 // registryHosts configures each registry as containerd's CRI plugin does by
@@ -62,7 +92,10 @@ func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (en
 // alone, with containerd's own reader of hosts.toml (mirrors, server,
 // capabilities, TLS), as containerd and nerdctl configure it: a device set
 // up for containerd pulls the same way with podrun.
-func registryHosts(ctx context.Context, o engine.PullOptions) remotedocker.RegistryHosts {
+//
+// Every client's transport is wrapped with wrap (the link's counting, stall
+// watch and rate).
+func registryHosts(ctx context.Context, o engine.PullOptions, wrap func(http.RoundTripper) http.RoundTripper) remotedocker.RegistryHosts {
 	configured := remoteconfig.ConfigureHosts(ctx, remoteconfig.HostOptions{
 		HostDir: hostDir(o.HostsDirs),
 		Credentials: func(h string) (string, string, error) {
@@ -71,6 +104,13 @@ func registryHosts(ctx context.Context, o engine.PullOptions) remotedocker.Regis
 			}
 			user, secret := o.Auth(h)
 			return user, secret, nil
+		},
+		UpdateClient: func(c *http.Client) error {
+			if c.Transport == nil {
+				c.Transport = http.DefaultTransport
+			}
+			c.Transport = wrap(c.Transport)
+			return nil
 		},
 	})
 	return func(host string) ([]remotedocker.RegistryHost, error) {
@@ -101,6 +141,7 @@ func registryHosts(ctx context.Context, o engine.PullOptions) remotedocker.Regis
 			transport.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the user listed it with --insecure-registry
 			client.Transport = remotedocker.NewHTTPFallback(transport)
 		}
+		client.Transport = wrap(client.Transport)
 		return []remotedocker.RegistryHost{h}, nil
 	}
 }
