@@ -1,9 +1,10 @@
 // Package pullnet is the HTTP side of registry pulls over a bad link: it
-// counts the bytes of every registry response body, cancels a pull that
-// reads no byte for a deadline while it has requests open (the kubelet's
-// --image-pull-progress-deadline, as containerd's CRI plugin does it with
-// image_pull_progress_timeout), and caps the bytes per second of all the
-// pulls of the process together with one token bucket.
+// counts the bytes of every registry response body, gives up a request that
+// reads no byte for a deadline (the kubelet's
+// --image-pull-progress-deadline; containerd's CRI plugin cancels the whole
+// pull then, with image_pull_progress_timeout, losing what its copy buffer
+// held), and caps the bytes per second of all the pulls of the process
+// together with one token bucket.
 package pullnet
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,11 +37,11 @@ type Link struct {
 	burst    int
 
 	read   atomic.Int64 // bytes read from registries, all pulls
-	stalls atomic.Int64 // pulls cancelled for want of progress
+	stalls atomic.Int64 // requests given up for want of progress
 }
 
-// NewLink returns the link of a process: pulls that read nothing for
-// deadline (0: never) are cancelled, and all pulls together read at most
+// NewLink returns the link of a process: requests that read nothing for
+// deadline (0: never) are given up, and all pulls together read at most
 // bytesPerSecond (0: no cap).
 func NewLink(c clock.WithTicker, deadline time.Duration, bytesPerSecond int64) *Link {
 	l := &Link{clock: c, deadline: deadline}
@@ -56,36 +58,46 @@ func (l *Link) Deadline() time.Duration { return l.deadline }
 // BytesRead is how many bytes all pulls have read from registries.
 func (l *Link) BytesRead() int64 { return l.read.Load() }
 
-// Stalls is how many pulls were cancelled for reading nothing for the deadline.
+// Stalls is how many requests were given up for reading nothing for the deadline.
 func (l *Link) Stalls() int64 { return l.stalls.Load() }
 
-// ErrStalled is the cause of a pull cancelled for want of progress.
+// ErrStalled marks a request given up for reading nothing for the deadline.
 var ErrStalled = errors.New("no progress")
 
 // Pull is one pull's watch: its open requests and the bytes it read.
 type Pull struct {
-	link   *Link
-	ctx    context.Context
-	active atomic.Int32
-	read   atomic.Int64
-	cancel context.CancelCauseFunc
-	done   chan struct{}
-	stop   chan struct{}
+	link    *Link
+	read    atomic.Int64
+	stalled atomic.Bool // a request of it was given up
+	done    chan struct{}
+	stop    chan struct{}
+
+	mu   sync.Mutex
+	open map[*request]bool
 }
 
-// Watch starts watching a pull: it returns the pull's context, cancelled
-// with ErrStalled when the pull has requests open and reads nothing for
-// the deadline. Wrap the pull's transports with p.Transport; call p.Stop
-// when the pull returns.
-func (l *Link) Watch(ctx context.Context) (context.Context, *Pull) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	p := &Pull{link: l, ctx: ctx, cancel: cancel, done: make(chan struct{}), stop: make(chan struct{})}
+// request is one HTTP request of a pull, from RoundTrip until its body is
+// closed.
+type request struct {
+	cancel  context.CancelFunc
+	read    atomic.Int64
+	stalled atomic.Bool
+	check   stallCheck // the watch's alone
+}
+
+// Watch starts watching a pull made with p.Transport until ctx ends or
+// p.Stop: a request that reads nothing for the link's deadline is given
+// up. Its body then ends with io.ErrUnexpectedEOF, as when the connection is
+// cut, which containerd's fetcher answers by asking for the rest (a Range
+// request) a few times; a request still waiting for its answer fails.
+func (l *Link) Watch(ctx context.Context) *Pull {
+	p := &Pull{link: l, open: map[*request]bool{}, done: make(chan struct{}), stop: make(chan struct{})}
 	if l.deadline <= 0 {
 		close(p.done)
-		return ctx, p
+		return p
 	}
 	go p.watch(ctx)
-	return ctx, p
+	return p
 }
 
 // checkEvery is how often a pull is looked at: containerd's CRI plugin
@@ -98,7 +110,6 @@ func (p *Pull) watch(ctx context.Context) {
 	defer close(p.done)
 	tick := p.link.clock.NewTicker(checkEvery(p.link.deadline))
 	defer tick.Stop()
-	s := stallCheck{deadline: p.link.deadline, since: p.link.clock.Now()}
 	for {
 		select {
 		case <-ctx.Done():
@@ -106,17 +117,22 @@ func (p *Pull) watch(ctx context.Context) {
 		case <-p.stop:
 			return
 		case now := <-tick.C():
-			if s.stalled(now, p.active.Load(), p.read.Load()) {
-				p.link.stalls.Add(1)
-				p.cancel(fmt.Errorf("%w in %v", ErrStalled, p.link.deadline))
-				return
+			p.mu.Lock()
+			for r := range p.open {
+				if !r.stalled.Load() && r.check.stalled(now, r.read.Load()) {
+					r.stalled.Store(true)
+					p.stalled.Store(true)
+					p.link.stalls.Add(1)
+					r.cancel()
+				}
 			}
+			p.mu.Unlock()
 		}
 	}
 }
 
-// Stop ends the watch; it returns whether the pull was cancelled for want of
-// progress, and the bytes it read.
+// Stop ends the watch; it returns whether a request of the pull was given
+// up for want of progress, and the bytes the pull read.
 func (p *Pull) Stop() (stalled bool, read int64) {
 	select {
 	case <-p.stop:
@@ -124,28 +140,20 @@ func (p *Pull) Stop() (stalled bool, read int64) {
 		close(p.stop)
 	}
 	<-p.done
-	p.cancel(nil)
-	return p.stalledCause(), p.read.Load()
+	return p.stalled.Load(), p.read.Load()
 }
 
-// stalledCause reports whether the pull's context ended with ErrStalled.
-func (p *Pull) stalledCause() bool {
-	// The watch set the cause before Stop's cancel(nil), which keeps it.
-	return errors.Is(context.Cause(p.ctx), ErrStalled)
-}
-
-// stallCheck decides, from samples of a pull's open requests and bytes
-// read, whether it made no progress for the deadline (containerd CRI's
-// pullProgressReporter): a sample with no request open, or with more bytes
-// read than the last, is progress.
+// stallCheck decides, from samples of the bytes a request read, whether
+// it made no progress for the deadline (as containerd CRI's
+// pullProgressReporter does for a whole pull).
 type stallCheck struct {
 	deadline time.Duration
 	since    time.Time // of the last progress
 	read     int64
 }
 
-func (s *stallCheck) stalled(now time.Time, active int32, read int64) bool {
-	if active == 0 || read > s.read {
+func (s *stallCheck) stalled(now time.Time, read int64) bool {
+	if read > s.read {
 		s.read, s.since = read, now
 		return false
 	}
@@ -164,21 +172,38 @@ type roundTripper struct {
 }
 
 func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	t.p.active.Add(1)
-	resp, err := t.rt.RoundTrip(req)
+	ctx, cancel := context.WithCancel(req.Context())
+	r := &request{cancel: cancel, check: stallCheck{deadline: t.p.link.deadline, since: t.p.link.clock.Now()}}
+	t.p.mu.Lock()
+	t.p.open[r] = true
+	t.p.mu.Unlock()
+	resp, err := t.rt.RoundTrip(req.WithContext(ctx))
 	if err != nil {
-		t.p.active.Add(-1)
+		t.p.done1(r)
+		if r.stalled.Load() {
+			return nil, fmt.Errorf("%w in %v waiting for %s: %w", ErrStalled, t.p.link.deadline, req.URL.Redacted(), err)
+		}
 		return nil, err
 	}
-	resp.Body = &body{rc: resp.Body, p: t.p, ctx: req.Context()}
+	resp.Body = &body{rc: resp.Body, p: t.p, r: r, ctx: ctx}
 	return resp, nil
 }
 
+// done1 forgets a request that ended.
+func (p *Pull) done1(r *request) {
+	p.mu.Lock()
+	delete(p.open, r)
+	p.mu.Unlock()
+	r.cancel()
+}
+
 // body counts what is read of a response body and keeps it within the
-// link's rate: a read takes at most a burst, then waits for its tokens.
+// link's rate: a read takes at most a burst, then waits for its tokens. A
+// body given up for want of progress ends with io.ErrUnexpectedEOF.
 type body struct {
 	rc     io.ReadCloser
 	p      *Pull
+	r      *request
 	ctx    context.Context
 	closed atomic.Bool
 }
@@ -190,6 +215,7 @@ func (b *body) Read(buf []byte) (int, error) {
 	}
 	n, err := b.rc.Read(buf)
 	if n > 0 {
+		b.r.read.Add(int64(n))
 		b.p.read.Add(int64(n))
 		l.read.Add(int64(n))
 		if l.limiter != nil {
@@ -198,12 +224,15 @@ func (b *body) Read(buf []byte) (int, error) {
 			}
 		}
 	}
+	if err != nil && b.r.stalled.Load() {
+		err = io.ErrUnexpectedEOF
+	}
 	return n, err
 }
 
 func (b *body) Close() error {
 	if !b.closed.Swap(true) {
-		b.p.active.Add(-1)
+		defer b.p.done1(b.r)
 	}
 	return b.rc.Close()
 }

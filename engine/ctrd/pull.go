@@ -23,15 +23,16 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/podrun/podrun/engine"
-	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/registry"
 )
 
 // Pull fetches an image with containerd's docker resolver, answering the
-// registry's challenges with o.Auth, and unpacks it. With o.Link, a try
-// that reads nothing for the link's deadline is cancelled and, when it read
-// something, made again at once: containerd's content store keeps what each
-// try fetched (its ingests), and the next try asks the registry for the rest.
+// registry's challenges with o.Auth, and unpacks it. With o.Link, a
+// request that reads nothing for the link's deadline is given up: a
+// download goes on from where it stopped (containerd's fetcher asks for the
+// rest), and a try that failed that way is made again at once when it read
+// something: containerd's content store keeps what each try fetched (its
+// ingests), and the next try asks the registry for the rest.
 func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (engine.Image, error) {
 	ctx = e.ns(ctx)
 	ref, err := Normalize(ref)
@@ -44,28 +45,32 @@ func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (en
 		stop := t.watch(ctx, e.client.ContentStore(), o.Progress)
 		defer stop()
 	}
-	for {
+	for try := 1; ; try++ {
 		img, stalled, read, err := e.pullOnce(ctx, ref, o, t)
 		switch {
 		case err == nil:
 			return e.describe(ctx, img)
 		case !stalled || ctx.Err() != nil:
 			return engine.Image{}, classifyPull(err)
-		case read == 0:
-			return engine.Image{}, marked{fmt.Errorf("no byte in %v (--image-pull-progress-deadline): %w", o.Link.Deadline(), err), engine.ErrTemporary}
+		case read == 0 || try == stalledTries:
+			// The back-off of up and the daemon tries again later (resuming too).
+			return engine.Image{}, marked{fmt.Errorf("no progress for %v (--image-pull-progress-deadline), %d tries: %w", o.Link.Deadline(), try, err), engine.ErrTemporary}
 		}
 		// It stalled after reading something: try again, resuming.
 	}
 }
 
+// stalledTries is how many tries in a row a pull makes while each stalls
+// after reading something.
+const stalledTries = 5
+
 // pullOnce is one try of Pull, its blobs told to t when not nil; stalled
-// says the link cancelled it for reading nothing for its deadline, read the
-// bytes it read.
+// says the link gave up a request of it for reading nothing for its
+// deadline, read the bytes it read.
 func (e *Engine) pullOnce(ctx context.Context, ref string, o engine.PullOptions, t *tracker) (img containerd.Image, stalled bool, read int64, err error) {
 	wrap := func(rt http.RoundTripper) http.RoundTripper { return rt }
 	if o.Link != nil {
-		var p *pullnet.Pull
-		ctx, p = o.Link.Watch(ctx)
+		p := o.Link.Watch(ctx)
 		wrap = p.Transport
 		defer func() { stalled, read = p.Stop() }()
 	}
