@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/leases"
+
 	"github.com/podrun/podrun/internal/testimage"
 )
 
@@ -280,6 +282,7 @@ func TestPullKilledResumes(t *testing.T) {
 	reg := startRegistry(t, "", "")
 	name, compressed := bigImage(t, reg, "pn-kill:1", 16<<20)
 	p := startProxy(t, &linkProxy{}, reg.Addr)
+	dropNewLeases(t)
 	first := startPodrun(t, "--pull-rate", "4Mi", "image", "pull", p.Addr+"/"+name)
 	eventually(t, 60*time.Second, "half the image served", func() (bool, string) {
 		if first.exited() {
@@ -294,4 +297,35 @@ func TestPullKilledResumes(t *testing.T) {
 	t.Logf("killed -9 after %d bytes served", p.Served())
 	pullThrough(t, p, name)
 	checkServed(t, p, compressed, 1.05)
+}
+
+// dropNewLeases deletes, when the test ends, the containerd leases made
+// since: a podrun killed -9 mid-pull leaves its pull's lease (containerd's
+// client gives it 24 hours).
+func dropNewLeases(t *testing.T) {
+	t.Helper()
+	c, ctx := H.Client(t)
+	before := map[string]bool{}
+	ls, err := c.LeasesService().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		before[l.ID] = true
+	}
+	t.Cleanup(func() {
+		ls, err := c.LeasesService().List(ctx)
+		if err != nil {
+			t.Errorf("listing leases: %v", err)
+			return
+		}
+		for _, l := range ls {
+			if !before[l.ID] {
+				t.Logf("deleting the lease %s the killed podrun left (labels %v)", l.ID, l.Labels)
+				if err := c.LeasesService().Delete(ctx, l, leases.SynchronousDelete); err != nil {
+					t.Errorf("deleting lease %s: %v", l.ID, err)
+				}
+			}
+		}
+	})
 }

@@ -291,8 +291,8 @@ func (p *pullBackoffs) clear() {
 // Progress shows how pulls are going (main draws a status line on a
 // terminal). Calls come from the pulling goroutines, concurrently.
 type Progress interface {
-	// Update says how many bytes of ref are fetched out of the total known so far.
-	Update(ref string, done, total int64)
+	// Update says how far the pull of ref is.
+	Update(ref string, p engine.PullProgress)
 	// Done says the pull of ref has ended, well or not.
 	Done(ref string)
 }
@@ -365,7 +365,7 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 	}
 	o := engine.PullOptions{Insecure: m.o.Insecure, HostsDirs: m.o.HostsDirs, Link: m.o.Link}
 	if p := m.o.Progress; p != nil {
-		o.Progress = func(done, total int64) { p.Update(ref, done, total) }
+		o.Progress = func(pp engine.PullProgress) { p.Update(ref, pp) }
 		defer p.Done(ref)
 	}
 	creds := kr.Lookup(ref)

@@ -213,13 +213,19 @@ func (t *tracker) add(_ context.Context, desc ocispec.Descriptor) ([]ocispec.Des
 	return nil, nil
 }
 
+// shortDigest is the first 12 hex digits of d's digest, as docker shows layers.
+func shortDigest(d ocispec.Descriptor) string {
+	e := d.Digest.Encoded()
+	return e[:min(12, len(e))]
+}
+
 // progressEvery is how often progress is reported.
 const progressEvery = 200 * time.Millisecond
 
 // watch reports the bytes fetched so far (blobs in the store, plus the
 // offsets of ongoing downloads) every progressEvery, and once more when
 // stop is called, so that even a quick pull reports its end.
-func (t *tracker) watch(ctx context.Context, cs content.Store, report func(done, total int64)) (stop func()) {
+func (t *tracker) watch(ctx context.Context, cs content.Store, report func(engine.PullProgress)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	finished := make(chan struct{})
 	complete := map[string]bool{} // digests known to be in the store
@@ -233,24 +239,35 @@ func (t *tracker) watch(ctx context.Context, cs content.Store, report func(done,
 		t.mu.Lock()
 		descs := append([]ocispec.Descriptor(nil), t.descs...)
 		t.mu.Unlock()
-		var done, total int64
+		var p engine.PullProgress
 		for _, d := range descs {
-			total += d.Size
+			p.Total += d.Size
 			key := d.Digest.String()
-			switch off, ok := active[remotes.MakeRefKey(ctx, d)]; {
-			case complete[key]:
-				done += d.Size
-			case ok:
-				done += off
-			default:
+			layer := images.IsLayerType(d.MediaType)
+			if layer {
+				p.Layers++
+			}
+			off, fetching := active[remotes.MakeRefKey(ctx, d)]
+			if !complete[key] && !fetching {
 				if _, err := cs.Info(ctx, d.Digest); err == nil {
 					complete[key] = true
-					done += d.Size
+				}
+			}
+			switch {
+			case complete[key]:
+				p.Done += d.Size
+				if layer {
+					p.LayersDone++
+				}
+			case fetching:
+				p.Done += off
+				if layer && p.Layer == "" {
+					p.Layer = shortDigest(d)
 				}
 			}
 		}
-		if total > 0 {
-			report(done, total)
+		if p.Total > 0 {
+			report(p)
 		}
 	}
 	go func() {
