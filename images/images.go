@@ -62,6 +62,9 @@ func New(e engine.Engine, o Options, now func() time.Time) *Manager {
 // of an image that failed.
 const ReasonImagePullBackOff = "ImagePullBackOff"
 
+// Link is the link pulls go through (nil: none).
+func (m *Manager) Link() *pullnet.Link { return m.o.Link }
+
 // Retryable reports whether a failed pull may succeed if tried again
 // later: the registry could not be reached, timed out, or answered 429 or
 // 5xx. A refusal (401/403), an unknown image or tag, an invalid reference
