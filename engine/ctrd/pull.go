@@ -47,17 +47,32 @@ func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (en
 	}
 	for try := 1; ; try++ {
 		img, stalled, read, err := e.pullOnce(ctx, ref, o, t)
-		switch {
-		case err == nil:
+		if err == nil {
 			return e.describe(ctx, img)
-		case !stalled || ctx.Err() != nil:
-			return engine.Image{}, classifyPull(err)
-		case read == 0 || try == stalledTries:
-			// The back-off of up and the daemon tries again later (resuming too).
-			return engine.Image{}, marked{fmt.Errorf("no progress for %v (--image-pull-progress-deadline), %d tries: %w", o.Link.Deadline(), try, err), engine.ErrTemporary}
 		}
-		// It stalled after reading something: try again, resuming.
+		var deadline time.Duration
+		if o.Link != nil {
+			deadline = o.Link.Deadline()
+		}
+		if again, err := afterTry(err, stalled && ctx.Err() == nil, read, try, deadline); !again {
+			return engine.Image{}, err
+		}
 	}
+}
+
+// afterTry decides what Pull does after try number try failed with err:
+// try again at once when a request was given up for want of progress
+// (stalled) after the try read something, up to stalledTries in a row;
+// otherwise fail, a stall as a temporary failure (the back-off of up and the
+// daemon tries again later, resuming too).
+func afterTry(err error, stalled bool, read int64, try int, deadline time.Duration) (again bool, _ error) {
+	switch {
+	case !stalled:
+		return false, classifyPull(err)
+	case read == 0 || try >= stalledTries:
+		return false, marked{fmt.Errorf("no progress for %v (--image-pull-progress-deadline), %d tries: %w", deadline, try, err), engine.ErrTemporary}
+	}
+	return true, nil
 }
 
 // stalledTries is how many tries in a row a pull makes while each stalls
