@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -235,6 +236,43 @@ func (b *body) Close() error {
 		defer b.p.done1(b.r)
 	}
 	return b.rc.Close()
+}
+
+// ReceiveBuffer is the socket receive buffer of registry connections under
+// the link's cap, 0 without one (the system's, which grows to megabytes on
+// a fast link: the sender would fill it at the link's speed whatever the
+// cap). A quarter second of the rate keeps the rate up to 250 ms of round
+// trip; at least 16 KiB.
+func (l *Link) ReceiveBuffer() int {
+	if l.limiter == nil {
+		return 0
+	}
+	return max(int(l.limiter.Limit()/4), 16<<10)
+}
+
+// Dialer is a transport's DialContext.
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Dial wraps dial so that its TCP connections get ReceiveBuffer; without
+// a cap it returns dial.
+func (l *Link) Dial(dial Dialer) Dialer {
+	size := l.ReceiveBuffer()
+	if size == 0 {
+		return dial
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			if err := tc.SetReadBuffer(size); err != nil {
+				c.Close()
+				return nil, fmt.Errorf("setting the receive buffer of %s: %w", addr, err)
+			}
+		}
+		return c, nil
+	}
 }
 
 // wait takes n tokens (n <= the burst), waiting on the link's clock until

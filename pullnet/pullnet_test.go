@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -285,5 +287,49 @@ func TestRateWaitEndsWithTheRequest(t *testing.T) {
 	}()
 	if err := l.wait(ctx, 10); !errors.Is(err, context.Canceled) {
 		t.Errorf("wait: %v, want context.Canceled", err)
+	}
+}
+
+// TestReceiveBuffer: under a cap, registry connections get a quarter second
+// of the rate (at least 16 KiB) as their receive buffer; without, the
+// system's.
+func TestReceiveBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		rate int64
+		want int
+	}{{0, 0}, {1 << 20, 256 << 10}, {1000, 16 << 10}, {2 << 20, 512 << 10}} {
+		if got := NewLink(clocktesting.NewFakeClock(time.Unix(0, 0)), 0, tc.rate).ReceiveBuffer(); got != tc.want {
+			t.Errorf("rate %d: receive buffer %d, want %d", tc.rate, got, tc.want)
+		}
+	}
+	// The dial of a capped link sets it on TCP connections.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	link := NewLink(clocktesting.NewFakeClock(time.Unix(0, 0)), 0, 1<<20)
+	c, err := link.Dial((&net.Dialer{}).DialContext)(context.Background(), "tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got int
+	var serr error
+	if err := raw.Control(func(fd uintptr) { got, serr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF) }); err != nil || serr != nil {
+		t.Fatal(err, serr)
+	}
+	// Linux doubles the value asked for (its bookkeeping).
+	if got < 256<<10 || got > 512<<10 {
+		t.Errorf("SO_RCVBUF %d, want 256 KiB (doubled by Linux: 512 KiB)", got)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/registry"
 )
 
@@ -127,7 +128,10 @@ func registryHosts(ctx context.Context, o engine.PullOptions, wrap func(http.Rou
 		},
 		UpdateClient: func(c *http.Client) error {
 			if c.Transport == nil {
-				c.Transport = http.DefaultTransport
+				c.Transport = http.DefaultTransport.(*http.Transport).Clone()
+			}
+			if tr, ok := c.Transport.(*http.Transport); ok && o.Link != nil {
+				tr.DialContext = o.Link.Dial(dialer(tr))
 			}
 			c.Transport = wrap(c.Transport)
 			return nil
@@ -138,6 +142,9 @@ func registryHosts(ctx context.Context, o engine.PullOptions, wrap func(http.Rou
 			return configured(host)
 		}
 		transport := http.DefaultTransport.(*http.Transport).Clone()
+		if o.Link != nil {
+			transport.DialContext = o.Link.Dial(dialer(transport))
+		}
 		client := &http.Client{Transport: transport}
 		authOpts := []remotedocker.AuthorizerOpt{remotedocker.WithAuthClient(client)}
 		if o.Auth != nil {
@@ -164,6 +171,14 @@ func registryHosts(ctx context.Context, o engine.PullOptions, wrap func(http.Rou
 		client.Transport = wrap(client.Transport)
 		return []remotedocker.RegistryHost{h}, nil
 	}
+}
+
+// dialer is tr's dial function (net.Dialer's when it has none).
+func dialer(tr *http.Transport) pullnet.Dialer {
+	if tr.DialContext != nil {
+		return tr.DialContext
+	}
+	return (&net.Dialer{}).DialContext
 }
 
 // hostDir finds a registry's host directory in the first of dirs that has
