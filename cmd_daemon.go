@@ -115,7 +115,11 @@ func daemonCommand() *cli.Command {
 				}
 				go agent.Run(ctx)
 			}
-			d := daemon.New(h, o, slog.Default(), daemon.NewMetrics())
+			metrics := daemon.NewMetrics()
+			if link := h.Images().Link(); link != nil {
+				metrics.CountPulls(link)
+			}
+			d := daemon.New(h, o, slog.Default(), metrics)
 			var l net.Listener
 			if addr := c.String("listen"); addr != "" {
 				if l, err = daemon.Listen(addr); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/logs"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/sandbox"
 )
@@ -52,6 +53,10 @@ func globalFlags() []cli.Flag {
 			Usage: "directories (colon-separated) of registry host configuration in containerd's hosts.toml layout: mirrors, TLS (as nerdctl's --hosts-dir)"},
 		&cli.StringSliceFlag{Name: "insecure-registry", EnvVars: []string{"PODRUN_INSECURE_REGISTRY"},
 			Usage: "registry HOST[:PORT] that may use plain HTTP or an unverified certificate (repeatable; loopback registries always may)"},
+		&cli.DurationFlag{Name: "image-pull-progress-deadline", Value: pullnet.DefaultDeadline, EnvVars: []string{"PODRUN_IMAGE_PULL_PROGRESS_DEADLINE"},
+			Usage: "a pull that reads no byte for this long is cancelled and tried again, resuming where it stopped, as the kubelet's flag of that name (0: never)"},
+		&cli.StringFlag{Name: "pull-rate", EnvVars: []string{"PODRUN_PULL_RATE"},
+			Usage: "bytes per second all pulls of this podrun read together, a quantity (512Ki, 2Mi, 1M; default: no cap)"},
 		&cli.StringFlag{Name: "node-labels", EnvVars: []string{"PODRUN_NODE_LABELS"},
 			Usage: "labels of this node, KEY=VALUE,... (besides kubernetes.io/hostname, os and arch), matched by pods' nodeSelector and node affinity, as the kubelet's --node-labels"},
 		&cli.IntFlag{Name: "max-pods", Value: admission.DefaultMaxPods, EnvVars: []string{"PODRUN_MAX_PODS"},
@@ -97,6 +102,10 @@ func config(c *cli.Context) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, err
 	}
+	link, err := pullLink(c.Duration("image-pull-progress-deadline"), c.String("pull-rate"))
+	if err != nil {
+		return run.Config{}, err
+	}
 	if c.Int("max-pods") < 1 {
 		return run.Config{}, usageError{fmt.Sprintf("--max-pods %d: want at least 1", c.Int("max-pods"))}
 	}
@@ -122,6 +131,7 @@ func config(c *cli.Context) (run.Config, error) {
 			Insecure:               insecure,
 			HostsDirs:              filepath.SplitList(c.String("hosts-dir")),
 			Progress:               pullProgress(),
+			Link:                   link,
 		},
 		// Checked again on the opened path when volumes are set up (up, daemon).
 		AllowedHostPaths: c.StringSlice("allowed-host-paths"),

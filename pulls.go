@@ -3,12 +3,18 @@ package main
 // Registry settings and the progress line of pulls.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/console"
 	"github.com/podrun/podrun/images"
+	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/registry"
 )
 
@@ -36,6 +42,23 @@ func insecureRegistries(values []string) ([]string, error) {
 		out = append(out, host)
 	}
 	return out, nil
+}
+
+// pullLink is the link of this podrun's pulls, from
+// --image-pull-progress-deadline and --pull-rate.
+func pullLink(deadline time.Duration, rate string) (*pullnet.Link, error) {
+	if deadline < 0 {
+		return nil, usageError{fmt.Sprintf("--image-pull-progress-deadline %v: want 0 (never) or more", deadline)}
+	}
+	var perSecond int64
+	if rate != "" {
+		q, err := resource.ParseQuantity(rate)
+		if err != nil || q.Cmp(*resource.NewQuantity(1, resource.DecimalSI)) < 0 {
+			return nil, usageError{fmt.Sprintf("--pull-rate %q: want bytes per second, a quantity of at least 1 (512Ki, 2Mi, 1M)", rate)}
+		}
+		perSecond = q.Value()
+	}
+	return pullnet.NewLink(clock.RealClock{}, deadline, perSecond), nil
 }
 
 // console is podrun's stderr: progress and event lines, and on a terminal

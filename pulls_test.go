@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestInsecureRegistries(t *testing.T) {
@@ -12,5 +13,37 @@ func TestInsecureRegistries(t *testing.T) {
 	}
 	if _, err := insecureRegistries([]string{"https://x"}); err == nil || exitCode(err) != exitInvalid {
 		t.Errorf("a scheme: %v; want a usage error", err)
+	}
+}
+
+// TestPullLink: --pull-rate takes a quantity of bytes per second, and
+// --image-pull-progress-deadline 0 or more; anything else is a usage error
+// naming the flag.
+func TestPullLink(t *testing.T) {
+	for _, tc := range []struct {
+		deadline time.Duration
+		rate     string
+		wantErr  string
+	}{
+		{time.Minute, "", ""},
+		{0, "512Ki", ""},
+		{time.Minute, "2Mi", ""},
+		{time.Minute, "1M", ""},
+		{time.Minute, "fast", "--pull-rate"},
+		{time.Minute, "-1Mi", "--pull-rate"},
+		{time.Minute, "0", "--pull-rate"},
+		{time.Minute, "100m", "--pull-rate"},
+		{-time.Second, "", "--image-pull-progress-deadline"},
+	} {
+		l, err := pullLink(tc.deadline, tc.rate)
+		if tc.wantErr != "" {
+			if err == nil || exitCode(err) != exitInvalid || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("pullLink(%v, %q) = %v; want a usage error naming %s", tc.deadline, tc.rate, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || l.Deadline() != tc.deadline {
+			t.Errorf("pullLink(%v, %q) = %v, %v", tc.deadline, tc.rate, l, err)
+		}
 	}
 }

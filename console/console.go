@@ -11,9 +11,12 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"time"
 
 	"golang.org/x/term"
+	"k8s.io/utils/clock"
 
+	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/printers"
 )
 
@@ -23,14 +26,40 @@ type Console struct {
 	w     io.Writer
 	fd    int
 	tty   bool
-	pulls map[string][2]int64 // ref -> done, total
-	shown bool                // the progress line is on the screen
+	clock clock.PassiveClock
+	pulls map[string]*pull // by ref
+	shown bool             // the progress line is on the screen
+}
+
+// pull is how far one pull is, and how fast it goes.
+type pull struct {
+	engine.PullProgress
+	rate   float64   // bytes per second over the last rateEvery or more
+	mark   int64     // Done at at
+	at     time.Time // when the rate was last measured
+	marked bool
+}
+
+// rateEvery is the least time over which a rate is measured.
+const rateEvery = time.Second
+
+// update records p at now: the rate is the bytes fetched since the last
+// measure, once at least rateEvery has passed.
+func (u *pull) update(p engine.PullProgress, now time.Time) {
+	u.PullProgress = p
+	switch {
+	case !u.marked:
+		u.mark, u.at, u.marked = p.Done, now, true
+	case now.Sub(u.at) >= rateEvery:
+		u.rate = float64(max(p.Done-u.mark, 0)) / now.Sub(u.at).Seconds()
+		u.mark, u.at = p.Done, now
+	}
 }
 
 // New returns the console of f (os.Stderr).
 func New(f *os.File) *Console {
 	fd := int(f.Fd())
-	return &Console{w: f, fd: fd, tty: term.IsTerminal(fd), pulls: map[string][2]int64{}}
+	return &Console{w: f, fd: fd, tty: term.IsTerminal(fd), clock: clock.RealClock{}, pulls: map[string]*pull{}}
 }
 
 // Terminal reports whether the stream is a terminal (progress is drawn).
@@ -48,12 +77,16 @@ func (c *Console) Println(line string) {
 	}
 }
 
-// Update says how many bytes of ref are fetched out of the total known so
-// far (images.Progress).
-func (c *Console) Update(ref string, done, total int64) {
+// Update says how far the pull of ref is (images.Progress).
+func (c *Console) Update(ref string, p engine.PullProgress) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pulls[ref] = [2]int64{done, total}
+	u := c.pulls[ref]
+	if u == nil {
+		u = &pull{}
+		c.pulls[ref] = u
+	}
+	u.update(p, c.clock.Now())
 	c.draw()
 }
 
@@ -76,32 +109,50 @@ func (c *Console) erase() {
 	}
 }
 
-// draw shows "pulling REF: 3.1 MiB / 10.0 MiB (31%)"; concurrent pulls are
-// summed.
+// draw shows "pulling REF: layer 2/3 0123456789ab: 3.1 MiB / 10.0 MiB
+// (31%), 1.2 MiB/s"; concurrent pulls are summed ("pulling 2 images: ...").
 func (c *Console) draw() {
 	if !c.tty {
 		return
 	}
-	refs := make([]string, 0, len(c.pulls))
-	var done, total int64
-	for ref, n := range c.pulls {
-		refs = append(refs, ref)
-		done += n[0]
-		total += n[1]
-	}
-	sort.Strings(refs)
-	what := fmt.Sprintf("%d images", len(refs))
-	if len(refs) == 1 {
-		what = refs[0]
-	}
-	line := fmt.Sprintf("pulling %s: %s / %s", what, printers.HumanSize(done), printers.HumanSize(total))
-	if total > 0 {
-		line += fmt.Sprintf(" (%d%%)", done*100/total)
-	}
+	line := progressLine(c.pulls)
 	// Never wider than the terminal: a wrapped line cannot be redrawn in place.
 	if width, _, err := term.GetSize(c.fd); err == nil && width > 1 && len(line) >= width {
 		line = line[:width-1]
 	}
 	fmt.Fprint(c.w, "\r\x1b[K"+line)
 	c.shown = true
+}
+
+// progressLine is the line of the pulls under way.
+func progressLine(pulls map[string]*pull) string {
+	refs := make([]string, 0, len(pulls))
+	var done, total int64
+	var rate float64
+	for ref, p := range pulls {
+		refs = append(refs, ref)
+		done += p.Done
+		total += p.Total
+		rate += p.rate
+	}
+	sort.Strings(refs)
+	what := fmt.Sprintf("%d images", len(refs))
+	if len(refs) == 1 {
+		what = refs[0]
+		if p := pulls[what]; p.Layers > 0 {
+			// The layer being fetched is the one after those done.
+			what += fmt.Sprintf(": layer %d/%d", min(p.LayersDone+1, p.Layers), p.Layers)
+			if p.Layer != "" {
+				what += " " + p.Layer
+			}
+		}
+	}
+	line := fmt.Sprintf("pulling %s: %s / %s", what, printers.HumanSize(done), printers.HumanSize(total))
+	if total > 0 {
+		line += fmt.Sprintf(" (%d%%)", done*100/total)
+	}
+	if rate > 0 {
+		line += fmt.Sprintf(", %s/s", printers.HumanSize(int64(rate)))
+	}
+	return line
 }

@@ -5,17 +5,22 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podrun/podrun/engine"
 )
 
 func TestProgressLine(t *testing.T) {
 	var buf bytes.Buffer
-	c := &Console{w: &buf, fd: -1, tty: true, pulls: map[string][2]int64{}}
-	c.Update("r.io/a:1", 512, 2048)
+	c := &Console{w: &buf, fd: -1, tty: true, clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), pulls: map[string]*pull{}}
+	c.Update("r.io/a:1", engine.PullProgress{Done: 512, Total: 2048})
 	if got := buf.String(); got != "\r\x1b[Kpulling r.io/a:1: 512.0 B / 2.0 KiB (25%)" {
 		t.Errorf("one pull: %q", got)
 	}
 	buf.Reset()
-	c.Update("r.io/b:1", 1024, 2048)
+	c.Update("r.io/b:1", engine.PullProgress{Done: 1024, Total: 2048})
 	if got := buf.String(); got != "\r\x1b[Kpulling 2 images: 1.5 KiB / 4.0 KiB (37%)" {
 		t.Errorf("two pulls: %q", got)
 	}
@@ -42,8 +47,8 @@ func TestProgressLine(t *testing.T) {
 // TestNotATerminal: no progress is drawn into a pipe or a log.
 func TestNotATerminal(t *testing.T) {
 	var buf bytes.Buffer
-	c := &Console{w: &buf, fd: -1, pulls: map[string][2]int64{}}
-	c.Update("r.io/a:1", 512, 2048)
+	c := &Console{w: &buf, fd: -1, clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), pulls: map[string]*pull{}}
+	c.Update("r.io/a:1", engine.PullProgress{Done: 512, Total: 2048})
 	c.Println("line")
 	c.Done("r.io/a:1")
 	if got := buf.String(); got != "line\n" {
@@ -55,12 +60,12 @@ func TestNotATerminal(t *testing.T) {
 // a line (run with -race).
 func TestConcurrentLines(t *testing.T) {
 	var buf bytes.Buffer
-	c := &Console{w: &buf, fd: -1, tty: true, pulls: map[string][2]int64{}}
+	c := &Console{w: &buf, fd: -1, tty: true, clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0)), pulls: map[string]*pull{}}
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(2)
 		go func() { defer wg.Done(); c.Println("event line") }()
-		go func() { defer wg.Done(); c.Update("r.io/a:1", int64(i), 8) }()
+		go func() { defer wg.Done(); c.Update("r.io/a:1", engine.PullProgress{Done: int64(i), Total: 8}) }()
 	}
 	wg.Wait()
 	c.Done("r.io/a:1")
@@ -75,5 +80,38 @@ func TestConcurrentLines(t *testing.T) {
 	}
 	if n := len(lines) - 1; n != 8 {
 		t.Errorf("%d lines, want 8", n)
+	}
+}
+
+// TestProgressLineLayerAndRate: one pull shows its layer (the one after
+// those done, of those known) and, once a second has passed, its rate over
+// that second; several pulls sum their rates.
+func TestProgressLineLayerAndRate(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	var buf bytes.Buffer
+	c := &Console{w: &buf, fd: -1, tty: true, clock: clk, pulls: map[string]*pull{}}
+	for _, tc := range []struct {
+		after time.Duration
+		ref   string
+		p     engine.PullProgress
+		want  string
+	}{
+		{0, "r.io/a:1", engine.PullProgress{Done: 1 << 20, Total: 10 << 20, Layers: 3, LayersDone: 1, Layer: "0123456789ab"},
+			"pulling r.io/a:1: layer 2/3 0123456789ab: 1.0 MiB / 10.0 MiB (10%)"},
+		{500 * time.Millisecond, "r.io/a:1", engine.PullProgress{Done: 2 << 20, Total: 10 << 20, Layers: 3, LayersDone: 1, Layer: "0123456789ab"},
+			"pulling r.io/a:1: layer 2/3 0123456789ab: 2.0 MiB / 10.0 MiB (20%)"}, // not a second yet: no rate
+		{500 * time.Millisecond, "r.io/a:1", engine.PullProgress{Done: 3 << 20, Total: 10 << 20, Layers: 3, LayersDone: 2},
+			"pulling r.io/a:1: layer 3/3: 3.0 MiB / 10.0 MiB (30%), 2.0 MiB/s"},
+		{2 * time.Second, "r.io/a:1", engine.PullProgress{Done: 4 << 20, Total: 10 << 20, Layers: 3, LayersDone: 3},
+			"pulling r.io/a:1: layer 3/3: 4.0 MiB / 10.0 MiB (40%), 512.0 KiB/s"},
+		{0, "r.io/b:1", engine.PullProgress{Done: 1 << 20, Total: 2 << 20},
+			"pulling 2 images: 5.0 MiB / 12.0 MiB (41%), 512.0 KiB/s"},
+	} {
+		clk.SetTime(clk.Now().Add(tc.after))
+		buf.Reset()
+		c.Update(tc.ref, tc.p)
+		if got := strings.TrimPrefix(buf.String(), "\r\x1b[K"); got != tc.want {
+			t.Errorf("after %v, %s %+v:\n got %q\nwant %q", tc.after, tc.ref, tc.p, got, tc.want)
+		}
 	}
 }

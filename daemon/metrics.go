@@ -54,6 +54,23 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// PullCounters are the counters of the process's registry traffic
+// (pullnet.Link).
+type PullCounters interface {
+	BytesRead() int64
+	Stalls() int64
+}
+
+// CountPulls exports c: the bytes all pulls read from registries, and the
+// requests given up for reading nothing for --image-pull-progress-deadline.
+func (m *Metrics) CountPulls(c PullCounters) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "podrun_image_pull_bytes_total",
+			Help: "Bytes read from registries by image pulls."}, func() float64 { return float64(c.BytesRead()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "podrun_image_pull_stalls_total",
+			Help: "Registry requests of image pulls given up for reading nothing for the image pull progress deadline."}, func() float64 { return float64(c.Stalls()) }))
+}
+
 // ObserveProbe counts a probe attempt; hand it to run.Host.ObserveProbes.
 func (m *Metrics) ObserveProbe(kind probes.Kind, o probes.Outcome, took time.Duration) {
 	m.probeResults.WithLabelValues(string(kind), strings.ToLower(o.Result.String())).Inc()

@@ -61,3 +61,27 @@ func TestPodMetricsFromOneSnapshot(t *testing.T) {
 		}
 	}
 }
+
+type pullCounters struct{ bytes, stalls int64 }
+
+func (c pullCounters) BytesRead() int64 { return c.bytes }
+func (c pullCounters) Stalls() int64    { return c.stalls }
+
+// TestPullMetrics: the link's counters are exported as they are at the scrape.
+func TestPullMetrics(t *testing.T) {
+	m := NewMetrics()
+	m.CountPulls(pullCounters{bytes: 1234, stalls: 2})
+	families, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if len(f.GetMetric()) == 1 && f.GetMetric()[0].GetCounter() != nil {
+			got[f.GetName()] = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	if got["podrun_image_pull_bytes_total"] != 1234 || got["podrun_image_pull_stalls_total"] != 2 {
+		t.Errorf("pull counters %v; want bytes 1234 and stalls 2", got)
+	}
+}

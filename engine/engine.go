@@ -13,6 +13,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/spec"
 )
 
@@ -69,8 +70,22 @@ type PullOptions struct {
 	// certs.d files). A registry with one is configured by it alone.
 	HostsDirs []string
 	// Progress, when set, is called a few times a second during the
-	// download with the bytes fetched so far and the total known so far.
-	Progress func(done, total int64)
+	// download with how far it is.
+	Progress func(PullProgress)
+	// Link, when set, carries the pull's registry traffic: it cancels a
+	// pull that reads nothing for its deadline (the pull is then tried
+	// again at once, resuming, while each try reads something), and caps
+	// the bytes per second of all pulls.
+	Link *pullnet.Link
+}
+
+// PullProgress is how far a pull is.
+type PullProgress struct {
+	Done, Total int64 // bytes fetched, of the blobs known so far
+	// Layers are the image's layers known so far, LayersDone those in the
+	// store; Layer is the first layer being fetched (a short digest), or "".
+	Layers, LayersDone int
+	Layer              string
 }
 
 // Image is an image present in the runtime's store.

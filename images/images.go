@@ -21,6 +21,7 @@ import (
 	"github.com/podrun/podrun/backoff"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/registry"
 	"github.com/podrun/podrun/resources"
 )
@@ -39,6 +40,9 @@ type Options struct {
 	HostsDirs []string
 	// Progress, when set, is told how pulls are going.
 	Progress Progress
+	// Link, when set, carries every pull: its progress deadline and its
+	// rate cap (--image-pull-progress-deadline, --pull-rate).
+	Link *pullnet.Link
 }
 
 // Manager makes images present on one runtime.
@@ -57,6 +61,9 @@ func New(e engine.Engine, o Options, now func() time.Time) *Manager {
 // ReasonImagePullBackOff is a container's waiting reason between two pulls
 // of an image that failed.
 const ReasonImagePullBackOff = "ImagePullBackOff"
+
+// Link is the link pulls go through (nil: none).
+func (m *Manager) Link() *pullnet.Link { return m.o.Link }
 
 // Retryable reports whether a failed pull may succeed if tried again
 // later: the registry could not be reached, timed out, or answered 429 or
@@ -287,8 +294,8 @@ func (p *pullBackoffs) clear() {
 // Progress shows how pulls are going (main draws a status line on a
 // terminal). Calls come from the pulling goroutines, concurrently.
 type Progress interface {
-	// Update says how many bytes of ref are fetched out of the total known so far.
-	Update(ref string, done, total int64)
+	// Update says how far the pull of ref is.
+	Update(ref string, p engine.PullProgress)
 	// Done says the pull of ref has ended, well or not.
 	Done(ref string)
 }
@@ -359,9 +366,9 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 	if err != nil {
 		return engine.Image{}, err
 	}
-	o := engine.PullOptions{Insecure: m.o.Insecure, HostsDirs: m.o.HostsDirs}
+	o := engine.PullOptions{Insecure: m.o.Insecure, HostsDirs: m.o.HostsDirs, Link: m.o.Link}
 	if p := m.o.Progress; p != nil {
-		o.Progress = func(done, total int64) { p.Update(ref, done, total) }
+		o.Progress = func(pp engine.PullProgress) { p.Update(ref, pp) }
 		defer p.Done(ref)
 	}
 	creds := kr.Lookup(ref)

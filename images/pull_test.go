@@ -50,7 +50,7 @@ type progressRecord struct {
 	events []string
 }
 
-func (p *progressRecord) Update(ref string, done, total int64) {
+func (p *progressRecord) Update(ref string, _ engine.PullProgress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.events = append(p.events, "update "+ref)

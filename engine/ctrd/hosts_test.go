@@ -2,6 +2,7 @@ package ctrd
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -25,7 +26,7 @@ func TestRegistryHostsFromHostsDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "docker.io", "hosts.toml"), []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	hosts := registryHosts(context.Background(), engine.PullOptions{HostsDirs: []string{empty, dir}})
+	hosts := registryHosts(context.Background(), engine.PullOptions{HostsDirs: []string{empty, dir}}, wrapped)
 	got, err := hosts("docker.io")
 	if err != nil {
 		t.Fatal(err)
@@ -37,11 +38,24 @@ func TestRegistryHostsFromHostsDir(t *testing.T) {
 		}
 		t.Fatalf("docker.io hosts %v, want the mirror 127.0.0.1:5000 then the server 127.0.0.1:5001", hs)
 	}
+	for _, h := range got {
+		if _, ok := h.Client.Transport.(wrappedRT); !ok {
+			t.Errorf("%s from hosts.toml: transport %T, not wrapped by the link", h.Host, h.Client.Transport)
+		}
+	}
 	got, err = hosts("quay.io")
 	if err != nil || len(got) != 1 || got[0].Host != "quay.io" || got[0].Scheme != "https" {
 		t.Errorf("quay.io without a host directory: %+v, %v", got, err)
 	}
-	if def, _ := registryHosts(context.Background(), engine.PullOptions{})("docker.io"); len(def) != 1 || def[0].Host != "registry-1.docker.io" {
+	if _, ok := got[0].Client.Transport.(wrappedRT); !ok {
+		t.Errorf("quay.io: transport %T, not wrapped by the link", got[0].Client.Transport)
+	}
+	if def, _ := registryHosts(context.Background(), engine.PullOptions{}, wrapped)("docker.io"); len(def) != 1 || def[0].Host != "registry-1.docker.io" {
 		t.Errorf("docker.io with no --hosts-dir: %+v", def)
 	}
 }
+
+// wrappedRT marks a transport registryHosts wrapped.
+type wrappedRT struct{ http.RoundTripper }
+
+func wrapped(rt http.RoundTripper) http.RoundTripper { return wrappedRT{rt} }

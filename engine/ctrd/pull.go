@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,34 +23,84 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/registry"
 )
 
 // Pull fetches an image with containerd's docker resolver, answering the
-// registry's challenges with o.Auth, and unpacks it.
+// registry's challenges with o.Auth, and unpacks it. With o.Link, a
+// request that reads nothing for the link's deadline is given up: a
+// download goes on from where it stopped (containerd's fetcher asks for the
+// rest), and a try that failed that way is made again at once when it read
+// something: containerd's content store keeps what each try fetched (its
+// ingests), and the next try asks the registry for the rest.
 func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (engine.Image, error) {
 	ctx = e.ns(ctx)
 	ref, err := Normalize(ref)
 	if err != nil {
 		return engine.Image{}, err
 	}
-	resolver := remotedocker.NewResolver(remotedocker.ResolverOptions{Hosts: registryHosts(ctx, o)})
+	var t *tracker
+	if o.Progress != nil {
+		t = &tracker{}
+		stop := t.watch(ctx, e.client.ContentStore(), o.Progress)
+		defer stop()
+	}
+	for try := 1; ; try++ {
+		img, stalled, read, err := e.pullOnce(ctx, ref, o, t)
+		if err == nil {
+			return e.describe(ctx, img)
+		}
+		var deadline time.Duration
+		if o.Link != nil {
+			deadline = o.Link.Deadline()
+		}
+		if again, err := afterTry(err, stalled && ctx.Err() == nil, read, try, deadline); !again {
+			return engine.Image{}, err
+		}
+	}
+}
+
+// afterTry decides what Pull does after try number try failed with err:
+// try again at once when a request was given up for want of progress
+// (stalled) after the try read something, up to stalledTries in a row;
+// otherwise fail, a stall as a temporary failure (the back-off of up and the
+// daemon tries again later, resuming too).
+func afterTry(err error, stalled bool, read int64, try int, deadline time.Duration) (again bool, _ error) {
+	switch {
+	case !stalled:
+		return false, classifyPull(err)
+	case read == 0 || try >= stalledTries:
+		return false, marked{fmt.Errorf("no progress for %v (--image-pull-progress-deadline), %d tries: %w", deadline, try, err), engine.ErrTemporary}
+	}
+	return true, nil
+}
+
+// stalledTries is how many tries in a row a pull makes while each stalls
+// after reading something.
+const stalledTries = 5
+
+// pullOnce is one try of Pull, its blobs told to t when not nil; stalled
+// says the link gave up a request of it for reading nothing for its
+// deadline, read the bytes it read.
+func (e *Engine) pullOnce(ctx context.Context, ref string, o engine.PullOptions, t *tracker) (img containerd.Image, stalled bool, read int64, err error) {
+	wrap := func(rt http.RoundTripper) http.RoundTripper { return rt }
+	if o.Link != nil {
+		p := o.Link.Watch(ctx)
+		wrap = p.Transport
+		defer func() { stalled, read = p.Stop() }()
+	}
+	resolver := remotedocker.NewResolver(remotedocker.ResolverOptions{Hosts: registryHosts(ctx, o, wrap)})
 	opts := []containerd.RemoteOpt{
 		containerd.WithResolver(resolver),
 		containerd.WithPullUnpack,
 		containerd.WithPullSnapshotter(snapshotter),
 	}
-	if o.Progress != nil {
-		t := &tracker{}
+	if t != nil {
 		opts = append(opts, containerd.WithImageHandler(images.HandlerFunc(t.add)))
-		stop := t.watch(ctx, e.client.ContentStore(), o.Progress)
-		defer stop()
 	}
-	img, err := e.client.Pull(ctx, ref, opts...)
-	if err != nil {
-		return engine.Image{}, classifyPull(err)
-	}
-	return e.describe(ctx, img)
+	img, err = e.client.Pull(ctx, ref, opts...)
+	return img, false, 0, err
 }
 
 // registryHosts configures each registry as containerd's CRI plugin does by
@@ -62,7 +113,10 @@ func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (en
 // alone, with containerd's own reader of hosts.toml (mirrors, server,
 // capabilities, TLS), as containerd and nerdctl configure it: a device set
 // up for containerd pulls the same way with podrun.
-func registryHosts(ctx context.Context, o engine.PullOptions) remotedocker.RegistryHosts {
+//
+// Every client's transport is wrapped with wrap (the link's counting, stall
+// watch and rate).
+func registryHosts(ctx context.Context, o engine.PullOptions, wrap func(http.RoundTripper) http.RoundTripper) remotedocker.RegistryHosts {
 	configured := remoteconfig.ConfigureHosts(ctx, remoteconfig.HostOptions{
 		HostDir: hostDir(o.HostsDirs),
 		Credentials: func(h string) (string, string, error) {
@@ -72,12 +126,25 @@ func registryHosts(ctx context.Context, o engine.PullOptions) remotedocker.Regis
 			user, secret := o.Auth(h)
 			return user, secret, nil
 		},
+		UpdateClient: func(c *http.Client) error {
+			if c.Transport == nil {
+				c.Transport = http.DefaultTransport.(*http.Transport).Clone()
+			}
+			if tr, ok := c.Transport.(*http.Transport); ok && o.Link != nil {
+				tr.DialContext = o.Link.Dial(dialer(tr))
+			}
+			c.Transport = wrap(c.Transport)
+			return nil
+		},
 	})
 	return func(host string) ([]remotedocker.RegistryHost, error) {
 		if dir, _ := hostDir(o.HostsDirs)(host); dir != "" {
 			return configured(host)
 		}
 		transport := http.DefaultTransport.(*http.Transport).Clone()
+		if o.Link != nil {
+			transport.DialContext = o.Link.Dial(dialer(transport))
+		}
 		client := &http.Client{Transport: transport}
 		authOpts := []remotedocker.AuthorizerOpt{remotedocker.WithAuthClient(client)}
 		if o.Auth != nil {
@@ -101,8 +168,17 @@ func registryHosts(ctx context.Context, o engine.PullOptions) remotedocker.Regis
 			transport.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the user listed it with --insecure-registry
 			client.Transport = remotedocker.NewHTTPFallback(transport)
 		}
+		client.Transport = wrap(client.Transport)
 		return []remotedocker.RegistryHost{h}, nil
 	}
+}
+
+// dialer is tr's dial function (net.Dialer's when it has none).
+func dialer(tr *http.Transport) pullnet.Dialer {
+	if tr.DialContext != nil {
+		return tr.DialContext
+	}
+	return (&net.Dialer{}).DialContext
 }
 
 // hostDir finds a registry's host directory in the first of dirs that has
@@ -167,13 +243,19 @@ func (t *tracker) add(_ context.Context, desc ocispec.Descriptor) ([]ocispec.Des
 	return nil, nil
 }
 
+// shortDigest is the first 12 hex digits of d's digest, as docker shows layers.
+func shortDigest(d ocispec.Descriptor) string {
+	e := d.Digest.Encoded()
+	return e[:min(12, len(e))]
+}
+
 // progressEvery is how often progress is reported.
 const progressEvery = 200 * time.Millisecond
 
 // watch reports the bytes fetched so far (blobs in the store, plus the
 // offsets of ongoing downloads) every progressEvery, and once more when
 // stop is called, so that even a quick pull reports its end.
-func (t *tracker) watch(ctx context.Context, cs content.Store, report func(done, total int64)) (stop func()) {
+func (t *tracker) watch(ctx context.Context, cs content.Store, report func(engine.PullProgress)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	finished := make(chan struct{})
 	complete := map[string]bool{} // digests known to be in the store
@@ -187,24 +269,35 @@ func (t *tracker) watch(ctx context.Context, cs content.Store, report func(done,
 		t.mu.Lock()
 		descs := append([]ocispec.Descriptor(nil), t.descs...)
 		t.mu.Unlock()
-		var done, total int64
+		var p engine.PullProgress
 		for _, d := range descs {
-			total += d.Size
+			p.Total += d.Size
 			key := d.Digest.String()
-			switch off, ok := active[remotes.MakeRefKey(ctx, d)]; {
-			case complete[key]:
-				done += d.Size
-			case ok:
-				done += off
-			default:
+			layer := images.IsLayerType(d.MediaType)
+			if layer {
+				p.Layers++
+			}
+			off, fetching := active[remotes.MakeRefKey(ctx, d)]
+			if !complete[key] && !fetching {
 				if _, err := cs.Info(ctx, d.Digest); err == nil {
 					complete[key] = true
-					done += d.Size
+				}
+			}
+			switch {
+			case complete[key]:
+				p.Done += d.Size
+				if layer {
+					p.LayersDone++
+				}
+			case fetching:
+				p.Done += off
+				if layer && p.Layer == "" {
+					p.Layer = shortDigest(d)
 				}
 			}
 		}
-		if total > 0 {
-			report(done, total)
+		if p.Total > 0 {
+			report(p)
 		}
 	}
 	go func() {

@@ -7,8 +7,10 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/containerd/containerd/errdefs"
 	remoteerrors "github.com/containerd/containerd/remotes/errors"
@@ -49,6 +51,47 @@ func TestClassifyPull(t *testing.T) {
 			}
 			if got.Error() != tc.err.Error() && !errors.Is(got, engine.ErrNotFound) {
 				t.Errorf("message changed: %q, want %q", got, tc.err)
+			}
+		})
+	}
+}
+
+// TestAfterTry: a try given up for want of progress after reading
+// something is made again, up to stalledTries; a stall that read nothing,
+// or the last try, is a temporary failure naming the deadline; any other
+// failure is classified as before.
+func TestAfterTry(t *testing.T) {
+	cut := errors.New("context canceled")
+	for _, tc := range []struct {
+		name      string
+		err       error
+		stalled   bool
+		read      int64
+		try       int
+		again     bool
+		temporary bool
+		msg       string
+	}{
+		{"stalled after some bytes", cut, true, 100, 1, true, false, ""},
+		{"stalled again after some bytes", cut, true, 100, stalledTries - 1, true, false, ""},
+		{"the last try", cut, true, 100, stalledTries, false, true, "no progress for 1m0s (--image-pull-progress-deadline), 5 tries"},
+		{"stalled without a byte", cut, true, 0, 1, false, true, "no progress for 1m0s"},
+		{"not stalled: classified", fmt.Errorf("read: %w", syscall.ECONNRESET), false, 100, 1, false, true, "connection reset"},
+		{"not stalled, not temporary", errors.New("bad manifest"), false, 100, 1, false, false, "bad manifest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			again, err := afterTry(tc.err, tc.stalled, tc.read, tc.try, time.Minute)
+			if again != tc.again {
+				t.Fatalf("again = %v, want %v (err %v)", again, tc.again, err)
+			}
+			if again {
+				if err != nil {
+					t.Errorf("again with an error: %v", err)
+				}
+				return
+			}
+			if errors.Is(err, engine.ErrTemporary) != tc.temporary || !strings.Contains(err.Error(), tc.msg) || !errors.Is(err, tc.err) {
+				t.Errorf("err %v: temporary %v, want %v, containing %q and wrapping %v", err, errors.Is(err, engine.ErrTemporary), tc.temporary, tc.msg, tc.err)
 			}
 		})
 	}

@@ -59,8 +59,8 @@ func (e *Engine) Pull(ctx context.Context, ref string, o engine.PullOptions) (en
 		}
 	}
 	if o.Progress != nil {
-		o.Progress(img.Size/2, img.Size)
-		o.Progress(img.Size, img.Size)
+		o.Progress(engine.PullProgress{Done: img.Size / 2, Total: img.Size, Layers: 1, Layer: "0123456789ab"})
+		o.Progress(engine.PullProgress{Done: img.Size, Total: img.Size, Layers: 1, LayersDone: 1})
 	}
 	e.images[img.Ref] = img
 	img.Size = 0
