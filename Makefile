@@ -152,9 +152,10 @@ e2e: deps-e2e
 
 # The cluster tests: podrun as a node of a real control plane (etcd,
 # kube-apiserver, controller manager, scheduler, kubectl of k8s.io/kubernetes
-# CLUSTER_KVER), ../shared/cluster-anchor's start.sh run by the tests. Its
-# binaries are built once per machine by cluster-anchor's build.sh and cached
-# in /var/cache/podrun-cluster, keyed by version and build script
+# CLUSTER_KVER), ../shared/cluster-anchor's start.sh run by the tests, and the
+# real kubelet beside it. Their binaries are built once per machine by
+# cluster-anchor's and kubelet-anchor's build.sh and cached
+# in /var/cache/podrun-cluster, keyed by version and build scripts
 # (scripts/cluster-bin.sh; ~25 core-minutes, 13–20 min on 2 idle cores from empty Go caches).
 CLUSTER_KVER   ?= v1.37.2
 CLUSTER_ANCHOR ?= $(abspath $(CURDIR)/../shared/cluster-anchor)
