@@ -426,7 +426,11 @@ func powerCut(t *testing.T, d *podrunProc, uids map[string]string, rules map[str
 	waitGone(t, ctrd, 10*time.Second)
 	var sockets []string // the shims' (in /run/containerd/s)
 	for _, pid := range e2eShims(H.Address) {
-		sockets = append(sockets, listeningSockets(pid)...)
+		for _, path := range listeningSockets(pid) {
+			if strings.HasPrefix(path, "/") {
+				sockets = append(sockets, path)
+			}
+		}
 	}
 	for i := 0; ; i++ {
 		pids := slices.Concat(e2eNamespacePids(), e2eShims(H.Address), e2eKeepers(H.TmpDir))
@@ -487,34 +491,6 @@ func powerCut(t *testing.T, d *podrunProc, uids map[string]string, rules map[str
 		t.Errorf("removing the pods' iptables rules: %v", err)
 	}
 	t.Logf("power cut: daemon, containerd, containers, shims and stream keepers killed; mounts, netns, pod cgroups, containerd's state and %s gone", H.RunDir)
-}
-
-// listeningSockets are the paths of the unix sockets process pid listens
-// on.
-func listeningSockets(pid int) []string {
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		return nil
-	}
-	inodes := map[string]bool{}
-	for _, fd := range fds {
-		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-		if err == nil && strings.HasPrefix(l, "socket:[") {
-			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
-		}
-	}
-	table, err := os.ReadFile("/proc/net/unix")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(table), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) >= 8 && f[3] == "00010000" && inodes[f[6]] && strings.HasPrefix(f[7], "/") {
-			out = append(out, f[7])
-		}
-	}
-	return out
 }
 
 // keptPhase is the phase of the pod of uid in the node's kept state.

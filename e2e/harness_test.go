@@ -1271,28 +1271,8 @@ func e2eProcs(keep func(pid int, argv []string) bool) []int {
 // shim's task is deleted, on each unix socket it listens on, and gives it
 // 2 s to exit: a shim serving no task exits, one serving a task stays.
 func e2eShutdownIdleShim(pid int) {
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		return
-	}
-	inodes := map[string]bool{}
-	for _, fd := range fds {
-		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-		if err == nil && strings.HasPrefix(l, "socket:[") {
-			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
-		}
-	}
-	table, err := os.ReadFile("/proc/net/unix")
-	if err != nil {
-		return
-	}
-	for _, line := range strings.Split(string(table), "\n")[1:] {
-		f := strings.Fields(line)
-		// Num RefCount Protocol Flags(00010000: listening) Type St Inode Path
-		if len(f) < 8 || f[3] != "00010000" || !inodes[f[6]] {
-			continue
-		}
-		conn, err := net.DialTimeout("unix", strings.TrimPrefix(f[7], "@"), time.Second)
+	for _, path := range listeningSockets(pid) {
+		conn, err := net.DialTimeout("unix", strings.TrimPrefix(path, "@"), time.Second)
 		if err != nil {
 			continue
 		}
@@ -1307,4 +1287,33 @@ func e2eShutdownIdleShim(pid int) {
 			return
 		}
 	}
+}
+
+// listeningSockets are the paths of the unix sockets process pid listens
+// on ("@..." for an abstract one).
+func listeningSockets(pid int) []string {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return nil
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	table, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(table), "\n")[1:] {
+		f := strings.Fields(line)
+		// Num RefCount Protocol Flags(00010000: listening) Type St Inode Path
+		if len(f) >= 8 && f[3] == "00010000" && inodes[f[6]] {
+			out = append(out, f[7])
+		}
+	}
+	return out
 }
