@@ -77,8 +77,9 @@ spec:
 // does one with the API server unreachable (its static pods start beside
 // them);
 // `kubectl delete pod` (graceful) removes the object once nothing of it
-// is left on the device, a forced one tears the pod down after, and
-// scaling the Deployment to 0 removes its pods likewise.
+// is left on the device, a forced one tears the pod down after, `kubectl
+// drain` cordons the node and evicts the Deployment's pods likewise, and
+// scaling the Deployment to 0 removes the replacements.
 func TestNodeRunsAPIPods(t *testing.T) {
 	cp := startControlPlane(t)
 	name := H.Node
@@ -253,6 +254,27 @@ spec:
 	})
 	t.Logf("pod %s deleted with --force: gone from the node %v after", forced, time.Since(began).Round(time.Millisecond))
 
+	// kubectl drain: the node cordoned, the Deployment's pods (the forced
+	// one's replacement among them) evicted through the Eviction API and
+	// torn down on the device; drain returns once their objects are gone,
+	// which the node does once nothing of them is left. Their replacements
+	// stay Pending: no other node.
+	cp.waitAPIPods(t, "app=api-web", 2, 90*time.Second)
+	began = time.Now()
+	if out, err := cp.kubectl("", "drain", name, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s"); err != nil {
+		t.Fatalf("kubectl drain: %v\n%s", err, out)
+	}
+	t.Logf("kubectl drain returned after %v", time.Since(began).Round(time.Millisecond))
+	for pod := range podsOnNode(t) {
+		if strings.HasPrefix(pod, "api-web") {
+			t.Errorf("pod %s still on the device after kubectl drain", pod)
+		}
+	}
+	var n2 corev1.Node
+	if err := cp.get(t, &n2, "node", name); err != nil || !n2.Spec.Unschedulable {
+		t.Errorf("node after kubectl drain: unschedulable %t (%v), want cordoned", n2.Spec.Unschedulable, err)
+	}
+
 	began = time.Now()
 	if out, err := cp.kubectl("", "scale", "deployment", "api-web", "--replicas=0"); err != nil {
 		t.Fatalf("kubectl scale: %v\n%s", err, out)
@@ -265,6 +287,9 @@ spec:
 	}
 	if out, err := cp.kubectl("", "delete", "deployment", "api-web"); err != nil {
 		t.Errorf("kubectl delete deployment: %v\n%s", err, out)
+	}
+	if out, err := cp.kubectl("", "uncordon", name); err != nil {
+		t.Errorf("kubectl uncordon: %v\n%s", err, out)
 	}
 }
 

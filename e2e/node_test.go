@@ -247,7 +247,7 @@ func (cp *controlPlane) waitLeaseRenewed(t *testing.T, name string, since time.T
 // TestNodeJoinsCluster: `podrun daemon --kubeconfig` registers this machine
 // as a Node of a real control plane with a node's credentials: Ready, its
 // Lease renewed, NotReady (Unknown) once the daemon is stopped, Ready again
-// after it restarts. Pods are not run from the API yet: the node is tainted.
+// after it restarts, untainted (it runs the pods bound to it).
 func TestNodeJoinsCluster(t *testing.T) {
 	cp := startControlPlane(t)
 	name := H.Node
