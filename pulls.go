@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/console"
+	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/images"
 	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/registry"
@@ -75,10 +76,19 @@ func pullRate(rate string) (int64, error) {
 // the progress line of pulls, under one lock.
 var stderr = console.New(os.Stderr)
 
-// pullProgress returns the progress line when stderr is a terminal, and
-// nothing otherwise (logs and pipes get no progress).
-func pullProgress() images.Progress {
-	if !stderr.Terminal() {
+// daemonPulls is the board of the daemon's pulls under way: its status
+// file and /metrics show them.
+var daemonPulls = daemon.NewPulls(clock.RealClock{})
+
+// pullProgress returns where the pulls of command tell their progress:
+// the daemon's board for the daemon (its log gets no progress line), the
+// progress line when stderr is a terminal, and nothing otherwise (logs and
+// pipes get no progress).
+func pullProgress(command string) images.Progress {
+	switch {
+	case command == "daemon":
+		return daemonPulls
+	case !stderr.Terminal():
 		return nil
 	}
 	return stderr
