@@ -305,8 +305,9 @@ func TestPullCutConnection(t *testing.T) {
 	checkServed(t, p, compressed, 1.02)
 }
 
-// TestPullRate: with --pull-rate 2MiB, an image of three layers pulled
-// together (60 MiB, 30 s at the cap) is served at the cap: the rate of the
+// TestPullRate: with --pull-rate 2MiB, an image of three layers (60 MiB,
+// 30 s at the cap; under a cap they are fetched one at a time) is served
+// at the cap: the rate of the
 // full seconds between the first and the last is logged with its distance
 // to the cap (the acceptance's ±10 %); the test fails when the link goes
 // faster than the cap (by 10 % on average, by 50 % in any one second), not
