@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -99,5 +100,57 @@ func TestRewriteStatus(t *testing.T) {
 	}
 	if len(st.Pulls) != 1 || st.Pulls[0].Image != "r/a:1" || st.Pulls[0].Done != 2 || st.Pulls[0].Total != 4 {
 		t.Errorf("rewritten pulls: %+v", st.Pulls)
+	}
+}
+
+// TestPublishPulls: a change of the pulls under way is written to the
+// status file, the next one not before pullsEvery; the writer stops with
+// its context.
+func TestPublishPulls(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC))
+	path := filepath.Join(t.TempDir(), "daemon.json")
+	pulls := NewPulls(clk)
+	d := New(nil, Options{ManifestDir: t.TempDir(), StatusFile: path, Clock: clk, Pulls: pulls}, slog.New(slog.DiscardHandler), NewMetrics())
+	d.writeStatus(Status{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := d.publishPulls(ctx)
+	read := func() []Pull {
+		var st Status
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Pulls
+	}
+	waitFor := func(what string, cond func([]Pull) bool) {
+		t.Helper()
+		for range 2000 {
+			if cond(read()) {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		t.Fatalf("%s: the status file's pulls are %+v", what, read())
+	}
+	pulls.Update("r/a:1", engine.PullProgress{Done: 1, Total: 4})
+	waitFor("the first change", func(p []Pull) bool { return len(p) == 1 && p[0].Done == 1 })
+	for !clk.HasWaiters() { // the writer waits pullsEvery
+		time.Sleep(time.Millisecond)
+	}
+	pulls.Update("r/a:1", engine.PullProgress{Done: 3, Total: 4})
+	time.Sleep(20 * time.Millisecond)
+	if p := read(); len(p) != 1 || p[0].Done != 1 {
+		t.Errorf("written again before pullsEvery: %+v", p)
+	}
+	clk.Step(pullsEvery)
+	waitFor("the next change, pullsEvery on", func(p []Pull) bool { return len(p) == 1 && p[0].Done == 3 })
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer did not stop with its context")
 	}
 }
