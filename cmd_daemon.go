@@ -119,6 +119,8 @@ func daemonCommand() *cli.Command {
 			if link := h.Images().Link(); link != nil {
 				metrics.CountPulls(link)
 			}
+			metrics.GaugePulls(daemonPulls)
+			o.Pulls = daemonPulls
 			d := daemon.New(h, o, slog.Default(), metrics)
 			var l net.Listener
 			if addr := c.String("listen"); addr != "" {

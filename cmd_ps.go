@@ -49,8 +49,12 @@ func psCommand() *cli.Command {
 }
 
 // daemonNotes tells, on stderr, which manifests a running daemon could not
-// apply (their pods keep running as last applied).
+// apply (their pods keep running as last applied), and the pulls it has
+// under way.
 func daemonNotes(own *owner.Owner) {
+	for _, p := range own.Pulls() {
+		fmt.Fprintf(os.Stderr, "podrun daemon: pulling %s\n", p)
+	}
 	problems := own.Problems()
 	if len(problems) > 0 {
 		fmt.Fprintln(os.Stderr, "podrun daemon: not applied (pods keep running as last applied):")

@@ -130,7 +130,7 @@ func config(c *cli.Context) (run.Config, error) {
 			RegistryConfigOptional: !c.IsSet("registry-config"),
 			Insecure:               insecure,
 			HostsDirs:              filepath.SplitList(c.String("hosts-dir")),
-			Progress:               pullProgress(),
+			Progress:               pullProgress(c.Command.Name),
 			Link:                   link,
 		},
 		// Checked again on the opened path when volumes are set up (up, daemon).

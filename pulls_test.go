@@ -6,6 +6,28 @@ import (
 	"time"
 )
 
+// TestPullRate: --pull-rate's bytes per second, with or without a B.
+func TestPullRate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"", 0},
+		{"512Ki", 512 << 10},
+		{"512KiB", 512 << 10},
+		{"2Mi", 2 << 20},
+		{"2MiB", 2 << 20},
+		{"1M", 1000000},
+		{"1MB", 1000000},
+		{"500B", 500},
+		{"1", 1},
+	} {
+		if got, err := pullRate(tc.in); err != nil || got != tc.want {
+			t.Errorf("pullRate(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}
+
 func TestInsecureRegistries(t *testing.T) {
 	got, err := insecureRegistries([]string{"Registry.lan:5000", " other.lan "})
 	if err != nil || strings.Join(got, ",") != "registry.lan:5000,other.lan" {
@@ -28,7 +50,10 @@ func TestPullLink(t *testing.T) {
 		{time.Minute, "", ""},
 		{0, "512Ki", ""},
 		{time.Minute, "2Mi", ""},
+		{time.Minute, "2MiB", ""},
 		{time.Minute, "1M", ""},
+		{time.Minute, "B", "--pull-rate"},
+		{time.Minute, "2MiBB", "--pull-rate"},
 		{time.Minute, "fast", "--pull-rate"},
 		{time.Minute, "-1Mi", "--pull-rate"},
 		{time.Minute, "0", "--pull-rate"},

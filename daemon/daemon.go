@@ -74,6 +74,9 @@ type Options struct {
 	// Mirrors, when set, is told the static pods after every sync and
 	// listing (mirrors.go): their mirror pods in the cluster's API.
 	Mirrors Mirrors
+	// Pulls, when set, is told how the daemon's pulls go (it is the
+	// images.Progress of its host): the status file shows them (pulls.go).
+	Pulls *Pulls
 }
 
 // Cluster is the API server as a source of pods, as the kubelet's
@@ -140,6 +143,11 @@ type Daemon struct {
 	// static are the pods the directory and URL want, as the last dispatch
 	// ran them (not the API server's pods; Run's goroutine alone touches it).
 	static []*manifest.Pod
+	// statusMu orders the writes of the status file; written is the
+	// status last written, without its pulls (written again with new
+	// ones: pulls.go).
+	statusMu sync.Mutex
+	written  Status
 }
 
 // published is what the status file is made of besides the workers'
@@ -210,6 +218,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 			d.log.Warn("not watching the images directory (it is read at each re-scan)", "dir", d.o.ImagesDir, "err", err)
 		}
 	}
+	pullsPublished := d.publishPulls(ctx) // from the first sync's pulls on
 	retry := d.sync(ctx, nil)
 	// Ready once the first sync's pods are up (or failed), as systemd units
 	// ordered after the daemon expect.
@@ -247,6 +256,7 @@ func (d *Daemon) Run(ctx context.Context, hup <-chan os.Signal) error {
 			d.log.Info("SIGHUP: re-scanning")
 			l.rescan(ctx)
 		case <-ctx.Done():
+			<-pullsPublished // the status file is removed after its last write
 			return d.shutdown()
 		}
 	}
@@ -626,6 +636,29 @@ func (d *Daemon) logProblems(problems []Problem) {
 // from).
 func (d *Daemon) writeStatus(st Status) {
 	st.PID, st.ManifestDir, st.URL, st.API, st.Updated = os.Getpid(), d.o.ManifestDir, d.src.URLName(), d.src.API, d.clock.Now().UTC()
+	d.statusMu.Lock()
+	defer d.statusMu.Unlock()
+	d.written = st
+	d.write(st)
+}
+
+// rewriteStatus writes the status last written again (Updated stays the
+// time of its sync), with the pulls under way now.
+func (d *Daemon) rewriteStatus() {
+	d.statusMu.Lock()
+	defer d.statusMu.Unlock()
+	if d.written.PID == 0 {
+		return // none yet: the first sync's writes it, with the pulls
+	}
+	d.write(d.written)
+}
+
+// write writes st with the pulls under way to the status file; the caller
+// holds statusMu.
+func (d *Daemon) write(st Status) {
+	if d.o.Pulls != nil {
+		st.Pulls = d.o.Pulls.List()
+	}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(d.o.StatusFile), 0o700)

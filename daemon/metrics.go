@@ -71,6 +71,16 @@ func (m *Metrics) CountPulls(c PullCounters) {
 			Help: "Registry requests of image pulls given up for reading nothing for the image pull progress deadline."}, func() float64 { return float64(c.Stalls()) }))
 }
 
+// GaugePulls exports the pulls under way on b: how many, and the bytes
+// they have left to fetch of the blobs known so far.
+func (m *Metrics) GaugePulls(b *Pulls) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "podrun_image_pulls_in_progress",
+			Help: "Image pulls under way."}, func() float64 { n, _ := b.remaining(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "podrun_image_pull_remaining_bytes",
+			Help: "Bytes the image pulls under way have left to fetch, of the blobs known so far."}, func() float64 { _, n := b.remaining(); return float64(n) }))
+}
+
 // ObserveProbe counts a probe attempt; hand it to run.Host.ObserveProbes.
 func (m *Metrics) ObserveProbe(kind probes.Kind, o probes.Outcome, took time.Duration) {
 	m.probeResults.WithLabelValues(string(kind), strings.ToLower(o.Result.String())).Inc()

@@ -26,6 +26,8 @@ type Status struct {
 	// RolledBack are the pods that run the version a rollback went back
 	// to, until their file changes.
 	RolledBack []Rollback `json:"rolledBack,omitempty"`
+	// Pulls are the daemon's pulls under way (pulls.go).
+	Pulls []Pull `json:"pulls,omitempty"`
 	// process is the daemon's, as its lock names it (ReadStatusFile).
 	process lock.Process
 }

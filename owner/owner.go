@@ -88,6 +88,15 @@ func (o *Owner) ProblemsOf(source string) []daemon.Problem {
 	return out
 }
 
+// Pulls are the running daemon's pulls under way, as its status file last
+// showed them; none when no daemon runs.
+func (o *Owner) Pulls() []daemon.Pull {
+	if !o.alive {
+		return nil
+	}
+	return o.st.Pulls
+}
+
 // Reload asks the running daemon to read its sources again now (it applies
 // what changed, a rollback's version too). The error wraps ErrNoDaemon
 // when none runs, or it has ended since Open.

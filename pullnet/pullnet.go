@@ -53,6 +53,9 @@ func NewLink(c clock.WithTicker, deadline time.Duration, bytesPerSecond int64) *
 	return l
 }
 
+// Capped says whether the link caps the bytes per second.
+func (l *Link) Capped() bool { return l.limiter != nil }
+
 // Deadline is how long a pull may read nothing; 0: for ever.
 func (l *Link) Deadline() time.Duration { return l.deadline }
 

@@ -99,6 +99,14 @@ func (e *Engine) pullOnce(ctx context.Context, ref string, o engine.PullOptions,
 	if t != nil {
 		opts = append(opts, containerd.WithImageHandler(images.HandlerFunc(t.add)))
 	}
+	if o.Link != nil && o.Link.Capped() {
+		// Under a cap, blobs one at a time: more at once go no faster, and
+		// each connection's receive buffer (a quarter second of the rate)
+		// fills at the link's speed when it opens, so that N layers at once
+		// would take N of them over the cap; and a pull cut off leaves one
+		// partial blob, not N.
+		opts = append(opts, containerd.WithMaxConcurrentDownloads(1))
+	}
 	img, err = e.client.Pull(ctx, ref, opts...)
 	return img, false, 0, err
 }
