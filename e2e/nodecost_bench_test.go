@@ -89,6 +89,7 @@ type nodeUnderTest struct {
 	agent string     // "podrun" or "kubelet": names its figures and Deployments
 	node  string     // its Node's name
 	pid   int        // its process (Pss, Rss)
+	ctrd  int        // its containerd's process (Pss, told apart)
 	left  func() int // the pods left on the node (-1: cannot tell)
 }
 
@@ -98,6 +99,7 @@ type nodeFigures struct {
 	idlePss, idleRss int                // the agent's KiB with 10 pods
 	running          []time.Duration    // kubectl apply of 50 pods -> all Running, each run
 	pss, rss         int                // the agent's KiB with 50 pods Running (the last run)
+	ctrdPss          int                // its containerd's Pss in KiB then
 	start            map[string]float64 // the API server's requests from kubectl apply to 50 Running (the last run)
 }
 
@@ -128,7 +130,8 @@ func (cp *controlPlane) startPodrunNode(b *testing.B) (n nodeUnderTest, stop fun
 		o, err := cp.kubectl("", "get", "node", H.Node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		return err == nil && o == "True", o
 	})
-	return nodeUnderTest{agent: "podrun", node: H.Node, pid: cmd.Process.Pid, left: func() int { return podsOnNodeCount(b) }}, stop
+	return nodeUnderTest{agent: "podrun", node: H.Node, pid: cmd.Process.Pid, ctrd: suiteContainerd(b),
+		left: func() int { return podsOnNodeCount(b) }}, stop
 }
 
 // measureNode: n idle with a Deployment of 10 pods (the API server's
@@ -164,12 +167,13 @@ func (cp *controlPlane) measureNode(b *testing.B, n nodeUnderTest) nodeFigures {
 			n.agent, i+1, formatCounts(f.start))
 		f.running = append(f.running, took)
 		f.pss, f.rss = smapsRollup(b, n.pid)
+		f.ctrdPss, _ = smapsRollup(b, n.ctrd)
 		all := ""
 		if n.agent == "podrun" {
 			all = fmt.Sprintf("; every podrun process: Pss %d KiB", podrunPss(b))
 		}
-		b.Logf("%s run %d: 50 pods Running (as the API shows them) %v after kubectl apply; %s Pss %d KiB, Rss %d KiB%s; load %s",
-			n.agent, i+1, took.Round(time.Millisecond), n.agent, f.pss, f.rss, all, loadAvg())
+		b.Logf("%s run %d: 50 pods Running (as the API shows them) %v after kubectl apply; %s Pss %d KiB, Rss %d KiB%s; its containerd: Pss %d KiB; load %s",
+			n.agent, i+1, took.Round(time.Millisecond), n.agent, f.pss, f.rss, all, f.ctrdPss, loadAvg())
 		cp.deleteDeployment(b, app, n)
 	}
 	b.StopTimer()
@@ -177,16 +181,39 @@ func (cp *controlPlane) measureNode(b *testing.B, n nodeUnderTest) nodeFigures {
 }
 
 // deleteDeployment deletes Deployment app as the operator and waits until
-// no pod is left on n.
+// no pod is left on n, nor bound to it in the API.
 func (cp *controlPlane) deleteDeployment(b *testing.B, app string, n nodeUnderTest) {
 	b.Helper()
 	if o, err := cp.kubectl("", "delete", "deployment", app); err != nil {
 		b.Fatalf("kubectl delete: %v\n%s", err, o)
 	}
 	waitFor(b, 5*time.Minute, "no pod left on node "+n.node, func() (bool, string) {
-		left := n.left()
-		return left == 0, fmt.Sprintf("%d pods", left)
+		left, bound := n.left(), cp.podsBoundTo(n.node)
+		return left == 0 && bound == 0, fmt.Sprintf("%d pods on the node, %d bound to it in the API", left, bound)
 	})
+}
+
+// podsBoundTo is how many pods the API server has bound to node (any
+// phase; -1: cannot tell).
+func (cp *controlPlane) podsBoundTo(node string) int {
+	o, err := cp.kubectl("", "get", "pods", "-A", "--field-selector", "spec.nodeName="+node, "-o", "name")
+	if err != nil {
+		return -1
+	}
+	return len(strings.Fields(o))
+}
+
+// suiteContainerd is the pid of the suite's containerd (a child of this
+// process), podrun's.
+func suiteContainerd(b testing.TB) int {
+	b.Helper()
+	for _, pid := range childrenOf(os.Getpid()) {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && filepath.Base(exe) == "containerd" {
+			return pid
+		}
+	}
+	b.Fatal("the suite's containerd: not a child of this process")
+	return 0
 }
 
 // applyDeployment applies nodeCostDeployment of n pods on node as the
