@@ -216,12 +216,14 @@ bench: deps-e2e
 
 # What one podrun node costs its control plane (the API server's requests per
 # minute, idle with 10 pods) and itself (50 pods from kubectl apply to
-# Running, the daemon's Pss), on cluster-anchor's control plane (prints
-# figures, asserts nothing).
+# Running, the daemon's Pss), on cluster-anchor's control plane, then the
+# same beside the real kubelet (BenchmarkNodeBesideKubelet: skipped without
+# kubelet-anchor's kubelet binary) and the reboot with the API server down
+# (prints figures, asserts nothing).
 .PHONY: bench-node
 bench-node: deps-e2e cluster-bin
 	@bin=$$($(CLUSTER_BIN_SH) --cached) && \
-	PODRUN_CLUSTER_BIN=$$bin PODRUN_CLUSTER_ANCHOR=$(CLUSTER_ANCHOR) flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode' -benchtime 1x -timeout 30m ./e2e/
+	PODRUN_CLUSTER_BIN=$$bin PODRUN_CLUSTER_ANCHOR=$(CLUSTER_ANCHOR) flock /tmp/podrun-e2e.lock $(GO) test -count=1 -run '^$$' -bench '^(BenchmarkNode|BenchmarkRebootAPIDown$$)' -benchtime 1x -timeout 50m ./e2e/
 
 # What a container writing short lines flat out costs the node: the stream
 # keeper's CPU per MiB, and another pod's HTTP latency and CPU meanwhile

@@ -202,7 +202,7 @@ func (cp *controlPlane) kubectl(kubeconfig string, args ...string) (string, erro
 }
 
 // get reads one object as the admin into v.
-func (cp *controlPlane) get(t *testing.T, v any, args ...string) error {
+func (cp *controlPlane) get(t testing.TB, v any, args ...string) error {
 	out, err := cp.kubectl("", append(append([]string{"get"}, args...), "-o", "json")...)
 	if err != nil {
 		return fmt.Errorf("kubectl get %s: %w: %s", strings.Join(args, " "), err, out)

@@ -23,7 +23,7 @@ import (
 const nodeCostWindow = 2 * time.Minute
 
 // nodeCostDeployment is the operator's Deployment of %[1]d pods bound to
-// the podrun node by nodeSelector (the scheduler places them), the suite's
+// a node (%[3]s) by nodeSelector (the scheduler places them), the suite's
 // busybox image (already imported: no pull).
 const nodeCostDeployment = `apiVersion: apps/v1
 kind: Deployment
@@ -56,10 +56,24 @@ spec:
 //
 // Figures are logged, never asserted. Run alone on the machine: the
 // counters count every client and the time is the machine's.
+// BenchmarkNodeBesideKubelet measures the same beside the real kubelet.
 func BenchmarkNodeCost(b *testing.B) {
 	cp := startControlPlane(b)
-	name := H.Node
-	kc := cp.nodeKubeconfig(b, name)
+	base := cp.controlPlaneAlone(b)
+	n, stop := cp.startPodrunNode(b)
+	f := cp.measureNode(b, n)
+	b.Logf("API server requests per minute, one idle podrun node with 10 pods (over %v each; no node = the control plane alone):\n%s",
+		nodeCostWindow, formatRates(base, f.rates))
+	b.ReportMetric(float64(f.pss), "daemon-Pss-KiB")
+	b.ReportMetric(median(f.running).Seconds(), "s-to-50-running")
+	stop()
+}
+
+// controlPlaneAlone waits for the default ServiceAccount and the
+// controllers' start-up, then reads the API server's requests per minute
+// with no node over nodeCostWindow.
+func (cp *controlPlane) controlPlaneAlone(b *testing.B) map[string]float64 {
+	b.Helper()
 	waitFor(b, 60*time.Second, "the default ServiceAccount", func() (bool, string) {
 		out, err := cp.kubectl("", "get", "serviceaccount", "default")
 		return err == nil, out
@@ -67,17 +81,41 @@ func BenchmarkNodeCost(b *testing.B) {
 	// The controllers' start-up settles before the baseline.
 	time.Sleep(20 * time.Second)
 	b.Logf("load before the baseline: %s", loadAvg())
-	base := cp.requestRates(b, nodeCostWindow)
+	return cp.requestRates(b, nodeCostWindow)
+}
 
-	dir := b.TempDir()
-	cmd := exec.Command(H.Bin, append(H.globalArgs(), "daemon", "--manifest-dir", dir, "--kubeconfig", kc, "--stop-pods-on-exit")...)
+// nodeUnderTest is a node agent the cost benchmarks measure.
+type nodeUnderTest struct {
+	agent string     // "podrun" or "kubelet": names its figures and Deployments
+	node  string     // its Node's name
+	pid   int        // its process (Pss, Rss)
+	ctrd  int        // its containerd's process (Pss, told apart)
+	left  func() int // the pods left on the node (-1: cannot tell)
+}
+
+// nodeFigures are what measureNode saw of a node.
+type nodeFigures struct {
+	rates            map[string]float64 // the API server's requests per minute, the node idle with 10 pods
+	idlePss, idleRss int                // the agent's KiB with 10 pods
+	running          []time.Duration    // kubectl apply of 50 pods -> all Running, each run
+	pss, rss         int                // the agent's KiB with 50 pods Running (the last run)
+	ctrdPss          int                // its containerd's Pss in KiB then
+	start            map[string]float64 // the API server's requests from kubectl apply to 50 Running (the last run)
+}
+
+// startPodrunNode starts `podrun daemon --kubeconfig` as node H.Node of cp
+// and waits for the Node to be Ready; stop ends it (also at cleanup).
+func (cp *controlPlane) startPodrunNode(b *testing.B) (n nodeUnderTest, stop func()) {
+	b.Helper()
+	kc := cp.nodeKubeconfig(b, H.Node)
+	cmd := exec.Command(H.Bin, append(H.globalArgs(), "daemon", "--manifest-dir", b.TempDir(), "--kubeconfig", kc, "--stop-pods-on-exit")...)
 	out := &CmdOutput{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	stopped := false
-	stop := func() {
+	stop = func() {
 		if stopped {
 			return
 		}
@@ -89,66 +127,101 @@ func BenchmarkNodeCost(b *testing.B) {
 	}
 	b.Cleanup(stop)
 	waitFor(b, 60*time.Second, "the node Ready", func() (bool, string) {
-		o, err := cp.kubectl("", "get", "node", name, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		o, err := cp.kubectl("", "get", "node", H.Node, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
 		return err == nil && o == "True", o
 	})
-
-	idle := cp.applyDeployment(b, "cost-idle", 10)
-	b.Cleanup(func() {
-		cp.kubectl("", "delete", "--ignore-not-found", "--wait=false", "deployment", "cost-idle", "cost-50")
-	})
-	cp.waitRunning(b, "cost-idle", 10, idle, 3*time.Minute)
-	time.Sleep(30 * time.Second) // the pods' first status writes, tokens and objects
-	b.Logf("load before the node's window: %s", loadAvg())
-	withNode := cp.requestRates(b, nodeCostWindow)
-	b.Logf("load after the node's window: %s", loadAvg())
-	b.Logf("API server requests per minute, one idle podrun node with 10 pods (over %v each; no node = the control plane alone):\n%s",
-		nodeCostWindow, formatRates(base, withNode))
-	idlePss, idleRss := smapsRollup(b, cmd.Process.Pid)
-	b.Logf("daemon with 10 pods: Pss %d KiB, Rss %d KiB", idlePss, idleRss)
-
-	if o, err := cp.kubectl("", "delete", "deployment", "cost-idle"); err != nil {
-		b.Fatalf("kubectl delete: %v\n%s", err, o)
-	}
-	waitFor(b, 3*time.Minute, "no pod left on the node", func() (bool, string) {
-		n := podsOnNodeCount(b)
-		return n == 0, fmt.Sprintf("%d pods", n)
-	})
-
-	var times []time.Duration
-	b.ResetTimer()
-	for i := range b.N {
-		b.Logf("load before the 50 pods (run %d): %s", i+1, loadAvg())
-		before := cp.apiCounters(b)
-		applied := cp.applyDeployment(b, "cost-50", 50)
-		took := cp.waitRunning(b, "cost-50", 50, applied, 10*time.Minute)
-		b.Logf("run %d: the API server's requests from before kubectl apply to all 50 Running (the benchmark's polling included):\n%s",
-			i+1, formatCounts(ratesPerMinute(before, cp.apiCounters(b), time.Minute)))
-		times = append(times, took)
-		pss, rss := smapsRollup(b, cmd.Process.Pid)
-		all := podrunPss(b)
-		b.Logf("run %d: 50 pods Running (as the API shows them) %v after kubectl apply; daemon Pss %d KiB, Rss %d KiB; every podrun process: Pss %d KiB; load %s",
-			i+1, took.Round(time.Millisecond), pss, rss, all, loadAvg())
-		b.ReportMetric(float64(pss), "daemon-Pss-KiB")
-		if o, err := cp.kubectl("", "delete", "deployment", "cost-50"); err != nil {
-			b.Fatalf("kubectl delete: %v\n%s", err, o)
-		}
-		waitFor(b, 5*time.Minute, "no pod left on the node", func() (bool, string) {
-			n := podsOnNodeCount(b)
-			return n == 0, fmt.Sprintf("%d pods", n)
-		})
-	}
-	b.StopTimer()
-	b.ReportMetric(median(times).Seconds(), "s-to-50-running")
-	stop()
+	return nodeUnderTest{agent: "podrun", node: H.Node, pid: cmd.Process.Pid, ctrd: suiteContainerd(b),
+		left: func() int { return podsOnNodeCount(b) }}, stop
 }
 
-// applyDeployment applies nodeCostDeployment of n pods as the operator and
-// returns when it did.
-func (cp *controlPlane) applyDeployment(b *testing.B, name string, n int) time.Time {
+// measureNode: n idle with a Deployment of 10 pods (the API server's
+// requests per minute over nodeCostWindow, 30 s after the 10 are Running;
+// the agent's Pss), then b.N times a Deployment of 50 pods from kubectl
+// apply to all Running (the agent's Pss then), each Deployment deleted and
+// waited for until nothing of it is left on the node.
+func (cp *controlPlane) measureNode(b *testing.B, n nodeUnderTest) nodeFigures {
+	b.Helper()
+	var f nodeFigures
+	idleApp, app := n.agent+"-idle", n.agent+"-50"
+	b.Cleanup(func() {
+		cp.kubectl("", "delete", "--ignore-not-found", "--wait=false", "deployment", idleApp, app)
+	})
+	idle := cp.applyDeployment(b, idleApp, 10, n.node)
+	cp.waitRunning(b, idleApp, 10, idle, 3*time.Minute)
+	time.Sleep(30 * time.Second) // the pods' first status writes, tokens and objects
+	b.Logf("%s: load before the node's window: %s", n.agent, loadAvg())
+	f.rates = cp.requestRates(b, nodeCostWindow)
+	b.Logf("%s: load after the node's window: %s", n.agent, loadAvg())
+	f.idlePss, f.idleRss = smapsRollup(b, n.pid)
+	b.Logf("%s with 10 pods: Pss %d KiB, Rss %d KiB", n.agent, f.idlePss, f.idleRss)
+	cp.deleteDeployment(b, idleApp, n)
+
+	b.ResetTimer()
+	for i := range b.N {
+		b.Logf("%s: load before the 50 pods (run %d): %s", n.agent, i+1, loadAvg())
+		before := cp.apiCounters(b)
+		applied := cp.applyDeployment(b, app, 50, n.node)
+		took := cp.waitRunning(b, app, 50, applied, 10*time.Minute)
+		f.start = ratesPerMinute(before, cp.apiCounters(b), time.Minute)
+		b.Logf("%s run %d: the API server's requests from before kubectl apply to all 50 Running (the benchmark's polling included):\n%s",
+			n.agent, i+1, formatCounts(f.start))
+		f.running = append(f.running, took)
+		f.pss, f.rss = smapsRollup(b, n.pid)
+		f.ctrdPss, _ = smapsRollup(b, n.ctrd)
+		all := ""
+		if n.agent == "podrun" {
+			all = fmt.Sprintf("; every podrun process: Pss %d KiB", podrunPss(b))
+		}
+		b.Logf("%s run %d: 50 pods Running (as the API shows them) %v after kubectl apply; %s Pss %d KiB, Rss %d KiB%s; its containerd: Pss %d KiB; load %s",
+			n.agent, i+1, took.Round(time.Millisecond), n.agent, f.pss, f.rss, all, f.ctrdPss, loadAvg())
+		cp.deleteDeployment(b, app, n)
+	}
+	b.StopTimer()
+	return f
+}
+
+// deleteDeployment deletes Deployment app as the operator and waits until
+// no pod is left on n, nor bound to it in the API.
+func (cp *controlPlane) deleteDeployment(b *testing.B, app string, n nodeUnderTest) {
+	b.Helper()
+	if o, err := cp.kubectl("", "delete", "deployment", app); err != nil {
+		b.Fatalf("kubectl delete: %v\n%s", err, o)
+	}
+	waitFor(b, 5*time.Minute, "no pod left on node "+n.node, func() (bool, string) {
+		left, bound := n.left(), cp.podsBoundTo(n.node)
+		return left == 0 && bound == 0, fmt.Sprintf("%d pods on the node, %d bound to it in the API", left, bound)
+	})
+}
+
+// podsBoundTo is how many pods the API server has bound to node (any
+// phase; -1: cannot tell).
+func (cp *controlPlane) podsBoundTo(node string) int {
+	o, err := cp.kubectl("", "get", "pods", "-A", "--field-selector", "spec.nodeName="+node, "-o", "name")
+	if err != nil {
+		return -1
+	}
+	return len(strings.Fields(o))
+}
+
+// suiteContainerd is the pid of the suite's containerd (a child of this
+// process), podrun's.
+func suiteContainerd(b testing.TB) int {
+	b.Helper()
+	for _, pid := range childrenOf(os.Getpid()) {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && filepath.Base(exe) == "containerd" {
+			return pid
+		}
+	}
+	b.Fatal("the suite's containerd: not a child of this process")
+	return 0
+}
+
+// applyDeployment applies nodeCostDeployment of n pods on node as the
+// operator and returns when it did.
+func (cp *controlPlane) applyDeployment(b *testing.B, name string, n int, node string) time.Time {
 	b.Helper()
 	file := filepath.Join(b.TempDir(), name+".yaml")
-	if err := os.WriteFile(file, []byte(fmt.Sprintf(nodeCostDeployment, n, name, H.Node, H.Image)), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(fmt.Sprintf(nodeCostDeployment, n, name, node, H.Image)), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	applied := time.Now()

@@ -66,9 +66,10 @@ const (
 // realKubelet is a running kubelet node and what it started.
 type realKubelet struct {
 	dir     string
-	sock    string  // its containerd's socket (a file: reachable from the host)
-	holder  *bgProc // unshare --fork: the namespace's first process
-	nsPid   int     // ns-init.sh inside it
+	sock    string   // its containerd's socket (a file: reachable from the host)
+	argv    []string // the kubelet's command line, inside the namespace
+	holder  *bgProc  // unshare --fork: the namespace's first process
+	nsPid   int      // ns-init.sh inside it
 	ctrd    *bgProc
 	kubelet *bgProc
 	proxy   *apiProxy
@@ -78,7 +79,7 @@ type realKubelet struct {
 // images (test image configs) imported into its containerd, and waits for
 // the node to be Ready. Without the kubelet binary the test is skipped
 // (failed under CI), saying how to build it.
-func startRealKubelet(t *testing.T, cp *controlPlane, images ...testimage.Config) *realKubelet {
+func startRealKubelet(t testing.TB, cp *controlPlane, images ...testimage.Config) *realKubelet {
 	t.Helper()
 	if _, err := os.Stat(realKubeletBin); err != nil {
 		why := fmt.Sprintf("no kubelet at %s (%v): build it once with `KVER=v1.37.2 bash ../shared/kubelet-anchor/build.sh`, or set PODRUN_KUBELET", realKubeletBin, err)
@@ -116,42 +117,8 @@ func startRealKubelet(t *testing.T, cp *controlPlane, images ...testimage.Config
 		}
 	}
 
-	// 1. the namespace
-	holder := exec.Command("unshare", "--net", "--mount", "--uts", "--propagation", "private", "--fork",
-		filepath.Join(dir, "ns-init.sh"), dir)
-	holder.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	log := &CmdOutput{}
-	holder.Stdout, holder.Stderr = log, log
-	if k.holder, err = startBg(holder); err != nil {
-		t.Fatalf("unshare: %v", err)
-	}
-	eventually(t, 10*time.Second, "the kubelet's namespace", func() (bool, string) {
-		b, err := os.ReadFile(filepath.Join(dir, "ns.pid"))
-		if err == nil {
-			k.nsPid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
-		return err == nil, fmt.Sprintf("%v: %s", err, log)
-	})
-
-	// 2. the API server at 127.0.0.1:6443 inside it
-	l, err := listenInNetns(k.nsPid, "127.0.0.1:6443")
-	if err != nil {
-		t.Fatalf("listening in the kubelet's namespace: %v", err)
-	}
-	k.proxy = &apiProxy{to: "127.0.0.1:6443", conns: map[net.Conn]bool{}}
-	k.proxy.serve(l)
-
-	// 3. its containerd and the images
-	if k.ctrd, err = startBg(k.inNamespace("containerd", "--config", filepath.Join(dir, "containerd.toml"))); err != nil {
-		t.Fatalf("containerd: %v", err)
-	}
-	eventually(t, 30*time.Second, "the kubelet's containerd", func() (bool, string) {
-		if k.ctrd.exited() {
-			t.Fatalf("the kubelet's containerd exited: %s", tailLines(k.ctrd.output(), 20))
-		}
-		out, err := exec.Command("ctr", "-a", k.sock, "version").CombinedOutput()
-		return err == nil, fmt.Sprintf("%v: %s", err, out)
-	})
+	// 1–3. the namespace, the API server at 127.0.0.1:6443 inside it, its containerd
+	k.boot(t, true)
 	for i, cfg := range images {
 		archive := filepath.Join(dir, "images", strconv.Itoa(i)+".tar")
 		if err := e2eWriteArchive(archive, cfg); err != nil {
@@ -163,31 +130,15 @@ func startRealKubelet(t *testing.T, cp *controlPlane, images ...testimage.Config
 	}
 
 	// 4. the kubelet, with the node's credentials
-	for _, h := range cgroupV1Hierarchies() {
-		p := filepath.Join(h, realKubeletCgroup)
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-			if b, err := os.ReadFile(filepath.Join(h, f)); err == nil {
-				if err := os.WriteFile(filepath.Join(p, f), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
 	// the namespace has a /var/lib of its own: the kubelet from the test's dir
 	bin := filepath.Join(dir, "kubelet.bin")
 	if err := linkOrCopy(realKubeletBin, bin); err != nil {
 		t.Fatal(err)
 	}
-	kubelet := k.inNamespace(bin, "--config", filepath.Join(dir, "kubelet-config.yaml"),
+	k.argv = []string{bin, "--config", filepath.Join(dir, "kubelet-config.yaml"),
 		"--kubeconfig", kc, "--root-dir", filepath.Join(dir, "kubelet"),
-		"--hostname-override", realKubeletNode, "--node-ip", realKubeletNodeIP, "--v=1")
-	began := time.Now()
-	if k.kubelet, err = startBg(kubelet); err != nil {
-		t.Fatalf("kubelet: %v", err)
-	}
+		"--hostname-override", realKubeletNode, "--node-ip", realKubeletNodeIP, "--v=1"}
+	began := k.startKubelet(t)
 	eventually(t, 90*time.Second, "the kubelet's node Ready", func() (bool, string) {
 		if k.kubelet.exited() {
 			t.Fatalf("the kubelet exited (%v): %s", k.kubelet.cmd.ProcessState, tailLines(k.kubelet.output(), 20))
@@ -201,6 +152,83 @@ func startRealKubelet(t *testing.T, cp *controlPlane, images ...testimage.Config
 	out, _ := exec.Command(realKubeletBin, "--version").CombinedOutput()
 	t.Logf("real kubelet (%s) node %s Ready %v after its start", strings.TrimSpace(string(out)), realKubeletNode, time.Since(began).Round(time.Millisecond))
 	return k
+}
+
+// boot makes what a boot of the kubelet's machine gives it: the namespace
+// (its /run, /var/lib and /var/log empty), the API server at
+// 127.0.0.1:6443 inside it when api (else nothing answers there: the API
+// server unreachable), the kubelet's containerd answering, and its cgroup
+// root. What is in the test's dir (containerd's root, the kubelet's root
+// dir) is its disk, kept.
+func (k *realKubelet) boot(t testing.TB, api bool) {
+	t.Helper()
+	holder := exec.Command("unshare", "--net", "--mount", "--uts", "--propagation", "private", "--fork",
+		filepath.Join(k.dir, "ns-init.sh"), k.dir)
+	holder.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	log := &CmdOutput{}
+	holder.Stdout, holder.Stderr = log, log
+	_ = os.Remove(filepath.Join(k.dir, "ns.pid"))
+	var err error
+	if k.holder, err = startBg(holder); err != nil {
+		t.Fatalf("unshare: %v", err)
+	}
+	eventually(t, 10*time.Second, "the kubelet's namespace", func() (bool, string) {
+		b, err := os.ReadFile(filepath.Join(k.dir, "ns.pid"))
+		if err == nil {
+			k.nsPid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		return err == nil, fmt.Sprintf("%v: %s", err, log)
+	})
+	if api {
+		k.connectAPI(t)
+	}
+	if k.ctrd, err = startBg(k.inNamespace("containerd", "--config", filepath.Join(k.dir, "containerd.toml"))); err != nil {
+		t.Fatalf("containerd: %v", err)
+	}
+	eventually(t, 30*time.Second, "the kubelet's containerd", func() (bool, string) {
+		if k.ctrd.exited() {
+			t.Fatalf("the kubelet's containerd exited: %s", tailLines(k.ctrd.output(), 20))
+		}
+		out, err := exec.Command("ctr", "-a", k.sock, "version").CombinedOutput()
+		return err == nil, fmt.Sprintf("%v: %s", err, out)
+	})
+	for _, h := range cgroupV1Hierarchies() {
+		p := filepath.Join(h, realKubeletCgroup)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if b, err := os.ReadFile(filepath.Join(h, f)); err == nil {
+				if err := os.WriteFile(filepath.Join(p, f), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+// connectAPI makes 127.0.0.1:6443 inside the namespace a listener of the
+// test that forwards to the control plane's API server.
+func (k *realKubelet) connectAPI(t testing.TB) {
+	t.Helper()
+	l, err := listenInNetns(k.nsPid, "127.0.0.1:6443")
+	if err != nil {
+		t.Fatalf("listening in the kubelet's namespace: %v", err)
+	}
+	k.proxy = &apiProxy{to: "127.0.0.1:6443", conns: map[net.Conn]bool{}}
+	k.proxy.serve(l)
+}
+
+// startKubelet starts the kubelet (k.argv) in the namespace and returns
+// when it did.
+func (k *realKubelet) startKubelet(t testing.TB) time.Time {
+	t.Helper()
+	began := time.Now()
+	var err error
+	if k.kubelet, err = startBg(k.inNamespace(k.argv[0], k.argv[1:]...)); err != nil {
+		t.Fatalf("kubelet: %v", err)
+	}
+	return began
 }
 
 // linkOrCopy makes to the file from: a hard link, else a copy.
@@ -240,7 +268,7 @@ func (k *realKubelet) inNamespace(name string, args ...string) *exec.Cmd {
 // its containerd (their shims and what runs in them), containerd, the
 // namespace; then removes the kubelet's cgroups. Pods are expected gone
 // already (the test deletes them through the API first).
-func (k *realKubelet) stop(t *testing.T) {
+func (k *realKubelet) stop(t testing.TB) {
 	if k.kubelet != nil {
 		if !k.kubelet.terminate(30 * time.Second) {
 			t.Errorf("the kubelet did not exit at SIGTERM: killed")
@@ -248,19 +276,58 @@ func (k *realKubelet) stop(t *testing.T) {
 		t.Logf("kubelet [pid %d, %v], last lines:\n%s", k.kubelet.cmd.Process.Pid, k.kubelet.cmd.ProcessState,
 			tailLines(k.kubelet.output(), 40))
 	}
-	// the shims of this containerd and the processes they run
-	if shims := e2eShims(k.sock); len(shims) > 0 {
-		t.Logf("%d shim(s) of the kubelet's containerd left: killed with their containers", len(shims))
-		for _, s := range shims {
-			for _, c := range childrenOf(s) {
-				_ = syscall.Kill(c, syscall.SIGKILL)
-			}
-			_ = syscall.Kill(s, syscall.SIGKILL)
-		}
+	if n := k.killShims(); n > 0 {
+		t.Logf("%d shim(s) of the kubelet's containerd left: killed with their containers", n)
 	}
 	if k.ctrd != nil {
 		k.ctrd.terminate(30 * time.Second)
 	}
+	k.downNamespace()
+	// The cgroups, once their last process is gone.
+	if left := k.removeCgroups(20 * time.Second); len(left) > 0 {
+		t.Errorf("cgroups of the kubelet left: %v", left)
+	}
+}
+
+// powerCut is what a power cut leaves of the kubelet's machine: the
+// kubelet, its containerd, the containers and their shims killed
+// (SIGKILL), the namespace gone with its /run, /var/lib and /var/log,
+// the pods' network namespaces and its iptables rules, and the cgroups
+// removed. The test's dir (containerd's root, the kubelet's root dir)
+// stays: its disk.
+func (k *realKubelet) powerCut(t testing.TB) {
+	t.Helper()
+	if k.kubelet != nil {
+		_ = k.kubelet.cmd.Process.Kill()
+		<-k.kubelet.done
+	}
+	if k.ctrd != nil {
+		_ = k.ctrd.cmd.Process.Kill()
+		<-k.ctrd.done
+	}
+	k.killShims()
+	k.downNamespace()
+	if left := k.removeCgroups(20 * time.Second); len(left) > 0 {
+		t.Fatalf("cgroups of the kubelet left after the power cut: %v", left)
+	}
+}
+
+// killShims kills the shims of the kubelet's containerd and the processes
+// they run; it returns how many shims there were.
+func (k *realKubelet) killShims() int {
+	shims := e2eShims(k.sock)
+	for _, s := range shims {
+		for _, c := range childrenOf(s) {
+			_ = syscall.Kill(c, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(s, syscall.SIGKILL)
+	}
+	return len(shims)
+}
+
+// downNamespace closes the API's listener and ends the namespace's first
+// process: the namespace goes with it.
+func (k *realKubelet) downNamespace() {
 	if k.proxy != nil {
 		k.proxy.cut(true)
 	}
@@ -270,16 +337,16 @@ func (k *realKubelet) stop(t *testing.T) {
 		}
 		k.holder.terminate(10 * time.Second)
 	}
-	// The cgroups, once their last process is gone.
-	deadline := time.Now().Add(20 * time.Second)
+}
+
+// removeCgroups removes the kubelet's cgroups once their last process is
+// gone, trying for up to timeout; it lists those left.
+func (k *realKubelet) removeCgroups(timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
 	for {
 		left := removeCgroupTrees(realKubeletCgroup)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("cgroups of the kubelet left: %v", left)
-			return
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

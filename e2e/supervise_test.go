@@ -178,7 +178,7 @@ func mustContainerStatus(t *testing.T, pod corev1.Pod, name string) *corev1.Cont
 
 // eventually polls cond every 250 ms until it holds; past timeout it
 // fails the test with what and cond's last description.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
