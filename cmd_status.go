@@ -20,6 +20,7 @@ func statusCommand() *cli.Command {
 		ArgsUsage: "POD",
 		Flags:     []cli.Flag{namespaceFlag(podNamespace), outputFlag("yaml", "json")},
 		Action: func(c *cli.Context) error {
+			printPolicyLine(os.Stderr, c)
 			return withPod(c, func(_ *run.Host, p *run.PodInfo) error {
 				for _, pr := range openOwner(c).ProblemsOf(p.Source) {
 					fmt.Fprintf(os.Stderr, "podrun daemon: %s is not applied (the pod runs as last applied):\n  %s\n", pr.Source, strings.ReplaceAll(pr.Msg, "\n", "\n  "))

@@ -43,7 +43,22 @@ type Options struct {
 	// Link, when set, carries every pull: its progress deadline and its
 	// rate cap (--image-pull-progress-deadline, --pull-rate).
 	Link *pullnet.Link
+	// Verifier, when set, is the node's signature policy: every pulled
+	// image is verified before it is used, and runs by its digest.
+	Verifier Verifier
 }
+
+// Verifier checks an image against the node's signature policy
+// (trust.Policy): ref as the pod names it, digest the manifest the pull
+// resolved, read from its registry over plain HTTP when insecure, with the
+// credential the pull used (cred zero: none). Any error refuses the image.
+type Verifier interface {
+	Verify(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential) error
+}
+
+// ReasonSignatureValidationFailed is a container's waiting reason when the
+// signature policy refuses its image, as CRI-O and the kubelet say it.
+const ReasonSignatureValidationFailed = "SignatureValidationFailed"
 
 // Manager makes images present on one runtime.
 type Manager struct {
@@ -213,6 +228,9 @@ func (m *Manager) Ensure(ctx context.Context, ref string, policy corev1.PullPoli
 		return local, nil
 	}
 	img, err := m.pull(ctx, ref, pullSecrets) // with credentials
+	if perr := (*PullError)(nil); errors.As(err, &perr) {
+		return engine.Image{}, perr // refused by the signature policy
+	}
 	if err != nil {
 		perr := pullError(ref, err)
 		if present {
@@ -240,7 +258,7 @@ func (m *Manager) EnsureGated(ctx context.Context, uid, ref string, policy corev
 	switch {
 	case err == nil:
 		m.pulls.forget(key)
-	case errors.As(err, &perr) && perr.Reason == ReasonErrImagePull:
+	case errors.As(err, &perr) && (perr.Reason == ReasonErrImagePull || perr.Reason == ReasonSignatureValidationFailed):
 		m.pulls.failed(key, m.now(), perr.Cause())
 	}
 	return img, err
@@ -339,6 +357,9 @@ func (m *Manager) keyring(secrets []*corev1.Secret) (*registry.Keyring, error) {
 // pull`. Errors are *PullError.
 func (m *Manager) Pull(ctx context.Context, ref string) (engine.Image, error) {
 	img, err := m.pull(ctx, ref, nil)
+	if perr := (*PullError)(nil); errors.As(err, &perr) {
+		return engine.Image{}, perr
+	}
 	if err != nil {
 		return engine.Image{}, pullError(ref, err)
 	}
@@ -377,7 +398,7 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 		if err != nil {
 			return engine.Image{}, pullFailed(ref, explainPull(err, domain, nil, m.o.RegistryConfig))
 		}
-		return img, nil
+		return m.verified(ctx, ref, domain, img, registry.Credential{}, o)
 	}
 	// Credentials go to the image's registry only, never to another host
 	// that asks (a redirect to blob storage).
@@ -392,7 +413,7 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 		}
 		img, err := m.engine.Pull(ctx, ref, o)
 		if err == nil {
-			return img, nil
+			return m.verified(ctx, ref, domain, img, c, o)
 		}
 		last = explainPull(err, domain, creds[:i+1], m.o.RegistryConfig)
 		if !errors.Is(err, engine.ErrUnauthorized) {
@@ -400,6 +421,38 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 		}
 	}
 	return engine.Image{}, pullFailed(ref, last)
+}
+
+// verified checks the pulled img of ref against the signature policy, if
+// any, and returns it by digest (repository@sha256:...): the pod runs what
+// was verified, whatever the tag points at later. A refused image loses the
+// name the pull gave it, so that no later use finds it present.
+func (m *Manager) verified(ctx context.Context, ref, domain string, img engine.Image, cred registry.Credential, o engine.PullOptions) (engine.Image, error) {
+	if m.o.Verifier == nil {
+		return img, nil
+	}
+	insecure := registry.IsLocalhost(domain) || registry.IsInsecure(m.o.Insecure, domain)
+	if err := m.o.Verifier.Verify(ctx, ref, img.Digest, insecure, cred); err != nil {
+		if rerr := m.engine.RemoveImage(ctx, img.Ref); rerr != nil && !errors.Is(rerr, engine.ErrNotFound) {
+			err = fmt.Errorf("%w (and removing the refused image: %w)", err, rerr)
+		}
+		return engine.Image{}, &PullError{Reason: ReasonSignatureValidationFailed, Image: ref, Err: err}
+	}
+	pinned, err := byDigest(img)
+	if err != nil {
+		return engine.Image{}, err
+	}
+	o.Progress = nil
+	return m.engine.Pull(ctx, pinned, o) // from the store: the content is there
+}
+
+// byDigest is img's reference by its digest.
+func byDigest(img engine.Image) (string, error) {
+	named, err := reference.ParseNormalizedNamed(img.Ref)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", engine.ErrInvalidImageName, err)
+	}
+	return reference.TrimNamed(named).String() + "@" + img.Digest, nil
 }
 
 // pullFailed words a failed pull as containerd's CRI plugin does

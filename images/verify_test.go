@@ -1,0 +1,79 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/engine/fake"
+	"github.com/podrun/podrun/registry"
+)
+
+// fakeVerifier refuses the digests in refuse and records what it was asked.
+type fakeVerifier struct {
+	refuse map[string]bool
+	asked  []string
+	cred   registry.Credential
+	insec  bool
+}
+
+func (v *fakeVerifier) Verify(_ context.Context, ref, digest string, insecure bool, cred registry.Credential) error {
+	v.asked = append(v.asked, ref+" "+digest)
+	v.cred, v.insec = cred, insecure
+	if v.refuse[digest] {
+		return errors.New("no signature")
+	}
+	return nil
+}
+
+func TestPullVerified(t *testing.T) {
+	const digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	const pinned = "registry.example.com/team/app@" + digest
+	for _, tc := range []struct {
+		name       string
+		refuse     bool
+		wantReason string
+		wantRef    string
+	}{
+		{name: "allowed runs by digest", wantRef: pinned},
+		{name: "refused", refuse: true, wantReason: ReasonSignatureValidationFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := fake.New()
+			fe.AddRemote(engine.Image{Ref: pullRef, Digest: digest})
+			fe.AddRemote(engine.Image{Ref: pinned, Digest: digest})
+			v := &fakeVerifier{refuse: map[string]bool{digest: tc.refuse}}
+			m := New(fe, Options{Verifier: v, Insecure: []string{"registry.example.com"}}, time.Now)
+			img, err := m.EnsureGated(context.Background(), "uid", pullRef, corev1.PullIfNotPresent, nil)
+			if got := []string{pullRef + " " + digest}; len(v.asked) != 1 || v.asked[0] != got[0] {
+				t.Errorf("verifier asked %q, want %q", v.asked, got)
+			}
+			if !v.insec {
+				t.Error("an --insecure-registry host is not verified over its insecure link")
+			}
+			if tc.wantReason == "" {
+				if err != nil || img.Ref != tc.wantRef {
+					t.Fatalf("EnsureGated = %q, %v; want %q", img.Ref, err, tc.wantRef)
+				}
+				return
+			}
+			perr := (*PullError)(nil)
+			if !errors.As(err, &perr) || perr.Reason != tc.wantReason || perr.Image != pullRef {
+				t.Fatalf("EnsureGated error = %v; want a %s of %q", err, tc.wantReason, pullRef)
+			}
+			if _, err := fe.Image(context.Background(), pullRef); !errors.Is(err, engine.ErrNotFound) {
+				t.Errorf("the refused image is still present (%v): a later IfNotPresent would run it", err)
+			}
+			if Retryable(err) {
+				t.Error("a refusal is retried at once")
+			}
+			if _, err := m.EnsureGated(context.Background(), "uid", pullRef, corev1.PullIfNotPresent, nil); !errors.As(err, &perr) || perr.Reason != ReasonImagePullBackOff {
+				t.Errorf("after a refusal: %v, want the image back-off", err)
+			}
+		})
+	}
+}
