@@ -54,6 +54,8 @@ type Options struct {
 // credential the pull used (cred zero: none). Any error refuses the image.
 type Verifier interface {
 	Verify(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential) error
+	// VerifyArchive checks an image imported from an archive.
+	VerifyArchive(ctx context.Context, ref, digest string) error
 }
 
 // ReasonSignatureValidationFailed is a container's waiting reason when the
@@ -294,13 +296,40 @@ func (m *Manager) Prefetch(ctx context.Context, p *manifest.Pod) error {
 
 // Import imports an image archive (engine.Engine.Import) and ends
 // every image pull back-off: the pods that wait on an image it brought are
-// tried again at once.
+// tried again at once. Under a signature policy, an archive with an image
+// the policy refuses is removed whole: a *PullError
+// SignatureValidationFailed.
 func (m *Manager) Import(ctx context.Context, r io.Reader) ([]engine.Image, error) {
 	imgs, err := m.engine.Import(ctx, r)
-	if err == nil {
-		m.pulls.clear()
+	if err != nil {
+		return nil, err
 	}
-	return imgs, err
+	if err := m.verifyArchive(ctx, imgs); err != nil {
+		return nil, err
+	}
+	m.pulls.clear()
+	return imgs, nil
+}
+
+// verifyArchive checks the images of an archive against the signature
+// policy, if any, and removes them all when one is refused.
+func (m *Manager) verifyArchive(ctx context.Context, imgs []engine.Image) error {
+	if m.o.Verifier == nil {
+		return nil
+	}
+	for _, img := range imgs {
+		err := m.o.Verifier.VerifyArchive(ctx, img.Ref, img.Digest)
+		if err == nil {
+			continue
+		}
+		for _, i := range imgs {
+			if rerr := m.engine.RemoveImage(ctx, i.Ref); rerr != nil && !errors.Is(rerr, engine.ErrNotFound) {
+				err = fmt.Errorf("%w (and removing the refused image %s: %w)", err, i.Ref, rerr)
+			}
+		}
+		return &PullError{Reason: ReasonSignatureValidationFailed, Image: img.Ref, Err: err}
+	}
+	return nil
 }
 
 func (p *pullBackoffs) clear() {

@@ -3,6 +3,8 @@ package images
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +28,14 @@ func (v *fakeVerifier) Verify(_ context.Context, ref, digest string, insecure bo
 	v.cred, v.insec = cred, insecure
 	if v.refuse[digest] {
 		return errors.New("no signature")
+	}
+	return nil
+}
+
+func (v *fakeVerifier) VerifyArchive(_ context.Context, ref, digest string) error {
+	v.asked = append(v.asked, "archive "+ref+" "+digest)
+	if v.refuse[digest] {
+		return errors.New("archives are not verified")
 	}
 	return nil
 }
@@ -73,6 +83,34 @@ func TestPullVerified(t *testing.T) {
 			}
 			if _, err := m.EnsureGated(context.Background(), "uid", pullRef, corev1.PullIfNotPresent, nil); !errors.As(err, &perr) || perr.Reason != ReasonImagePullBackOff {
 				t.Errorf("after a refusal: %v, want the image back-off", err)
+			}
+		})
+	}
+}
+
+func TestImportVerified(t *testing.T) {
+	imgs := []engine.Image{{Ref: "podrun.test/a:1", Digest: "sha256:a"}, {Ref: "podrun.test/b:1", Digest: "sha256:b"}}
+	for _, tc := range []struct {
+		name    string
+		refuse  map[string]bool
+		wantErr bool
+	}{
+		{name: "allowed", refuse: map[string]bool{}},
+		{name: "one refused removes all", refuse: map[string]bool{"sha256:b": true}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := fake.New()
+			fe.ImportFunc = func(io.Reader) ([]engine.Image, error) { return imgs, nil }
+			m := New(fe, Options{Verifier: &fakeVerifier{refuse: tc.refuse}}, time.Now)
+			_, err := m.Import(context.Background(), strings.NewReader(""))
+			perr := (*PullError)(nil)
+			if tc.wantErr != errors.As(err, &perr) || (tc.wantErr && (perr.Reason != ReasonSignatureValidationFailed || perr.Image != "podrun.test/b:1")) {
+				t.Fatalf("Import = %v; want a refusal: %v", err, tc.wantErr)
+			}
+			for _, img := range imgs {
+				if _, err := fe.Image(context.Background(), img.Ref); (err == nil) == tc.wantErr {
+					t.Errorf("%s present: %v; want present: %v", img.Ref, err == nil, !tc.wantErr)
+				}
 			}
 		})
 	}

@@ -23,7 +23,6 @@ demo=(
 e2e=(
 	iproute2        # ip: netns, links (tests and leak check)
 	docker-registry # a local registry for pull tests (and the README's quick start as a mirror)
-	skopeo          # signs test images with sigstore keys (signature policy tests)
 	apache2-utils   # htpasswd for the registry's auth tests
 	time            # /usr/bin/time: a child's own peak memory (the bounded-input test)
 	openssl         # the cluster tests: cluster-anchor's start.sh makes the control plane's CA and certificates
