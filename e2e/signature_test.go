@@ -166,6 +166,50 @@ func TestSignaturePolicy(t *testing.T) {
 		})
 	}
 
+	t.Run("image import is refused", func(t *testing.T) {
+		ref := reg.Addr + "/sig-archive:1"
+		archive := filepath.Join(t.TempDir(), "archive.tar")
+		if err := e2eWriteArchive(archive, testimage.Config{Ref: ref}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { deleteImage(t, ref) })
+		stdout, stderr, code := H.Podrun(t, "", append(flags, "image", "import", archive)...)
+		if code == 0 || stdout != "" {
+			t.Fatalf("podrun image import under a policy asking for signatures: exit %d, stdout %q; stderr:\n%s", code, stdout, stderr)
+		}
+		for _, want := range []string{"SignatureValidationFailed", ref, fmt.Sprintf("scope docker:%q", reg.Addr)} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, stderr)
+			}
+		}
+		if hasImage(t, ref) {
+			t.Errorf("the refused %s is in containerd", ref)
+		}
+	})
+
+	// Figures, not checks: the peak RSS of `podrun image pull` of the
+	// signed image, verified, and under a policy that accepts anything.
+	t.Run("memory of a verification", func(t *testing.T) {
+		accept := filepath.Join(dir, "accept.json")
+		if err := os.WriteFile(accept, []byte(`{"default": [{"type": "insecureAcceptAnything"}]}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ref := reg.Addr + "/sig-signed:1"
+		for _, p := range []string{accept, policy, accept, policy} {
+			c := exec.Command("/usr/bin/time", append([]string{"-f", "%M", H.Bin}, append(H.globalArgs(), "--signature-policy", p, "--registries-d", registriesD, "image", "pull", ref)...)...)
+			out, err := c.CombinedOutput()
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			t.Logf("podrun image pull under %s: max RSS %s KiB (%v)", filepath.Base(p), lines[len(lines)-1], err)
+			cl, ctx := H.Client(t)
+			imgs, _ := cl.ImageService().List(ctx)
+			for _, img := range imgs {
+				if strings.HasPrefix(img.Name, reg.Addr+"/sig-signed") {
+					deleteImage(t, img.Name)
+				}
+			}
+		}
+	})
+
 	t.Run("a policy that does not load refuses to pull", func(t *testing.T) {
 		bad := filepath.Join(dir, "bad.json")
 		for _, tc := range []struct{ data, want string }{

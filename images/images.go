@@ -227,7 +227,13 @@ func (m *Manager) Ensure(ctx context.Context, ref string, policy corev1.PullPoli
 		return engine.Image{}, &PullError{Reason: ReasonErrImageNeverPull, Image: ref,
 			Err: errors.New("not present and imagePullPolicy is Never; load it with `podrun image import FILE.tar`")}
 	case present && policy != corev1.PullAlways:
-		return local, nil
+		if img, ok := m.usable(ctx, ref, local); ok {
+			return img, nil
+		}
+		if policy == corev1.PullNever {
+			return engine.Image{}, &PullError{Reason: ReasonSignatureValidationFailed, Image: ref,
+				Err: errors.New("present but never verified by the signature policy, and imagePullPolicy is Never")}
+		}
 	}
 	img, err := m.pull(ctx, ref, pullSecrets) // with credentials
 	if perr := (*PullError)(nil); errors.As(err, &perr) {
@@ -250,8 +256,10 @@ func (m *Manager) EnsureGated(ctx context.Context, uid, ref string, policy corev
 	key := pullKey(uid, ref)
 	if last, ok := m.pulls.waiting(key, m.now()); ok {
 		if img, err := m.engine.Image(ctx, ref); err == nil && policy != corev1.PullAlways {
-			m.pulls.forget(key)
-			return img, nil
+			if img, ok := m.usable(ctx, ref, img); ok {
+				m.pulls.forget(key)
+				return img, nil
+			}
 		}
 		return engine.Image{}, BackOffError(ref, last)
 	}
@@ -275,8 +283,10 @@ func (m *Manager) Waiting(ctx context.Context, p *manifest.Pod) *PullError {
 		if !ok {
 			continue
 		}
-		if _, err := m.engine.Image(ctx, c.Image); err == nil && c.ImagePullPolicy != corev1.PullAlways {
-			return nil // imported meanwhile: start it now
+		if img, err := m.engine.Image(ctx, c.Image); err == nil && c.ImagePullPolicy != corev1.PullAlways {
+			if _, ok := m.usable(ctx, c.Image, img); ok {
+				return nil // imported meanwhile: start it now
+			}
 		}
 		return BackOffError(c.Image, last)
 	}
@@ -473,6 +483,22 @@ func (m *Manager) verified(ctx context.Context, ref, domain string, img engine.I
 	}
 	o.Progress = nil
 	return m.engine.Pull(ctx, pinned, o) // from the store: the content is there
+}
+
+// usable is the present image local of ref as a pod may use it under the
+// signature policy: as it is when there is none or ref's scope accepts
+// anything; else by digest, present only when a pull verified it (a tag
+// imported, or pulled before the policy, is not).
+func (m *Manager) usable(ctx context.Context, ref string, local engine.Image) (engine.Image, bool) {
+	if m.o.Verifier == nil || m.o.Verifier.VerifyArchive(ctx, ref, local.Digest) == nil {
+		return local, true
+	}
+	pinned, err := byDigest(local)
+	if err != nil {
+		return engine.Image{}, false
+	}
+	img, err := m.engine.Image(ctx, pinned)
+	return img, err == nil
 }
 
 // byDigest is img's reference by its digest.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,57 @@ func TestImportVerified(t *testing.T) {
 				if _, err := fe.Image(context.Background(), img.Ref); (err == nil) == tc.wantErr {
 					t.Errorf("%s present: %v; want present: %v", img.Ref, err == nil, !tc.wantErr)
 				}
+			}
+		})
+	}
+}
+
+func TestPresentVerified(t *testing.T) {
+	const digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	const pinned = "registry.example.com/team/app@" + digest
+	for _, tc := range []struct {
+		name       string
+		refuse     bool // the scope asks for signatures
+		pinned     bool // a verified pull left the image by digest
+		policy     corev1.PullPolicy
+		wantRef    string
+		wantReason string
+		wantPull   bool
+	}{
+		{name: "scope accepts anything: the tag as it is", policy: corev1.PullIfNotPresent, wantRef: fake.Normalize(pullRef)},
+		{name: "verified before: by digest", refuse: true, pinned: true, policy: corev1.PullIfNotPresent, wantRef: pinned},
+		{name: "never verified: pulled and verified", refuse: true, policy: corev1.PullIfNotPresent, wantReason: ReasonSignatureValidationFailed, wantPull: true},
+		{name: "never verified, Never: refused", refuse: true, policy: corev1.PullNever, wantReason: ReasonSignatureValidationFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := fake.New()
+			fe.ImportFunc = func(io.Reader) ([]engine.Image, error) {
+				imgs := []engine.Image{{Ref: pullRef, Digest: digest}}
+				if tc.pinned {
+					imgs = append(imgs, engine.Image{Ref: pinned, Digest: digest})
+				}
+				return imgs, nil
+			}
+			if _, err := fe.Import(context.Background(), strings.NewReader("")); err != nil {
+				t.Fatal(err)
+			}
+			fe.AddRemote(engine.Image{Ref: pullRef, Digest: digest})
+			v := &fakeVerifier{refuse: map[string]bool{digest: tc.refuse}}
+			m := New(fe, Options{Verifier: v}, time.Now)
+			img, err := m.Ensure(context.Background(), pullRef, tc.policy, nil)
+			pulled := slices.ContainsFunc(v.asked, func(s string) bool { return !strings.HasPrefix(s, "archive ") })
+			if pulled != tc.wantPull {
+				t.Errorf("verified by a pull: %v, want %v (asked %q)", pulled, tc.wantPull, v.asked)
+			}
+			if tc.wantReason != "" {
+				perr := (*PullError)(nil)
+				if !errors.As(err, &perr) || perr.Reason != tc.wantReason {
+					t.Fatalf("Ensure = %q, %v; want %s", img.Ref, err, tc.wantReason)
+				}
+				return
+			}
+			if err != nil || img.Ref != tc.wantRef {
+				t.Fatalf("Ensure = %q, %v; want %q", img.Ref, err, tc.wantRef)
 			}
 		})
 	}
