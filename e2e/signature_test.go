@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/podrun/podrun/internal/testimage"
 )
@@ -80,6 +81,21 @@ func signaturePolicy(t *testing.T, dir string, reg testRegistry, key sigKeys) (r
 		}
 	}
 	return registriesD, filepath.Join(dir, "policy.json")
+}
+
+// deleteImagesOf deletes the images of repo (by tag or by digest).
+func deleteImagesOf(t *testing.T, repo string) {
+	t.Helper()
+	c, ctx := H.Client(t)
+	imgs, err := c.ImageService().List(ctx)
+	if err != nil {
+		t.Errorf("listing images: %v", err)
+	}
+	for _, img := range imgs {
+		if strings.HasPrefix(img.Name, repo+":") || strings.HasPrefix(img.Name, repo+"@") {
+			deleteImage(t, img.Name)
+		}
+	}
 }
 
 // TestSignaturePolicy: a signed image runs by its digest; an unsigned one,
@@ -200,13 +216,32 @@ func TestSignaturePolicy(t *testing.T) {
 			out, err := c.CombinedOutput()
 			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 			t.Logf("podrun image pull under %s: max RSS %s KiB (%v)", filepath.Base(p), lines[len(lines)-1], err)
-			cl, ctx := H.Client(t)
-			imgs, _ := cl.ImageService().List(ctx)
-			for _, img := range imgs {
-				if strings.HasPrefix(img.Name, reg.Addr+"/sig-signed") {
-					deleteImage(t, img.Name)
-				}
-			}
+			deleteImagesOf(t, reg.Addr+"/sig-signed")
+		}
+	})
+
+	t.Run("the daemon keeps the running pod on a refused update", func(t *testing.T) {
+		const name = "sig-daemon"
+		mdir := t.TempDir()
+		t.Cleanup(func() { deleteImagesOf(t, reg.Addr+"/sig-signed") })
+		downOnCleanup(t, name)
+		pod := func(value, image string) string {
+			return strings.Replace(daemonPod{name: name, value: value}.yaml(), "image: "+H.Image, "image: "+image, 1)
+		}
+		writeInPlace(t, mdir, name+".yaml", pod("v1", reg.Addr+"/sig-signed:1"))
+		d := startDaemon(t, mdir, []string{"PODRUN_SIGNATURE_POLICY=" + policy, "PODRUN_REGISTRIES_D=" + registriesD}, "--resync", "1s", "--settle", "100ms")
+		pods := waitPodsRunning(t, 60*time.Second, nil, name)
+		uid, tasks := pods[name].UID, podTasks(t, name)
+
+		writeByRename(t, mdir, name+".yaml", pod("v2", reg.Addr+"/sig-other:1"))
+		waitDaemonLog(t, d, "SignatureValidationFailed", 30*time.Second)
+		waitDaemonSyncs(t, d, 3, 30*time.Second)
+		if p := podsByName(t)[name]; p.UID != uid || !allRunning(p) {
+			t.Errorf("with the new image refused: %s is %s %s, want still Running as %s", name, p.UID, p.Status.Phase, uid)
+		}
+		checkSameTasks(t, name, tasks)
+		if hasImage(t, reg.Addr+"/sig-other:1") {
+			t.Errorf("the refused image is in containerd")
 		}
 	})
 
