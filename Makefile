@@ -126,8 +126,8 @@ vet:
 # staticcheck (pinned in go.mod as a tool; staticcheck.conf) and deadcode:
 # no finding, and no function that only tests reach.
 lint:
-	$(GO) tool staticcheck ./...
-	@dead=$$($(GO) tool deadcode .); \
+	$(GO) tool staticcheck -tags $(GOTAGS) ./...
+	@dead=$$($(GO) tool deadcode -tags $(GOTAGS) .); \
 	if [ -n "$$dead" ]; then echo "deadcode: unreachable from main (tests only, or nothing):" >&2; echo "$$dead" >&2; exit 1; fi
 
 fmt-check:
