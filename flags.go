@@ -33,7 +33,7 @@ import (
 )
 
 func globalFlags() []cli.Flag {
-	return append([]cli.Flag{
+	return append(append([]cli.Flag{
 		&cli.StringFlag{Name: "address", Value: defaultAddress, EnvVars: []string{"PODRUN_ADDRESS"},
 			Usage: "containerd socket; when the default answers nothing, podrun starts its own private containerd"},
 		// PODRUN_NAMESPACE is the deprecated name of PODRUN_CONTAINERD_NAMESPACE (one release).
@@ -62,8 +62,8 @@ func globalFlags() []cli.Flag {
 			Usage: "labels of this node, KEY=VALUE,... (besides kubernetes.io/hostname, os and arch), matched by pods' nodeSelector and node affinity, as the kubelet's --node-labels"},
 		&cli.IntFlag{Name: "max-pods", Value: admission.DefaultMaxPods, EnvVars: []string{"PODRUN_MAX_PODS"},
 			Usage: "pods this node admits, as the kubelet's --max-pods"},
-		&cli.BoolFlag{Name: "debug", EnvVars: []string{"PODRUN_DEBUG"}, Usage: "verbose logs on stderr"},
-	}, signatureFlags()...)
+	}, signatureFlags()...),
+		&cli.BoolFlag{Name: "debug", EnvVars: []string{"PODRUN_DEBUG"}, Usage: "verbose logs on stderr"})
 }
 
 // nodeLabels parses --node-labels (KEY=VALUE,...), each a valid label.
