@@ -54,8 +54,10 @@ type Options struct {
 // credential the pull used (cred zero: none). Any error refuses the image.
 type Verifier interface {
 	Verify(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential) error
-	// VerifyArchive checks an image imported from an archive.
-	VerifyArchive(ctx context.Context, ref, digest string) error
+	// AllowUnverified is nil when the policy lets ref run unverified
+	// (its scope accepts anything), else why not. Archives are checked so:
+	// podrun does not read the signatures they carry.
+	AllowUnverified(ctx context.Context, ref, digest string) error
 }
 
 // ReasonSignatureValidationFailed is a container's waiting reason when the
@@ -328,7 +330,7 @@ func (m *Manager) verifyArchive(ctx context.Context, imgs []engine.Image) error 
 		return nil
 	}
 	for _, img := range imgs {
-		err := m.o.Verifier.VerifyArchive(ctx, img.Ref, img.Digest)
+		err := m.o.Verifier.AllowUnverified(ctx, img.Ref, img.Digest)
 		if err == nil {
 			continue
 		}
@@ -467,8 +469,8 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 // was verified, whatever the tag points at later. A refused image loses the
 // name the pull gave it, so that no later use finds it present.
 func (m *Manager) verified(ctx context.Context, ref, domain string, img engine.Image, cred registry.Credential, o engine.PullOptions) (engine.Image, error) {
-	if m.o.Verifier == nil {
-		return img, nil
+	if m.o.Verifier == nil || m.o.Verifier.AllowUnverified(ctx, ref, img.Digest) == nil {
+		return img, nil // as without a policy: nothing to verify, nothing to pin
 	}
 	insecure := registry.IsLocalhost(domain) || registry.IsInsecure(m.o.Insecure, domain)
 	if err := m.o.Verifier.Verify(ctx, ref, img.Digest, insecure, cred); err != nil {
@@ -490,7 +492,7 @@ func (m *Manager) verified(ctx context.Context, ref, domain string, img engine.I
 // anything; else by digest, present only when a pull verified it (a tag
 // imported, or pulled before the policy, is not).
 func (m *Manager) usable(ctx context.Context, ref string, local engine.Image) (engine.Image, bool) {
-	if m.o.Verifier == nil || m.o.Verifier.VerifyArchive(ctx, ref, local.Digest) == nil {
+	if m.o.Verifier == nil || m.o.Verifier.AllowUnverified(ctx, ref, local.Digest) == nil {
 		return local, true
 	}
 	pinned, err := byDigest(local)

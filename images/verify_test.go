@@ -22,6 +22,7 @@ type fakeVerifier struct {
 	asked  []string
 	cred   registry.Credential
 	insec  bool
+	strict bool // no scope accepts anything
 }
 
 func (v *fakeVerifier) Verify(_ context.Context, ref, digest string, insecure bool, cred registry.Credential) error {
@@ -33,9 +34,11 @@ func (v *fakeVerifier) Verify(_ context.Context, ref, digest string, insecure bo
 	return nil
 }
 
-func (v *fakeVerifier) VerifyArchive(_ context.Context, ref, digest string) error {
-	v.asked = append(v.asked, "archive "+ref+" "+digest)
-	if v.refuse[digest] {
+// AllowUnverified: a refused digest's scope asks for signatures, every
+// other one's accepts anything, unless strict.
+func (v *fakeVerifier) AllowUnverified(_ context.Context, ref, digest string) error {
+	v.asked = append(v.asked, "unverified "+ref+" "+digest)
+	if v.refuse[digest] || v.strict {
 		return errors.New("archives are not verified")
 	}
 	return nil
@@ -57,10 +60,10 @@ func TestPullVerified(t *testing.T) {
 			fe := fake.New()
 			fe.AddRemote(engine.Image{Ref: pullRef, Digest: digest})
 			fe.AddRemote(engine.Image{Ref: pinned, Digest: digest})
-			v := &fakeVerifier{refuse: map[string]bool{digest: tc.refuse}}
+			v := &fakeVerifier{refuse: map[string]bool{digest: tc.refuse}, strict: true}
 			m := New(fe, Options{Verifier: v, Insecure: []string{"registry.example.com"}}, time.Now)
 			img, err := m.EnsureGated(context.Background(), "uid", pullRef, corev1.PullIfNotPresent, nil)
-			if got := []string{pullRef + " " + digest}; len(v.asked) != 1 || v.asked[0] != got[0] {
+			if got := []string{"unverified " + pullRef + " " + digest, pullRef + " " + digest}; !slices.Equal(v.asked, got) {
 				t.Errorf("verifier asked %q, want %q", v.asked, got)
 			}
 			if !v.insec {
@@ -150,7 +153,7 @@ func TestPresentVerified(t *testing.T) {
 			v := &fakeVerifier{refuse: map[string]bool{digest: tc.refuse}}
 			m := New(fe, Options{Verifier: v}, time.Now)
 			img, err := m.Ensure(context.Background(), pullRef, tc.policy, nil)
-			pulled := slices.ContainsFunc(v.asked, func(s string) bool { return !strings.HasPrefix(s, "archive ") })
+			pulled := slices.ContainsFunc(v.asked, func(s string) bool { return !strings.HasPrefix(s, "unverified ") })
 			if pulled != tc.wantPull {
 				t.Errorf("verified by a pull: %v, want %v (asked %q)", pulled, tc.wantPull, v.asked)
 			}
@@ -165,5 +168,22 @@ func TestPresentVerified(t *testing.T) {
 				t.Fatalf("Ensure = %q, %v; want %q", img.Ref, err, tc.wantRef)
 			}
 		})
+	}
+}
+
+// TestPullUnverifiedScope: where the scope accepts anything (Debian's
+// default policy), a pull is as without a policy: no verification, no
+// image by digest.
+func TestPullUnverifiedScope(t *testing.T) {
+	fe := fake.New()
+	fe.AddRemote(engine.Image{Ref: pullRef, Digest: "sha256:1"})
+	v := &fakeVerifier{}
+	m := New(fe, Options{Verifier: v}, time.Now)
+	img, err := m.Ensure(context.Background(), pullRef, corev1.PullAlways, nil)
+	if err != nil || img.Ref != fake.Normalize(pullRef) {
+		t.Fatalf("Ensure = %q, %v; want %q", img.Ref, err, pullRef)
+	}
+	if want := []string{"unverified " + pullRef + " sha256:1"}; !slices.Equal(v.asked, want) {
+		t.Errorf("verifier asked %q, want %q", v.asked, want)
 	}
 }

@@ -127,10 +127,11 @@ func (p *Policy) Verify(ctx context.Context, ref, digest string, insecure bool, 
 	return nil
 }
 
-// VerifyArchive checks an image imported from an archive (ref, at digest):
-// podrun does not read signatures carried in archives yet, so only a scope
-// that accepts anything lets it in; a refusal is a *Refusal.
-func (p *Policy) VerifyArchive(_ context.Context, ref, digest string) error {
+// AllowUnverified is nil when the policy lets ref (at digest) run without
+// reading its signatures: its scope accepts anything. Else a *Refusal:
+// podrun does not read the signatures image archives carry yet, so an
+// archive's image is refused then.
+func (p *Policy) AllowUnverified(_ context.Context, ref, digest string) error {
 	named, err := pinned(ref, digest)
 	if err != nil {
 		return fmt.Errorf("verifying %q: %w", ref, err)
