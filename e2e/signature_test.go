@@ -175,10 +175,6 @@ func TestSignaturePolicy(t *testing.T) {
 			if hasImage(t, ref) {
 				t.Errorf("the refused %s is in containerd: a later IfNotPresent would run it", ref)
 			}
-			stdout, stderr, _ = H.Podrun(t, "", append(flags, "status", pod)...)
-			if !strings.Contains(stdout, "reason: SignatureValidationFailed") {
-				t.Errorf("podrun status does not show the waiting reason SignatureValidationFailed:\n%s\n%s", stdout, stderr)
-			}
 		})
 	}
 
@@ -242,6 +238,18 @@ func TestSignaturePolicy(t *testing.T) {
 		checkSameTasks(t, name, tasks)
 		if hasImage(t, reg.Addr+"/sig-other:1") {
 			t.Errorf("the refused image is in containerd")
+		}
+
+		// A new pod on a refused image: Pending, the reason in its status.
+		const fresh = "sig-daemon-new"
+		downOnCleanup(t, fresh)
+		writeInPlace(t, mdir, fresh+".yaml", strings.Replace(daemonPod{name: fresh}.yaml(), "image: "+H.Image, "image: "+reg.Addr+"/sig-moved:1", 1))
+		eventually(t, 30*time.Second, "podrun status of "+fresh+" saying SignatureValidationFailed", func() (bool, string) {
+			stdout, stderr, _ := H.Podrun(t, "", "status", fresh)
+			return strings.Contains(stdout, "SignatureValidationFailed") && strings.Contains(stdout, "phase: Pending"), stdout + stderr
+		})
+		if ctrs := podContainers(t, fresh); len(ctrs) > 0 {
+			t.Errorf("%d containers of the refused pod exist", len(ctrs))
 		}
 	})
 
