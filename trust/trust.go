@@ -68,15 +68,15 @@ func Load(path string, explicit bool, registriesDir string) (*Policy, error) {
 // Path is the policy's file.
 func (p *Policy) Path() string { return p.path }
 
-// Refusal is an image the policy does not allow.
+// Refusal is why the policy does not allow an image (the caller names
+// the image).
 type Refusal struct {
-	Image string // as the pod names it
 	Scope string // the policy scope that applied ("default" when none)
 	Err   error  // why
 }
 
 func (r *Refusal) Error() string {
-	return fmt.Sprintf("image %q refused by the signature policy (scope %s): %v", r.Image, r.Scope, r.Err)
+	return fmt.Sprintf("refused by the signature policy (scope %s): %v", r.Scope, r.Err)
 }
 
 func (r *Refusal) Unwrap() error { return r.Err }
@@ -95,7 +95,7 @@ func (p *Policy) Verify(ctx context.Context, ref, digest string, insecure bool, 
 	if acceptsAnything(reqs) {
 		return nil
 	}
-	refuse := func(err error) error { return &Refusal{Image: ref, Scope: scope, Err: err} }
+	refuse := func(err error) error { return &Refusal{Scope: scope, Err: err} }
 	dref, err := docker.NewReference(named)
 	if err != nil {
 		return refuse(err)
@@ -140,7 +140,7 @@ func (p *Policy) AllowUnverified(_ context.Context, ref, digest string) error {
 	if acceptsAnything(reqs) {
 		return nil
 	}
-	return &Refusal{Image: ref, Scope: scope, Err: errors.New("the policy asks for more than insecureAcceptAnything, and podrun does not read the signatures of image archives yet: pull the image from its registry")}
+	return &Refusal{Scope: scope, Err: errors.New("the policy asks for more than insecureAcceptAnything, and podrun does not read the signatures of image archives yet: pull the image from its registry")}
 }
 
 // pinned is ref by digest, in c/image's reference type.
