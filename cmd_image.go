@@ -33,7 +33,7 @@ func imageCommand() *cli.Command {
 							return err
 						}
 						defer r.Close()
-						imgs, err := h.Engine().Import(c.Context, r)
+						imgs, err := h.Images().Import(c.Context, r)
 						if err != nil {
 							return err
 						}

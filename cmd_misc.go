@@ -105,7 +105,9 @@ func versionCommand() *cli.Command {
 		Usage: "print podrun's version, commit, Go version and platform",
 		Flags: []cli.Flag{outputFlag("json", "yaml")},
 		Action: func(c *cli.Context) error {
-			return printVersion(os.Stdout, buildVersion(), c.String("output"))
+			v := buildVersion()
+			v.SignaturePolicy = policyLine(c)
+			return printVersion(os.Stdout, v, c.String("output"))
 		},
 	}
 }
@@ -123,6 +125,8 @@ type versionInfo struct {
 	Compiler     string `json:"compiler"`
 	Platform     string `json:"platform"`
 	Containerd   string `json:"containerdClient,omitempty"` // the containerd Go client podrun is built with
+	// SignaturePolicy says the policy pulled images must satisfy, or none.
+	SignaturePolicy string `json:"signaturePolicy,omitempty"`
 }
 
 func buildVersion() versionInfo {
@@ -183,8 +187,14 @@ func printVersion(w io.Writer, v versionInfo, format string) error {
 	if v.Containerd != "" {
 		parts = append(parts, "containerd client "+v.Containerd)
 	}
-	_, err := fmt.Fprintf(w, "podrun %s (%s)\n", v.GitVersion, strings.Join(parts, ", "))
-	return err
+	if _, err := fmt.Fprintf(w, "podrun %s (%s)\n", v.GitVersion, strings.Join(parts, ", ")); err != nil {
+		return err
+	}
+	if v.SignaturePolicy != "" {
+		_, err := fmt.Fprintln(w, v.SignaturePolicy)
+		return err
+	}
+	return nil
 }
 
 // completionFlag is how urfave/cli's shell completion asks for candidates.

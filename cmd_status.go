@@ -23,6 +23,7 @@ func statusCommand() *cli.Command {
 		ArgsUsage: "POD",
 		Flags:     []cli.Flag{namespaceFlag(podNamespace), outputFlag("yaml", "json")},
 		Action: func(c *cli.Context) error {
+			printPolicyLine(os.Stderr, c)
 			return withPod(c, func(_ *run.Host, p *run.PodInfo) error {
 				own := openOwner(c)
 				for _, pr := range own.ProblemsOf(p.Source) {

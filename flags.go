@@ -29,10 +29,11 @@ import (
 	"github.com/podrun/podrun/pullnet"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/sandbox"
+	"github.com/podrun/podrun/trust"
 )
 
 func globalFlags() []cli.Flag {
-	return []cli.Flag{
+	return append(append([]cli.Flag{
 		&cli.StringFlag{Name: "address", Value: defaultAddress, EnvVars: []string{"PODRUN_ADDRESS"},
 			Usage: "containerd socket; when the default answers nothing, podrun starts its own private containerd"},
 		// PODRUN_NAMESPACE is the deprecated name of PODRUN_CONTAINERD_NAMESPACE (one release).
@@ -61,8 +62,8 @@ func globalFlags() []cli.Flag {
 			Usage: "labels of this node, KEY=VALUE,... (besides kubernetes.io/hostname, os and arch), matched by pods' nodeSelector and node affinity, as the kubelet's --node-labels"},
 		&cli.IntFlag{Name: "max-pods", Value: admission.DefaultMaxPods, EnvVars: []string{"PODRUN_MAX_PODS"},
 			Usage: "pods this node admits, as the kubelet's --max-pods"},
-		&cli.BoolFlag{Name: "debug", EnvVars: []string{"PODRUN_DEBUG"}, Usage: "verbose logs on stderr"},
-	}
+	}, signatureFlags()...),
+		&cli.BoolFlag{Name: "debug", EnvVars: []string{"PODRUN_DEBUG"}, Usage: "verbose logs on stderr"})
 }
 
 // nodeLabels parses --node-labels (KEY=VALUE,...), each a valid label.
@@ -106,6 +107,13 @@ func config(c *cli.Context) (run.Config, error) {
 	if err != nil {
 		return run.Config{}, err
 	}
+	pulls := slices.Contains([]string{"up", "daemon", "import", "pull"}, c.Command.Name)
+	var policy *trust.Policy
+	if pulls { // fail closed: no pull or import under a policy that does not load
+		if policy, err = signaturePolicy(c); err != nil {
+			return run.Config{}, err
+		}
+	}
 	if c.Int("max-pods") < 1 {
 		return run.Config{}, usageError{fmt.Sprintf("--max-pods %d: want at least 1", c.Int("max-pods"))}
 	}
@@ -113,7 +121,7 @@ func config(c *cli.Context) (run.Config, error) {
 		Address:   c.String("address"),
 		AutoStart: !c.IsSet("address"),
 		// Only commands that create pods or images start a private containerd.
-		StartPrivate: slices.Contains([]string{"up", "daemon", "import", "pull"}, c.Command.Name),
+		StartPrivate: pulls,
 		Namespace:    c.String("containerd-namespace"),
 		Root:         c.String("root"),
 		RunDir:       c.String("run-dir"),
@@ -132,6 +140,7 @@ func config(c *cli.Context) (run.Config, error) {
 			HostsDirs:              filepath.SplitList(c.String("hosts-dir")),
 			Progress:               pullProgress(c.Command.Name),
 			Link:                   link,
+			Verifier:               verifier(policy),
 		},
 		// Checked again on the opened path when volumes are set up (up, daemon).
 		AllowedHostPaths: c.StringSlice("allowed-host-paths"),

@@ -56,7 +56,11 @@ func newApp() *cli.App {
 	app.CustomAppHelpTemplate = helpTemplate(cli.AppHelpTemplate, "", nil)
 	// --version (podrun's only: -v is left free) prints what version does.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print podrun's version", DisableDefaultText: true}
-	cli.VersionPrinter = func(c *cli.Context) { _ = printVersion(c.App.Writer, buildVersion(), "") }
+	cli.VersionPrinter = func(c *cli.Context) {
+		v := buildVersion()
+		v.SignaturePolicy = policyLine(c)
+		_ = printVersion(c.App.Writer, v, "")
+	}
 	setUp("", app.Commands, app.Flags)
 	// urfave/cli adds -h only with its own help command.
 	app.Flags = append(app.Flags, cli.HelpFlag)

@@ -96,7 +96,7 @@ bench_build
 if [[ -n ${BEFORE:-} ]]; then
 	mkdir -p "$TMP/before-src"
 	git -C "$REPO" archive "$BEFORE" | tar -x -C "$TMP/before-src"
-	(cd "$TMP/before-src" && CGO_ENABLED=0 go build -o "$TMP/podrun-before" .)
+	(cd "$TMP/before-src" && CGO_ENABLED=0 go build -tags containers_image_openpgp -o "$TMP/podrun-before" .)
 	rm -rf "$TMP/before-src"
 	log "built podrun at $BEFORE (BEFORE) as well"
 fi

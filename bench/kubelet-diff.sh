@@ -54,7 +54,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 log "building podrun (CGO_ENABLED=0) into $PODRUN"
-(cd "$REPO" && CGO_ENABLED=0 $GO build -o "$TMP/podrun" .)
+(cd "$REPO" && CGO_ENABLED=0 $GO build -tags containers_image_openpgp -o "$TMP/podrun" .)
 mkdir -p "$(dirname "$PODRUN")"
 install -m 0755 "$TMP/podrun" "$PODRUN"
 

@@ -122,7 +122,7 @@ bench_make_tmp() {
 bench_build() {
 	local t0=$SECONDS src=${PODRUN_SRC:-$REPO}
 	[[ $src == "$REPO" ]] || log "building from PODRUN_SRC=$src"
-	(cd "$src" && CGO_ENABLED=0 go build -o "$TMP/podrun" . && go build -o "$TMP/mkimage" ./tools/mkimage)
+	(cd "$src" && CGO_ENABLED=0 go build -tags containers_image_openpgp -o "$TMP/podrun" . && go build -o "$TMP/mkimage" ./tools/mkimage)
 	log "built podrun and mkimage in $((SECONDS - t0))s"
 }
 

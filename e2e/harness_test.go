@@ -460,11 +460,11 @@ func e2eBuild(out string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(goBin, "build", "-o", out, ".")
+	cmd := exec.Command(goBin, "build", "-tags", "containers_image_openpgp", "-o", out, ".")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building podrun (CGO_ENABLED=0 go build -o %s . in %s): %w\n%s", out, root, err, b)
+		return fmt.Errorf("building podrun (CGO_ENABLED=0 go build -tags containers_image_openpgp -o %s . in %s): %w\n%s", out, root, err, b)
 	}
 	return nil
 }

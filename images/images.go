@@ -43,7 +43,26 @@ type Options struct {
 	// Link, when set, carries every pull: its progress deadline and its
 	// rate cap (--image-pull-progress-deadline, --pull-rate).
 	Link *pullnet.Link
+	// Verifier, when set, is the node's signature policy: every pulled
+	// image is verified before it is used, and runs by its digest.
+	Verifier Verifier
 }
+
+// Verifier checks an image against the node's signature policy
+// (trust.Policy): ref as the pod names it, digest the manifest the pull
+// resolved, read from its registry over plain HTTP when insecure, with the
+// credential the pull used (cred zero: none). Any error refuses the image.
+type Verifier interface {
+	Verify(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential) error
+	// AllowUnverified is nil when the policy lets ref run unverified
+	// (its scope accepts anything), else why not. Archives are checked so:
+	// podrun does not read the signatures they carry.
+	AllowUnverified(ctx context.Context, ref, digest string) error
+}
+
+// ReasonSignatureValidationFailed is a container's waiting reason when the
+// signature policy refuses its image, as CRI-O and the kubelet say it.
+const ReasonSignatureValidationFailed = "SignatureValidationFailed"
 
 // Manager makes images present on one runtime.
 type Manager struct {
@@ -210,9 +229,18 @@ func (m *Manager) Ensure(ctx context.Context, ref string, policy corev1.PullPoli
 		return engine.Image{}, &PullError{Reason: ReasonErrImageNeverPull, Image: ref,
 			Err: errors.New("not present and imagePullPolicy is Never; load it with `podrun image import FILE.tar`")}
 	case present && policy != corev1.PullAlways:
-		return local, nil
+		if img, ok := m.usable(ctx, ref, local); ok {
+			return img, nil
+		}
+		if policy == corev1.PullNever {
+			return engine.Image{}, &PullError{Reason: ReasonSignatureValidationFailed, Image: ref,
+				Err: errors.New("present but never verified by the signature policy, and imagePullPolicy is Never")}
+		}
 	}
 	img, err := m.pull(ctx, ref, pullSecrets) // with credentials
+	if perr := (*PullError)(nil); errors.As(err, &perr) {
+		return engine.Image{}, perr // refused by the signature policy
+	}
 	if err != nil {
 		perr := pullError(ref, err)
 		if present {
@@ -230,8 +258,10 @@ func (m *Manager) EnsureGated(ctx context.Context, uid, ref string, policy corev
 	key := pullKey(uid, ref)
 	if last, ok := m.pulls.waiting(key, m.now()); ok {
 		if img, err := m.engine.Image(ctx, ref); err == nil && policy != corev1.PullAlways {
-			m.pulls.forget(key)
-			return img, nil
+			if img, ok := m.usable(ctx, ref, img); ok {
+				m.pulls.forget(key)
+				return img, nil
+			}
 		}
 		return engine.Image{}, BackOffError(ref, last)
 	}
@@ -240,7 +270,7 @@ func (m *Manager) EnsureGated(ctx context.Context, uid, ref string, policy corev
 	switch {
 	case err == nil:
 		m.pulls.forget(key)
-	case errors.As(err, &perr) && perr.Reason == ReasonErrImagePull:
+	case errors.As(err, &perr) && (perr.Reason == ReasonErrImagePull || perr.Reason == ReasonSignatureValidationFailed):
 		m.pulls.failed(key, m.now(), perr.Cause())
 	}
 	return img, err
@@ -255,8 +285,10 @@ func (m *Manager) Waiting(ctx context.Context, p *manifest.Pod) *PullError {
 		if !ok {
 			continue
 		}
-		if _, err := m.engine.Image(ctx, c.Image); err == nil && c.ImagePullPolicy != corev1.PullAlways {
-			return nil // imported meanwhile: start it now
+		if img, err := m.engine.Image(ctx, c.Image); err == nil && c.ImagePullPolicy != corev1.PullAlways {
+			if _, ok := m.usable(ctx, c.Image, img); ok {
+				return nil // imported meanwhile: start it now
+			}
 		}
 		return BackOffError(c.Image, last)
 	}
@@ -276,13 +308,40 @@ func (m *Manager) Prefetch(ctx context.Context, p *manifest.Pod) error {
 
 // Import imports an image archive (engine.Engine.Import) and ends
 // every image pull back-off: the pods that wait on an image it brought are
-// tried again at once.
+// tried again at once. Under a signature policy, an archive with an image
+// the policy refuses is removed whole: a *PullError
+// SignatureValidationFailed.
 func (m *Manager) Import(ctx context.Context, r io.Reader) ([]engine.Image, error) {
 	imgs, err := m.engine.Import(ctx, r)
-	if err == nil {
-		m.pulls.clear()
+	if err != nil {
+		return nil, err
 	}
-	return imgs, err
+	if err := m.verifyArchive(ctx, imgs); err != nil {
+		return nil, err
+	}
+	m.pulls.clear()
+	return imgs, nil
+}
+
+// verifyArchive checks the images of an archive against the signature
+// policy, if any, and removes them all when one is refused.
+func (m *Manager) verifyArchive(ctx context.Context, imgs []engine.Image) error {
+	if m.o.Verifier == nil {
+		return nil
+	}
+	for _, img := range imgs {
+		err := m.o.Verifier.AllowUnverified(ctx, img.Ref, img.Digest)
+		if err == nil {
+			continue
+		}
+		for _, i := range imgs {
+			if rerr := m.engine.RemoveImage(ctx, i.Ref); rerr != nil && !errors.Is(rerr, engine.ErrNotFound) {
+				err = fmt.Errorf("%w (and removing the refused image %s: %w)", err, i.Ref, rerr)
+			}
+		}
+		return &PullError{Reason: ReasonSignatureValidationFailed, Image: img.Ref, Err: err}
+	}
+	return nil
 }
 
 func (p *pullBackoffs) clear() {
@@ -339,6 +398,9 @@ func (m *Manager) keyring(secrets []*corev1.Secret) (*registry.Keyring, error) {
 // pull`. Errors are *PullError.
 func (m *Manager) Pull(ctx context.Context, ref string) (engine.Image, error) {
 	img, err := m.pull(ctx, ref, nil)
+	if perr := (*PullError)(nil); errors.As(err, &perr) {
+		return engine.Image{}, perr
+	}
 	if err != nil {
 		return engine.Image{}, pullError(ref, err)
 	}
@@ -377,7 +439,7 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 		if err != nil {
 			return engine.Image{}, pullFailed(ref, explainPull(err, domain, nil, m.o.RegistryConfig))
 		}
-		return img, nil
+		return m.verified(ctx, ref, domain, img, registry.Credential{}, o)
 	}
 	// Credentials go to the image's registry only, never to another host
 	// that asks (a redirect to blob storage).
@@ -392,7 +454,7 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 		}
 		img, err := m.engine.Pull(ctx, ref, o)
 		if err == nil {
-			return img, nil
+			return m.verified(ctx, ref, domain, img, c, o)
 		}
 		last = explainPull(err, domain, creds[:i+1], m.o.RegistryConfig)
 		if !errors.Is(err, engine.ErrUnauthorized) {
@@ -400,6 +462,54 @@ func (m *Manager) pull(ctx context.Context, ref string, pullSecrets []*corev1.Se
 		}
 	}
 	return engine.Image{}, pullFailed(ref, last)
+}
+
+// verified checks the pulled img of ref against the signature policy, if
+// any, and returns it by digest (repository@sha256:...): the pod runs what
+// was verified, whatever the tag points at later. A refused image loses the
+// name the pull gave it, so that no later use finds it present.
+func (m *Manager) verified(ctx context.Context, ref, domain string, img engine.Image, cred registry.Credential, o engine.PullOptions) (engine.Image, error) {
+	if m.o.Verifier == nil || m.o.Verifier.AllowUnverified(ctx, ref, img.Digest) == nil {
+		return img, nil // as without a policy: nothing to verify, nothing to pin
+	}
+	insecure := registry.IsLocalhost(domain) || registry.IsInsecure(m.o.Insecure, domain)
+	if err := m.o.Verifier.Verify(ctx, ref, img.Digest, insecure, cred); err != nil {
+		if rerr := m.engine.RemoveImage(ctx, img.Ref); rerr != nil && !errors.Is(rerr, engine.ErrNotFound) {
+			err = fmt.Errorf("%w (and removing the refused image: %w)", err, rerr)
+		}
+		return engine.Image{}, &PullError{Reason: ReasonSignatureValidationFailed, Image: ref, Err: err}
+	}
+	pinned, err := byDigest(img)
+	if err != nil {
+		return engine.Image{}, err
+	}
+	o.Progress = nil
+	return m.engine.Pull(ctx, pinned, o) // from the store: the content is there
+}
+
+// usable is the present image local of ref as a pod may use it under the
+// signature policy: as it is when there is none or ref's scope accepts
+// anything; else by digest, present only when a pull verified it (a tag
+// imported, or pulled before the policy, is not).
+func (m *Manager) usable(ctx context.Context, ref string, local engine.Image) (engine.Image, bool) {
+	if m.o.Verifier == nil || m.o.Verifier.AllowUnverified(ctx, ref, local.Digest) == nil {
+		return local, true
+	}
+	pinned, err := byDigest(local)
+	if err != nil {
+		return engine.Image{}, false
+	}
+	img, err := m.engine.Image(ctx, pinned)
+	return img, err == nil
+}
+
+// byDigest is img's reference by its digest.
+func byDigest(img engine.Image) (string, error) {
+	named, err := reference.ParseNormalizedNamed(img.Ref)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", engine.ErrInvalidImageName, err)
+	}
+	return reference.TrimNamed(named).String() + "@" + img.Digest, nil
 }
 
 // pullFailed words a failed pull as containerd's CRI plugin does

@@ -34,7 +34,7 @@ for arch in "$@"; do
 	esac
 	name=podrun-$VERSION-linux-$arch
 	bin=$stage/podrun-$arch
-	CGO_ENABLED=0 GOOS=linux GOARCH=$goarch GOARM=$goarm "$go" build -trimpath -buildvcs=false \
+	CGO_ENABLED=0 GOOS=linux GOARCH=$goarch GOARM=$goarm "$go" build -trimpath -buildvcs=false -tags containers_image_openpgp \
 		-ldflags "-s -w -buildid= -X main.version=$VERSION" -o "$bin" .
 	"$make" --no-print-directory -s install-files PODRUN_BINARY="$bin" DESTDIR="$stage/root-$arch" PREFIX=/usr/local
 	mv "$stage/root-$arch/usr/local" "$stage/$name"

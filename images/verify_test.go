@@ -1,0 +1,189 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podrun/podrun/engine"
+	"github.com/podrun/podrun/engine/fake"
+	"github.com/podrun/podrun/registry"
+)
+
+// fakeVerifier refuses the digests in refuse and records what it was asked.
+type fakeVerifier struct {
+	refuse map[string]bool
+	asked  []string
+	cred   registry.Credential
+	insec  bool
+	strict bool // no scope accepts anything
+}
+
+func (v *fakeVerifier) Verify(_ context.Context, ref, digest string, insecure bool, cred registry.Credential) error {
+	v.asked = append(v.asked, ref+" "+digest)
+	v.cred, v.insec = cred, insecure
+	if v.refuse[digest] {
+		return errors.New("no signature")
+	}
+	return nil
+}
+
+// AllowUnverified: a refused digest's scope asks for signatures, every
+// other one's accepts anything, unless strict.
+func (v *fakeVerifier) AllowUnverified(_ context.Context, ref, digest string) error {
+	v.asked = append(v.asked, "unverified "+ref+" "+digest)
+	if v.refuse[digest] || v.strict {
+		return errors.New("archives are not verified")
+	}
+	return nil
+}
+
+func TestPullVerified(t *testing.T) {
+	const digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	const pinned = "registry.example.com/team/app@" + digest
+	for _, tc := range []struct {
+		name       string
+		refuse     bool
+		wantReason string
+		wantRef    string
+	}{
+		{name: "allowed runs by digest", wantRef: pinned},
+		{name: "refused", refuse: true, wantReason: ReasonSignatureValidationFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := fake.New()
+			fe.AddRemote(engine.Image{Ref: pullRef, Digest: digest})
+			fe.AddRemote(engine.Image{Ref: pinned, Digest: digest})
+			v := &fakeVerifier{refuse: map[string]bool{digest: tc.refuse}, strict: true}
+			m := New(fe, Options{Verifier: v, Insecure: []string{"registry.example.com"}}, time.Now)
+			img, err := m.EnsureGated(context.Background(), "uid", pullRef, corev1.PullIfNotPresent, nil)
+			if got := []string{"unverified " + pullRef + " " + digest, pullRef + " " + digest}; !slices.Equal(v.asked, got) {
+				t.Errorf("verifier asked %q, want %q", v.asked, got)
+			}
+			if !v.insec {
+				t.Error("an --insecure-registry host is not verified over its insecure link")
+			}
+			if tc.wantReason == "" {
+				if err != nil || img.Ref != tc.wantRef {
+					t.Fatalf("EnsureGated = %q, %v; want %q", img.Ref, err, tc.wantRef)
+				}
+				return
+			}
+			perr := (*PullError)(nil)
+			if !errors.As(err, &perr) || perr.Reason != tc.wantReason || perr.Image != pullRef {
+				t.Fatalf("EnsureGated error = %v; want a %s of %q", err, tc.wantReason, pullRef)
+			}
+			if _, err := fe.Image(context.Background(), pullRef); !errors.Is(err, engine.ErrNotFound) {
+				t.Errorf("the refused image is still present (%v): a later IfNotPresent would run it", err)
+			}
+			if Retryable(err) {
+				t.Error("a refusal is retried at once")
+			}
+			if _, err := m.EnsureGated(context.Background(), "uid", pullRef, corev1.PullIfNotPresent, nil); !errors.As(err, &perr) || perr.Reason != ReasonImagePullBackOff {
+				t.Errorf("after a refusal: %v, want the image back-off", err)
+			}
+		})
+	}
+}
+
+func TestImportVerified(t *testing.T) {
+	imgs := []engine.Image{{Ref: "podrun.test/a:1", Digest: "sha256:a"}, {Ref: "podrun.test/b:1", Digest: "sha256:b"}}
+	for _, tc := range []struct {
+		name    string
+		refuse  map[string]bool
+		wantErr bool
+	}{
+		{name: "allowed", refuse: map[string]bool{}},
+		{name: "one refused removes all", refuse: map[string]bool{"sha256:b": true}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := fake.New()
+			fe.ImportFunc = func(io.Reader) ([]engine.Image, error) { return imgs, nil }
+			m := New(fe, Options{Verifier: &fakeVerifier{refuse: tc.refuse}}, time.Now)
+			_, err := m.Import(context.Background(), strings.NewReader(""))
+			perr := (*PullError)(nil)
+			if tc.wantErr != errors.As(err, &perr) || (tc.wantErr && (perr.Reason != ReasonSignatureValidationFailed || perr.Image != "podrun.test/b:1")) {
+				t.Fatalf("Import = %v; want a refusal: %v", err, tc.wantErr)
+			}
+			for _, img := range imgs {
+				if _, err := fe.Image(context.Background(), img.Ref); (err == nil) == tc.wantErr {
+					t.Errorf("%s present: %v; want present: %v", img.Ref, err == nil, !tc.wantErr)
+				}
+			}
+		})
+	}
+}
+
+func TestPresentVerified(t *testing.T) {
+	const digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	const pinned = "registry.example.com/team/app@" + digest
+	for _, tc := range []struct {
+		name       string
+		refuse     bool // the scope asks for signatures
+		pinned     bool // a verified pull left the image by digest
+		policy     corev1.PullPolicy
+		wantRef    string
+		wantReason string
+		wantPull   bool
+	}{
+		{name: "scope accepts anything: the tag as it is", policy: corev1.PullIfNotPresent, wantRef: fake.Normalize(pullRef)},
+		{name: "verified before: by digest", refuse: true, pinned: true, policy: corev1.PullIfNotPresent, wantRef: pinned},
+		{name: "never verified: pulled and verified", refuse: true, policy: corev1.PullIfNotPresent, wantReason: ReasonSignatureValidationFailed, wantPull: true},
+		{name: "never verified, Never: refused", refuse: true, policy: corev1.PullNever, wantReason: ReasonSignatureValidationFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fe := fake.New()
+			fe.ImportFunc = func(io.Reader) ([]engine.Image, error) {
+				imgs := []engine.Image{{Ref: pullRef, Digest: digest}}
+				if tc.pinned {
+					imgs = append(imgs, engine.Image{Ref: pinned, Digest: digest})
+				}
+				return imgs, nil
+			}
+			if _, err := fe.Import(context.Background(), strings.NewReader("")); err != nil {
+				t.Fatal(err)
+			}
+			fe.AddRemote(engine.Image{Ref: pullRef, Digest: digest})
+			v := &fakeVerifier{refuse: map[string]bool{digest: tc.refuse}}
+			m := New(fe, Options{Verifier: v}, time.Now)
+			img, err := m.Ensure(context.Background(), pullRef, tc.policy, nil)
+			pulled := slices.ContainsFunc(v.asked, func(s string) bool { return !strings.HasPrefix(s, "unverified ") })
+			if pulled != tc.wantPull {
+				t.Errorf("verified by a pull: %v, want %v (asked %q)", pulled, tc.wantPull, v.asked)
+			}
+			if tc.wantReason != "" {
+				perr := (*PullError)(nil)
+				if !errors.As(err, &perr) || perr.Reason != tc.wantReason {
+					t.Fatalf("Ensure = %q, %v; want %s", img.Ref, err, tc.wantReason)
+				}
+				return
+			}
+			if err != nil || img.Ref != tc.wantRef {
+				t.Fatalf("Ensure = %q, %v; want %q", img.Ref, err, tc.wantRef)
+			}
+		})
+	}
+}
+
+// TestPullUnverifiedScope: where the scope accepts anything (Debian's
+// default policy), a pull is as without a policy: no verification, no
+// image by digest.
+func TestPullUnverifiedScope(t *testing.T) {
+	fe := fake.New()
+	fe.AddRemote(engine.Image{Ref: pullRef, Digest: "sha256:1"})
+	v := &fakeVerifier{}
+	m := New(fe, Options{Verifier: v}, time.Now)
+	img, err := m.Ensure(context.Background(), pullRef, corev1.PullAlways, nil)
+	if err != nil || img.Ref != fake.Normalize(pullRef) {
+		t.Fatalf("Ensure = %q, %v; want %q", img.Ref, err, pullRef)
+	}
+	if want := []string{"unverified " + pullRef + " sha256:1"}; !slices.Equal(v.asked, want) {
+		t.Errorf("verifier asked %q, want %q", v.asked, want)
+	}
+}
