@@ -26,6 +26,9 @@ type Status struct {
 	// RolledBack are the pods that run the version a rollback went back
 	// to, until their file changes.
 	RolledBack []Rollback `json:"rolledBack,omitempty"`
+	// Pending are the pods whose changed version waits for an update
+	// window or for the pod's update lock (updates.go).
+	Pending []Pending `json:"pending,omitempty"`
 	// process is the daemon's, as its lock names it (ReadStatusFile).
 	process lock.Process
 }

@@ -36,7 +36,7 @@ type Verdict struct {
 // does not hold its update lock (lockHeld, seen held since heldSince),
 // unless it held it for timeout or longer (0: no timeout). It is pure.
 func Decide(now time.Time, windows []Window, lockHeld bool, heldSince time.Time, timeout time.Duration) Verdict {
-	if len(windows) > 0 && !anyContains(windows, now) {
+	if !Open(windows, now) {
 		next := nextStart(windows, now)
 		return Verdict{Reason: ReasonWindow, At: next,
 			Message: fmt.Sprintf("update pending: window (the next opens at %s)", next.Format("Mon 2006-01-02 15:04:05 MST"))}
@@ -61,7 +61,12 @@ func Decide(now time.Time, windows []Window, lockHeld bool, heldSince time.Time,
 	return v
 }
 
-func anyContains(windows []Window, t time.Time) bool {
+// Open reports whether updates may go ahead at t: one of windows contains
+// it, or there is none.
+func Open(windows []Window, t time.Time) bool {
+	if len(windows) == 0 {
+		return true
+	}
 	for _, w := range windows {
 		if w.Contains(t) {
 			return true

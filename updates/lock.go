@@ -50,3 +50,8 @@ func LockHeld(dir string) (bool, error) {
 	}
 	return false, unix.Flock(int(f.Fd()), unix.LOCK_UN) // and Close lets go anyway
 }
+
+// LockVolumeAnnotation, on a pod, names the emptyDir volume that holds its
+// update lock (LockFile): the pod mounts it where it likes, and holds flock
+// on updates.lock in it for as long as it must not be replaced.
+const LockVolumeAnnotation = "podrun.io/update-lock-volume"
