@@ -27,17 +27,13 @@ import (
 // start_time, length_minutes) does. Examples: "Mon..Fri 02:00-04:00",
 // "Sat,Sun 22:30-06:00", "03:00-03:30".
 type Window struct {
-	days   [7]bool // by time.Weekday
-	start  clockTime
-	end    clockTime
-	source string
+	days  [7]bool // by time.Weekday
+	start clockTime
+	end   clockTime
 }
 
 // clockTime is a time of day, in seconds since midnight.
 type clockTime int
-
-// String is the window as it was written.
-func (w Window) String() string { return w.source }
 
 var dayNames = map[string]time.Weekday{
 	"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
@@ -48,7 +44,7 @@ var dayNames = map[string]time.Weekday{
 
 // ParseWindow reads a Window.
 func ParseWindow(s string) (Window, error) {
-	w := Window{source: strings.TrimSpace(s)}
+	var w Window
 	fields := strings.Fields(s)
 	var days, span string
 	switch len(fields) {
