@@ -191,3 +191,45 @@ func TestDaemonUpdateLock(t *testing.T) {
 	}
 	waitDaemonLog(t, d, "update lock held too long: replacing the pod anyway", 5*time.Second)
 }
+
+// TestDaemonUpdateWindowRollback: a held version that never gets Ready is
+// applied when its window opens and rolled back as today, the rollback not
+// held though the window (5 s long) has closed by then; while held, the
+// version kept in the history stands in for the file's, the running pod
+// untouched.
+func TestDaemonUpdateWindowRollback(t *testing.T) {
+	H.require(t)
+	dir := t.TempDir()
+	downOnCleanup(t, "uw-rb")
+	opens := time.Now().Add(25 * time.Second).Truncate(time.Second)
+	window := opens.Format("15:04:05") + "-" + opens.Add(5*time.Second).Format("15:04:05")
+	far := opens.Add(12 * time.Hour) // a second window, not open now
+	d := startDaemon(t, dir, nil, "--resync", "1s", "--settle", "100ms", "--update-window", window,
+		"--update-window", far.Format("15:04")+"-"+far.Add(time.Hour).Format("15:04"))
+	waitDaemonSynced(t, d, 60*time.Second)
+	good := startFirstVersion(t, dir, "uw-rb") // a new pod: never held
+	tasks := podTasks(t, "uw-rb")
+
+	writeByRename(t, dir, "uw-rb.yaml", rolloutPod{name: "uw-rb", value: "v2", exit: true}.yaml())
+	waitDaemonLog(t, d, "reason=window", 15*time.Second)
+	waitDaemonSyncs(t, d, 3, 15*time.Second)
+	if time.Now().After(opens) {
+		t.Fatalf("the window opened before the checks of the closed window ended (the machine is slow)")
+	}
+	if p := podsByName(t)["uw-rb"]; p.UID != good.UID || valueEnv(p) != "v1" {
+		t.Errorf("with the window closed: uw-rb is %s %s, want still v1 as %s", p.UID, valueEnv(p), good.UID)
+	}
+	checkSameTasks(t, "uw-rb", tasks)
+
+	eventually(t, time.Until(opens)+60*time.Second, "uw-rb replaced by v2 in its window, then rolled back to v1 (RolledBack)", func() (bool, string) {
+		row := quietPsRow(t, "uw-rb")
+		p := podsByName(t)["uw-rb"]
+		return p.UID == good.UID && allRunning(p) && len(row) > 3 && row[3] == "RolledBack", fmt.Sprintf("ps row %q, uid %s", row, p.UID)
+	})
+	closed := opens.Add(5 * time.Second)
+	t.Logf("rolled back %v after the window closed", time.Since(closed).Round(100*time.Millisecond))
+	if n := len(daemonLogLines(d.stderr(), "pod replaced", "uw-rb")); n != 2 {
+		t.Errorf("daemon log: uw-rb replaced %d times, want 2 (in the window, the rollback)", n)
+	}
+	waitDaemonLog(t, d, `msg="new version failed; rolling back until its file changes" pod=default/`+staticPodName("uw-rb"), 5*time.Second)
+}
