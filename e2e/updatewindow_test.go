@@ -194,7 +194,7 @@ func TestDaemonUpdateLock(t *testing.T) {
 
 // TestDaemonUpdateWindowRollback: a held version that never gets Ready is
 // applied when its window opens and rolled back as today, the rollback not
-// held though the window (5 s long) has closed by then; while held, the
+// held though the window (1 s long) has closed by then; while held, the
 // version kept in the history stands in for the file's, the running pod
 // untouched.
 func TestDaemonUpdateWindowRollback(t *testing.T) {
@@ -202,7 +202,8 @@ func TestDaemonUpdateWindowRollback(t *testing.T) {
 	dir := t.TempDir()
 	downOnCleanup(t, "uw-rb")
 	opens := time.Now().Add(25 * time.Second).Truncate(time.Second)
-	window := opens.Format("15:04:05") + "-" + opens.Add(5*time.Second).Format("15:04:05")
+	closed := opens.Add(time.Second)
+	window := opens.Format("15:04:05") + "-" + closed.Format("15:04:05")
 	far := opens.Add(12 * time.Hour) // a second window, not open now
 	d := startDaemon(t, dir, nil, "--resync", "1s", "--settle", "100ms", "--update-window", window,
 		"--update-window", far.Format("15:04")+"-"+far.Add(time.Hour).Format("15:04"))
@@ -210,7 +211,8 @@ func TestDaemonUpdateWindowRollback(t *testing.T) {
 	good := startFirstVersion(t, dir, "uw-rb") // a new pod: never held
 	tasks := podTasks(t, "uw-rb")
 
-	writeByRename(t, dir, "uw-rb.yaml", rolloutPod{name: "uw-rb", value: "v2", exit: true}.yaml())
+	// v2 never gets Ready: its deadline (3 s) ends after its window.
+	writeByRename(t, dir, "uw-rb.yaml", rolloutPod{name: "uw-rb", value: "v2", notReady: true, deadline: 3}.yaml())
 	waitDaemonLog(t, d, "reason=window", 15*time.Second)
 	waitDaemonSyncs(t, d, 3, 15*time.Second)
 	if time.Now().After(opens) {
@@ -226,10 +228,28 @@ func TestDaemonUpdateWindowRollback(t *testing.T) {
 		p := podsByName(t)["uw-rb"]
 		return p.UID == good.UID && allRunning(p) && len(row) > 3 && row[3] == "RolledBack", fmt.Sprintf("ps row %q, uid %s", row, p.UID)
 	})
-	closed := opens.Add(5 * time.Second)
-	t.Logf("rolled back %v after the window closed", time.Since(closed).Round(100*time.Millisecond))
-	if n := len(daemonLogLines(d.stderr(), "pod replaced", "uw-rb")); n != 2 {
-		t.Errorf("daemon log: uw-rb replaced %d times, want 2 (in the window, the rollback)", n)
+	replacedAt := daemonLogLines(d.stderr(), "pod replaced", "uw-rb")
+	if len(replacedAt) != 2 {
+		t.Fatalf("daemon log: uw-rb replaced %d times, want 2 (in the window, the rollback): %q", len(replacedAt), replacedAt)
+	}
+	in, back := logTime(t, replacedAt[0]), logTime(t, replacedAt[1])
+	t.Logf("replaced by v2 %v after the window opened; rolled back %v after it closed", in.Sub(opens).Round(10*time.Millisecond), back.Sub(closed).Round(10*time.Millisecond))
+	if in.Before(opens) || !back.After(closed) {
+		t.Errorf("replaced at %s and rolled back at %s, want inside the window %s and after it", in.Format(time.TimeOnly), back.Format(time.TimeOnly), window)
 	}
 	waitDaemonLog(t, d, `msg="new version failed; rolling back until its file changes" pod=default/`+staticPodName("uw-rb"), 5*time.Second)
+}
+
+// logTime is the time of a daemon log line (time=RFC3339).
+func logTime(t *testing.T, line string) time.Time {
+	t.Helper()
+	f := strings.Fields(line)
+	if len(f) == 0 || !strings.HasPrefix(f[0], "time=") {
+		t.Fatalf("no time in log line %q", line)
+	}
+	at, err := time.Parse(time.RFC3339Nano, strings.TrimPrefix(f[0], "time="))
+	if err != nil {
+		t.Fatalf("log line %q: %v", line, err)
+	}
+	return at
 }
