@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/podrun/podrun/downward"
 	"github.com/podrun/podrun/kubenode"
 	"github.com/podrun/podrun/rollout"
+	"github.com/podrun/podrun/updates"
 )
 
 func daemonCommand() *cli.Command {
@@ -43,6 +45,10 @@ func daemonCommand() *cli.Command {
 			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"PODRUN_KUBECONFIG"}, Usage: "also be a node of this kubeconfig's cluster (a node's credentials, system:node:NAME): register the Node, renew its Lease and status, run the pods bound to it and write back their status, and show its static pods as mirror pods"},
 			&cli.StringFlag{Name: "node-ip", EnvVars: []string{"PODRUN_NODE_IP"}, Usage: "with --kubeconfig: the Node's InternalIP address(es), IP or IPv4,IPv6 (the kubelet's --node-ip): each an address of this host, or loopback; default: what the node's name resolves to, else the default route's interface's address (0.0.0.0 or :: picks that family's)"},
 			&cli.StringFlag{Name: "images-dir", EnvVars: []string{"PODRUN_IMAGES_DIR"}, Usage: "image archives (.tar, .tar.gz, .tgz, .tar.zst; OCI or docker) imported at start and when they appear, as k3s's air-gap images (default: <root>/images)"},
+			&cli.GenericFlag{Name: "update-window", Value: &repeated{},
+				Usage: "replace a running pod by its changed version only inside this window of the node's local time, \"[DAYS] HH:MM[:SS]-HH:MM[:SS]\" (DAYS as systemd writes them: Mon..Fri, Sat,Sun; e.g. \"Mon..Fri 02:00-04:00\"); its images are pulled at once (repeatable; default: any time)"},
+			&cli.DurationFlag{Name: "update-lock-timeout", Value: time.Hour,
+				Usage: "a pod that holds its update lock (flock on updates.lock in the emptyDir volume its podrun.io/update-lock-volume annotation names) is replaced anyway after holding it this long; 0: never"},
 		}, slices.Concat(admissionFlags(), logFlags(), retentionFlags(), imageGCFlags(), nodeAPIFlags())...),
 		Action: func(c *cli.Context) error {
 			o, err := daemonOptions(c)
@@ -137,6 +143,17 @@ func daemonCommand() *cli.Command {
 // daemonOptions reads the daemon's flags, checking what they name before
 // anything starts.
 func daemonOptions(c *cli.Context) (daemon.Options, error) {
+	var windows []updates.Window
+	for _, s := range c.Generic("update-window").(*repeated).values {
+		w, err := updates.ParseWindow(s)
+		if err != nil {
+			return daemon.Options{}, usageError{fmt.Sprintf("daemon: --update-window: %v", err)}
+		}
+		windows = append(windows, w)
+	}
+	if c.Duration("update-lock-timeout") < 0 {
+		return daemon.Options{}, usageError{"daemon: --update-lock-timeout: negative"}
+	}
 	dir, err := filepath.Abs(c.String("manifest-dir"))
 	if err != nil {
 		return daemon.Options{}, err
@@ -183,5 +200,14 @@ func daemonOptions(c *cli.Context) (daemon.Options, error) {
 		ProgressDeadline: c.Duration("progress-deadline"),
 		History:          rollout.Open(root),
 		Admission:        admit, LogRetention: retention, ImagesDir: images, ImageGC: imagePolicy,
+		UpdateWindows: windows, UpdateLockTimeout: c.Duration("update-lock-timeout"),
 	}, nil
 }
+
+// repeated is a flag's values, one per time it is given, taken whole (a
+// StringSliceFlag would split "Sat,Sun 02:00-04:00" at its comma).
+type repeated struct{ values []string }
+
+func (r *repeated) Set(v string) error { r.values = append(r.values, v); return nil }
+
+func (r *repeated) String() string { return strings.Join(r.values, "; ") }

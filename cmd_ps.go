@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/daemon"
 	"github.com/podrun/podrun/owner"
 	"github.com/podrun/podrun/printers"
 	"github.com/podrun/podrun/run"
@@ -49,11 +50,17 @@ func psCommand() *cli.Command {
 }
 
 // daemonNotes tells, on stderr, which manifests a running daemon could not
-// apply (their pods keep running as last applied), and the pulls it has
-// under way.
+// apply (their pods keep running as last applied), the pulls it has
+// under way, and which pods' updates it holds back.
 func daemonNotes(own *owner.Owner) {
 	for _, p := range own.Pulls() {
 		fmt.Fprintf(os.Stderr, "podrun daemon: pulling %s\n", p)
+	}
+	if pending := own.Pending(); len(pending) > 0 {
+		fmt.Fprintln(os.Stderr, "podrun daemon: updates held back (the pods run their previous version):")
+		for _, p := range pending {
+			fmt.Fprintf(os.Stderr, "  %s: %s%s\n", p.Pod, p.Message, staged(p))
+		}
 	}
 	problems := own.Problems()
 	if len(problems) > 0 {
@@ -64,6 +71,14 @@ func daemonNotes(own *owner.Owner) {
 			}
 		}
 	}
+}
+
+// staged says whether a held update's images are present.
+func staged(p daemon.Pending) string {
+	if p.Staged {
+		return "; its images are pulled"
+	}
+	return "; its images are being pulled"
 }
 
 func finished(p *run.PodInfo) bool {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/owner"
@@ -108,6 +109,11 @@ func rolloutStatus(c *cli.Context) error {
 		return err
 	}
 	return withHost(ctx, c, func(h *run.Host) error {
+		if p, err := h.Pod(ctx, target); err == nil {
+			if done, err := awaitHeld(ctx, c, h, target, p); done || err != nil {
+				return err
+			}
+		}
 		said := false
 		v, name, err := versions(c).AwaitRollout(ctx, h, target, c.Duration("progress-deadline"), c.Bool("watch"), func(name string) {
 			if !said {
@@ -124,6 +130,36 @@ func rolloutStatus(c *cli.Context) error {
 		}
 		return err
 	})
+}
+
+// awaitHeld says what a pod's update held back by the daemon waits for
+// (an update window, the pod's update lock), and with --watch waits until
+// it is no longer held and the pod there (p) is replaced; done: nothing
+// more to say (not watching).
+func awaitHeld(ctx context.Context, c *cli.Context, h *run.Host, target run.Target, p *run.PodInfo) (done bool, err error) {
+	said := ""
+	for {
+		pe := openOwner(c).PendingOf(p.Key())
+		if pe == nil && said == "" {
+			return false, nil
+		}
+		if pe == nil { // applied now: the new version's rollout follows
+			if now, err := h.Pod(ctx, target); err == nil && now.UID != p.UID {
+				return false, nil
+			}
+		} else if pe.Reason != said {
+			fmt.Printf("Waiting for pod %q rollout to finish: %s%s\n", p.Name, pe.Message, staged(*pe))
+			said = pe.Reason
+		}
+		if !c.Bool("watch") {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return true, fmt.Errorf("timed out waiting for pod %q's update: %w", p.Name, ctx.Err())
+		case <-clock.RealClock{}.After(time.Second):
+		}
+	}
 }
 
 // versions are the versions of the node's pods kept under --root.

@@ -32,6 +32,9 @@ func statusCommand() *cli.Command {
 				for _, pl := range pullsOf(own.Pulls(), p.Pod) {
 					fmt.Fprintf(os.Stderr, "podrun daemon: pulling %s\n", pl)
 				}
+				if pe := own.PendingOf(p.Key()); pe != nil {
+					fmt.Fprintf(os.Stderr, "podrun daemon: the pod's changed version waits (the pod runs its previous version): %s%s\n", pe.Message, staged(*pe))
+				}
 				return printers.Status(os.Stdout, p, c.String("output"))
 			})
 		},

@@ -28,6 +28,7 @@ import (
 	"github.com/podrun/podrun/manifest"
 	"github.com/podrun/podrun/rollout"
 	"github.com/podrun/podrun/run"
+	"github.com/podrun/podrun/updates"
 )
 
 // Options configure the daemon.
@@ -77,6 +78,14 @@ type Options struct {
 	// Pulls, when set, is told how the daemon's pulls go (it is the
 	// images.Progress of its host): the status file shows them (pulls.go).
 	Pulls *Pulls
+	// UpdateWindows are when a changed pod may replace the running one
+	// (updates.go); none: at any time.
+	UpdateWindows []updates.Window
+	// UpdateLockTimeout is how long a pod's update lock may hold its
+	// update back (0: for as long as it is held).
+	UpdateLockTimeout time.Duration
+	// LockProbe probes a pod's update lock; nil is updates.LockHeld.
+	LockProbe LockProbe
 }
 
 // Cluster is the API server as a source of pods, as the kubelet's
@@ -148,6 +157,8 @@ type Daemon struct {
 	// ones: pulls.go).
 	statusMu sync.Mutex
 	written  Status
+	// updates are the changed pods held back (updates.go).
+	updates updateHolds
 }
 
 // published is what the status file is made of besides the workers'
@@ -361,6 +372,10 @@ func (l *loop) wake() {
 	if at := l.d.h.Images().NextRetry(); !at.IsZero() {
 		l.sched.at(timerSync, at)
 	}
+	// And when an update held back may go ahead (updates.go).
+	if at := l.d.updates.nextSync(); !at.IsZero() {
+		l.sched.at(timerSync, at)
+	}
 }
 
 // writing returns the files still being written at now (their settle time
@@ -486,6 +501,8 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 	var rolledBack []Rollback
 	var static []*manifest.Pod
 	deadlines := map[string]*int32{}
+	stage, hold := map[string]*manifest.Pod{}, map[string]bool{}
+	d.updates.beginSync()
 	for _, k := range keys {
 		deadlines[k] = wants[k].ProgressDeadline
 		if d.src.API != "" && sources[k] == d.src.API {
@@ -503,20 +520,37 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 		if o != nil && o.Reason != "" {
 			rolledBack = append(rolledBack, Rollback{Pod: k, Source: sources[k], Revision: o.To.Revision, Reason: o.Reason, Message: o.Message})
 		}
+		// A changed version that would replace a running pod waits for
+		// its window and lock (updates.go); a rollback's or an undo's
+		// version never does.
+		if old := replaced(p, pods, w.Owns); o == nil && old != nil && !d.holdUpdate(p, sources[k], old).Apply {
+			stage[k] = p
+			if in := d.standIn(k, old.UID); in != nil {
+				p = in
+			} else {
+				hold[k] = true // the worker only pulls: the pod there stays
+			}
+		}
 		w.Pods = append(w.Pods, p)
 		static = append(static, p)
 	}
+	d.updates.keep(func(k string) bool { return stage[k] != nil })
 	d.pub.setWanted(sources, rolledBack)
 	d.static = static
 	d.watches.keep(func(k string) bool { _, ok := wants[k]; return ok }) // not the pods of no source
 	for _, k := range append(w.Others(pods), keys...) {
-		d.workers.update(ctx, k, job{want: w, snapshot: pods, deadline: deadlines[k]})
+		d.workers.update(ctx, k, job{want: w, snapshot: pods, deadline: deadlines[k], stage: stage[k], hold: hold[k]})
 	}
 }
 
 // syncPod is one change of a pod by its worker (ctx ends when it is made
 // moot, life when the daemon stops); its outcome is logged.
 func (d *Daemon) syncPod(ctx, life context.Context, key string, j job) []run.Result {
+	if j.stage != nil {
+		if rs := d.stage(ctx, key, j.stage); rs != nil || j.hold {
+			return rs
+		}
+	}
 	opts := run.UpOptions{Wait: run.WaitRunning, Foreground: true, Timeout: d.o.PodTimeout, PullBackOff: true, RecordRefusals: true, RecordConfigErrors: true, RecordFailures: true, RetryStartErrors: true}
 	rs := d.h.SyncPod(ctx, key, j.want, opts, j.snapshot)
 	for _, r := range rs {
@@ -585,7 +619,7 @@ func (d *Daemon) publish() {
 			}
 		}
 	}
-	d.writeStatus(Status{Problems: problems, Waiting: waiting, RolledBack: rolledBack})
+	d.writeStatus(Status{Problems: problems, Waiting: waiting, RolledBack: rolledBack, Pending: d.updates.pending()})
 }
 
 func (d *Daemon) shutdown() error {

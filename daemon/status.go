@@ -28,6 +28,9 @@ type Status struct {
 	RolledBack []Rollback `json:"rolledBack,omitempty"`
 	// Pulls are the daemon's pulls under way (pulls.go).
 	Pulls []Pull `json:"pulls,omitempty"`
+	// Pending are the pods whose changed version waits for an update
+	// window or for the pod's update lock (updates.go).
+	Pending []Pending `json:"pending,omitempty"`
 	// process is the daemon's, as its lock names it (ReadStatusFile).
 	process lock.Process
 }

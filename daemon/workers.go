@@ -43,6 +43,10 @@ type job struct {
 	want     run.Want
 	snapshot []*run.PodInfo // the node then
 	deadline *int32         // the pod's Deployment's progressDeadlineSeconds
+	// stage is the pod's changed version held back (updates.go): its
+	// images are pulled first; hold: and nothing else is done.
+	stage *manifest.Pod
+	hold  bool
 }
 
 func newWorkers(sync func(ctx, life context.Context, key string, j job) []run.Result) *workers {

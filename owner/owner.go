@@ -97,6 +97,26 @@ func (o *Owner) Pulls() []daemon.Pull {
 	return o.st.Pulls
 }
 
+// Pending are the pods whose changed version the running daemon holds
+// back (an update window, the pod's update lock); none when no daemon runs.
+func (o *Owner) Pending() []daemon.Pending {
+	if !o.alive {
+		return nil
+	}
+	return o.st.Pending
+}
+
+// PendingOf is the update the running daemon holds back of pod key
+// (namespace/name), nil when none.
+func (o *Owner) PendingOf(key string) *daemon.Pending {
+	for _, p := range o.Pending() {
+		if p.Pod == key {
+			return &p
+		}
+	}
+	return nil
+}
+
 // Reload asks the running daemon to read its sources again now (it applies
 // what changed, a rollback's version too). The error wraps ErrNoDaemon
 // when none runs, or it has ended since Open.
