@@ -170,7 +170,7 @@ func TestDaemonUpdateLock(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(lockDir, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pods = waitPodsRunning(t, 30*time.Second, func(p corev1.Pod) bool { return valueEnv(p) == "v2" }, "uw-lock")
+	waitPodsRunning(t, 30*time.Second, func(p corev1.Pod) bool { return valueEnv(p) == "v2" }, "uw-lock")
 	took := time.Since(let)
 	t.Logf("replaced %v after the pod let go of its lock", took.Round(100*time.Millisecond))
 	if took >= timeout {
