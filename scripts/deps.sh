@@ -8,6 +8,7 @@
 #   demo     busybox-static: `make up` builds its demo image offline from it
 #   e2e      the end-to-end suite's extras (`make e2e`, `make e2e-cluster`): a local registry, ...
 #   vm       `make test-vm`: qemu for amd64 and arm64 guests, debootstrap, ...
+#   dev      what a plain `go build`/`go vet` (outside make, without its build tag) needs
 #   test     all of the above (`make test`, CI)
 set -euo pipefail
 
@@ -28,6 +29,10 @@ e2e=(
 	openssl         # the cluster tests: cluster-anchor's start.sh makes the control plane's CA and certificates
 	curl            # the cluster tests: start.sh waits for etcd's /health
 )
+dev=(
+	libgpgme-dev # go.podman.io/image's default GPG mechanism (cgo): make builds without it (-tags containers_image_openpgp)
+	pkg-config   # cgo finds gpgme with it
+)
 vm=(
 	qemu-system-x86  # make test-vm: the amd64 guest, under software emulation
 	seabios          # its firmware (only recommended by qemu-system-x86)
@@ -39,7 +44,7 @@ vm=(
 )
 
 usage() {
-	echo "usage: $0 runtime|demo|e2e|vm|test ..." >&2
+	echo "usage: $0 runtime|demo|e2e|vm|dev|test ..." >&2
 	exit 2
 }
 [ $# -gt 0 ] || usage
@@ -50,7 +55,8 @@ for set in "$@"; do
 	demo) pkgs+=("${demo[@]}") ;;
 	e2e) pkgs+=("${runtime[@]}" "${demo[@]}" "${e2e[@]}") ;;
 	vm) pkgs+=("${vm[@]}") ;;
-	test) pkgs+=("${runtime[@]}" "${demo[@]}" "${e2e[@]}" "${vm[@]}") ;;
+	dev) pkgs+=("${dev[@]}") ;;
+	test) pkgs+=("${runtime[@]}" "${demo[@]}" "${e2e[@]}" "${vm[@]}" "${dev[@]}") ;;
 	*) usage ;;
 	esac
 done
