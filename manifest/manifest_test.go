@@ -223,6 +223,16 @@ func TestInvalidInputs(t *testing.T) {
 			},
 		},
 		{
+			// podrun's update lock lives in an emptyDir volume of the pod:
+			// an annotation naming anything else would be no lock at all.
+			name:  "update lock volumes",
+			paths: []string{"testdata/invalid/update-lock.yaml"},
+			want: []string{
+				`testdata/invalid/update-lock.yaml (document 1): metadata.annotations[podrun.io/update-lock-volume]: Invalid value: "config": names a volume that is not an emptyDir: the update lock lives in an emptyDir volume of the pod`,
+				`testdata/invalid/update-lock.yaml (document 2): spec.template.metadata.annotations[podrun.io/update-lock-volume]: Invalid value: "lokc": names no volume of the pod: it must name one of its emptyDir volumes`,
+			},
+		},
+		{
 			// The decoder's quantity error names no field: podrun finds it.
 			name:  "quantities that do not parse",
 			paths: []string{"testdata/invalid/bad-quantity.yaml"},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/podrun/podrun/resources"
 	"github.com/podrun/podrun/rollout/progress"
+	"github.com/podrun/podrun/updates"
 )
 
 // Validate checks a defaulted pod the way the API server would, restricted to
@@ -32,7 +33,29 @@ func Validate(pod *corev1.Pod) field.ErrorList {
 	errs := validateName(&pod.ObjectMeta, meta)
 	errs = append(errs, validateLabels(pod.Labels, meta.Child("labels"))...)
 	errs = append(errs, validateAnnotations(pod.Annotations, meta.Child("annotations"))...)
+	errs = append(errs, validateLockVolume(pod, meta.Child("annotations"))...)
 	return append(errs, validateSpec(&pod.Spec, field.NewPath("spec"))...)
+}
+
+// validateLockVolume checks that podrun's update-lock annotation, when set,
+// names an emptyDir volume of the pod: a lock the daemon would never find
+// (a typo, another kind of volume) is refused, not silently no lock.
+func validateLockVolume(pod *corev1.Pod, fld *field.Path) field.ErrorList {
+	name, ok := pod.Annotations[updates.LockVolumeAnnotation]
+	if !ok {
+		return nil
+	}
+	fld = fld.Key(updates.LockVolumeAnnotation)
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != name {
+			continue
+		}
+		if v.EmptyDir == nil {
+			return field.ErrorList{field.Invalid(fld, name, "names a volume that is not an emptyDir: the update lock lives in an emptyDir volume of the pod")}
+		}
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fld, name, "names no volume of the pod: it must name one of its emptyDir volumes")}
 }
 
 // validateName checks an object's name (a DNS-1123 subdomain) and namespace
