@@ -208,6 +208,7 @@ func New(h *run.Host, o Options, log *slog.Logger, m *Metrics) *Daemon {
 		archives: map[string]archiveState{}, pub: published{sources: map[string]string{}},
 		kick: make(chan struct{}, 1), clock: o.Clock, clusterChanged: changed}
 	d.workers = newWorkers(d.syncPod)
+	m.gaugeUpdates(d.updates.pending)
 	return d
 }
 

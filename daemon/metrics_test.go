@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 
@@ -83,5 +84,37 @@ func TestPullMetrics(t *testing.T) {
 	}
 	if got["podrun_image_pull_bytes_total"] != 1234 || got["podrun_image_pull_stalls_total"] != 2 {
 		t.Errorf("pull counters %v; want bytes 1234 and stalls 2", got)
+	}
+}
+
+// TestUpdatesPendingMetric: the held updates are counted by reason at each
+// scrape, both reasons always present (0 when none waits for it).
+func TestUpdatesPendingMetric(t *testing.T) {
+	m := NewMetrics()
+	var pending []Pending
+	m.gaugeUpdates(func() []Pending { return pending })
+	scrape := func() map[string]float64 {
+		t.Helper()
+		families, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, f := range families {
+			if f.GetName() != "podrun_updates_pending" {
+				continue
+			}
+			for _, s := range f.GetMetric() {
+				got[s.GetLabel()[0].GetValue()] = s.GetGauge().GetValue()
+			}
+		}
+		return got
+	}
+	if got := scrape(); !maps.Equal(got, map[string]float64{"window": 0, "lock": 0}) {
+		t.Errorf("nothing held: %v", got)
+	}
+	pending = []Pending{{Pod: "default/a", Reason: "window"}, {Pod: "default/b", Reason: "lock"}, {Pod: "default/c", Reason: "lock"}}
+	if got := scrape(); !maps.Equal(got, map[string]float64{"window": 1, "lock": 2}) {
+		t.Errorf("three held: %v", got)
 	}
 }

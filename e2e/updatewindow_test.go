@@ -3,9 +3,11 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +34,9 @@ func TestDaemonUpdateWindow(t *testing.T) {
 	// The window: from 40 s from now, for a minute, in local time.
 	opens := time.Now().Add(40 * time.Second).Truncate(time.Second)
 	window := opens.Format("15:04:05") + "-" + opens.Add(time.Minute).Format("15:04:05")
-	d := startDaemon(t, dir, nil, "--resync", "1s", "--settle", "100ms", "--update-window", window)
+	port := freePort(t)
+	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	d := startDaemon(t, dir, nil, "--resync", "1s", "--settle", "100ms", "--update-window", window, "--listen", fmt.Sprintf("127.0.0.1:%d", port))
 	pods := waitPodsRunning(t, 30*time.Second, nil, "uw-win")
 	uid, tasks := pods["uw-win"].UID, podTasks(t, "uw-win")
 
@@ -50,6 +54,7 @@ func TestDaemonUpdateWindow(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "update pending: window (the next opens at") {
 		t.Errorf("rollout status: exit %d, stdout:\n%s\nwant it to say the update waits for the window", code, stdout)
 	}
+	checkMetric(t, metrics, `podrun_updates_pending{reason="window"} 1`)
 	waitDaemonSyncs(t, d, 3, 30*time.Second)
 	if time.Now().After(opens) {
 		t.Fatalf("the window opened before the checks of the closed window ended (the machine is slow): nothing shown")
@@ -72,6 +77,16 @@ func TestDaemonUpdateWindow(t *testing.T) {
 	_, stderr, _ = H.Podrun(t, "", "ps")
 	if strings.Contains(stderr, "update pending") {
 		t.Errorf("ps still says an update is pending:\n%s", stderr)
+	}
+	checkMetric(t, metrics, `podrun_updates_pending{reason="window"} 0`)
+}
+
+// checkMetric fails t unless the daemon's /metrics at url has line.
+func checkMetric(t *testing.T, url, line string) {
+	t.Helper()
+	code, body, err := getWithTimeout(&http.Client{Timeout: 2 * time.Second}, url)
+	if code != 200 || !slices.Contains(strings.Split(body, "\n"), line) {
+		t.Errorf("GET %s: %d %v; want the line %s in:\n%s", url, code, err, line, body)
 	}
 }
 
