@@ -140,7 +140,7 @@ func config(c *cli.Context) (run.Config, error) {
 			HostsDirs:              filepath.SplitList(c.String("hosts-dir")),
 			Progress:               pullProgress(c.Command.Name),
 			Link:                   link,
-			Verifier:               verifier(policy),
+			Verifier:               verifier(c, policy),
 		},
 		// Checked again on the opened path when volumes are set up (up, daemon).
 		AllowedHostPaths: c.StringSlice("allowed-host-paths"),

@@ -27,13 +27,15 @@ func signaturePolicy(c *cli.Context) (*trust.Policy, error) {
 	return trust.Load(c.String("signature-policy"), c.IsSet("signature-policy"), c.String("registries-d"))
 }
 
-// verifier is the policy as images' Verifier, nil (not a nil *Policy) when
-// there is none.
-func verifier(p *trust.Policy) images.Verifier {
+// verifier is the policy p of c's flags as images' Verifier, read again
+// when its file changes; nil (not a nil *Live) when there was none at
+// start: a policy file made later is read by the next podrun (the
+// daemon's restart).
+func verifier(c *cli.Context, p *trust.Policy) images.Verifier {
 	if p == nil {
 		return nil
 	}
-	return p
+	return trust.NewLive(p, c.String("signature-policy"), c.IsSet("signature-policy"), c.String("registries-d"))
 }
 
 // policyLine says which signature policy applies, once, for `version` and
