@@ -16,10 +16,8 @@ import (
 	"os"
 
 	"github.com/distribution/reference"
-	"go.podman.io/image/v5/docker"
 	"go.podman.io/image/v5/docker/policyconfiguration"
 	imgref "go.podman.io/image/v5/docker/reference"
-	"go.podman.io/image/v5/image"
 	"go.podman.io/image/v5/signature"
 	"go.podman.io/image/v5/types"
 
@@ -96,10 +94,6 @@ func (p *Policy) Verify(ctx context.Context, ref, digest string, insecure bool, 
 		return nil
 	}
 	refuse := func(err error) error { return &Refusal{Scope: scope, Err: err} }
-	dref, err := docker.NewReference(named)
-	if err != nil {
-		return refuse(err)
-	}
 	sys := &types.SystemContext{RegistriesDirPath: p.registriesDir}
 	if insecure {
 		sys.DockerInsecureSkipTLSVerify = types.OptionalBoolTrue
@@ -107,30 +101,12 @@ func (p *Policy) Verify(ctx context.Context, ref, digest string, insecure bool, 
 	if cred.Username != "" || cred.Password != "" {
 		sys.DockerAuthConfig = &types.DockerAuthConfig{Username: cred.Username, Password: cred.Password}
 	}
-	pc, err := signature.NewPolicyContext(p.policy)
-	if err != nil {
-		return refuse(err)
-	}
-	defer func() { _ = pc.Destroy() }()
-	is, err := dref.NewImageSource(ctx, sys)
-	if err != nil {
-		return refuse(fmt.Errorf("reading its signatures: %w", err))
-	}
-	defer func() { _ = is.Close() }()
-	ok, err := pc.IsRunningImageAllowed(ctx, image.UnparsedInstance(is, nil))
-	switch {
-	case err != nil:
-		return refuse(err)
-	case !ok:
-		return refuse(errors.New("not allowed"))
-	}
-	return nil
+	return p.allowed(ctx, named, sys, refuse)
 }
 
 // AllowUnverified is nil when the policy lets ref (at digest) run without
-// reading its signatures: its scope accepts anything. Else a *Refusal:
-// podrun does not read the signatures image archives carry yet, so an
-// archive's image is refused then.
+// reading its signatures: its scope accepts anything. Else a *Refusal
+// (an archive's image is then checked with VerifyArchive).
 func (p *Policy) AllowUnverified(_ context.Context, ref, digest string) error {
 	named, err := pinned(ref, digest)
 	if err != nil {
@@ -140,7 +116,7 @@ func (p *Policy) AllowUnverified(_ context.Context, ref, digest string) error {
 	if acceptsAnything(reqs) {
 		return nil
 	}
-	return &Refusal{Scope: scope, Err: errors.New("the policy asks for more than insecureAcceptAnything, and podrun does not read the signatures of image archives yet: pull the image from its registry")}
+	return &Refusal{Scope: scope, Err: errors.New("the policy asks for more than insecureAcceptAnything")}
 }
 
 // pinned is ref by digest, in c/image's reference type.
