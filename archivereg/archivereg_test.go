@@ -88,6 +88,20 @@ func TestOpenRefuses(t *testing.T) {
 	}
 }
 
+// TestOpenTwice: an archive read before is indexed from its start.
+func TestOpenTwice(t *testing.T) {
+	archive := tarOf(t, entry{name: "index.json", data: `{"manifests": []}`}, blobEntry("x"))
+	for i := range 2 {
+		l, err := Open(archive)
+		if err != nil {
+			t.Fatalf("Open #%d: %v", i+1, err)
+		}
+		if _, ok := l.Blob(digest.FromString("x")); !ok {
+			t.Errorf("Open #%d: the blob is not found", i+1)
+		}
+	}
+}
+
 func TestOpenTooManyEntries(t *testing.T) {
 	entries := make([]entry, MaxEntries+1)
 	for i := range entries {

@@ -31,17 +31,17 @@ var ErrNoLayout = errors.New("not an OCI layout (no index.json): a docker archiv
 
 // Layout is an OCI layout in an uncompressed tar.
 type Layout struct {
-	r     io.ReaderAt
 	blobs map[digest.Digest]*io.SectionReader
 	index ocispec.Index
 }
 
-// Open indexes the tar r: each blob's place in it, and index.json parsed.
+// Open indexes the tar archive: each blob's place in it, and index.json parsed.
 // A name that is not clean (.., absolute), a link or other special entry
 // named as a layout file, a blob whose name is not a valid digest, a
 // duplicate, too many entries or a too big index.json refuse the archive.
-func Open(r *io.SectionReader) (*Layout, error) {
-	l := &Layout{r: r, blobs: map[digest.Digest]*io.SectionReader{}}
+func Open(archive *io.SectionReader) (*Layout, error) {
+	r := io.NewSectionReader(archive, 0, archive.Size()) // from its start, whatever read it before
+	l := &Layout{blobs: map[digest.Digest]*io.SectionReader{}}
 	var index *io.SectionReader
 	tr := tar.NewReader(r)
 	for n := 0; ; n++ {

@@ -25,7 +25,7 @@ import (
 // testLayout builds OCI layout archives (an image and, maybe, its sigstore
 // attachment) in memory.
 type testLayout struct {
-	t     *testing.T
+	t     testing.TB
 	blobs map[digest.Digest][]byte
 	index []ocispec.Descriptor
 }
@@ -99,7 +99,7 @@ func (l *testLayout) tar() *io.SectionReader {
 	return io.NewSectionReader(bytes.NewReader(buf.Bytes()), 0, int64(buf.Len()))
 }
 
-func newKey(t *testing.T) (*ecdsa.PrivateKey, string) {
+func newKey(t testing.TB) (*ecdsa.PrivateKey, string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -207,5 +207,29 @@ func TestVerifyDockerArchive(t *testing.T) {
 	r := (*Refusal)(nil)
 	if !errors.As(err, &r) || r.Scope != "default" || !strings.Contains(err.Error(), "docker archive carries no signatures") {
 		t.Fatalf("VerifyArchive = %v, want a refusal saying a docker archive carries no signatures", err)
+	}
+}
+
+// BenchmarkVerifyArchive: one verification of a signed archive (index the
+// tar, serve it on loopback, c/image reads the image's manifest and its
+// attachment, the policy checks the signature), without containerd.
+func BenchmarkVerifyArchive(b *testing.B) {
+	const ref = "registry.example.com/team/app:1"
+	key, pubPEM := newKey(b)
+	dir := b.TempDir()
+	pub := writeFile(b, dir, "key.pub", pubPEM)
+	p, err := Load(writeFile(b, dir, "policy.json", `{"default":[{"type":"sigstoreSigned","keyPath":"`+pub+`","signedIdentity":{"type":"matchRepoDigestOrExact"}}]}`), true, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := &testLayout{t: b, blobs: map[digest.Digest][]byte{}}
+	d := l.image(ref)
+	l.sign(d, key, ref, d)
+	archive := l.tar()
+	b.ResetTimer()
+	for range b.N {
+		if err := p.VerifyArchive(context.Background(), ref, d.String(), archive); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
