@@ -27,54 +27,49 @@ import (
 // policy sees ref's real name and applies the scopes a pull would. A scope
 // that accepts anything reads nothing. A refusal is a *Refusal.
 func (p *Policy) VerifyArchive(ctx context.Context, ref, digest string, archive *io.SectionReader) error {
-	named, err := pinned(ref, digest)
-	if err != nil {
-		return fmt.Errorf("verifying %q: %w", ref, err)
+	s, err := p.scoped(ref, digest)
+	if err != nil || !s.need {
+		return err
 	}
-	scope, reqs := Scope(p.policy, named)
-	if acceptsAnything(reqs) {
-		return nil
-	}
-	refuse := func(err error) error { return &Refusal{Scope: scope, Err: err} }
 	layout, err := archivereg.Open(archive)
 	if err != nil {
-		return refuse(fmt.Errorf("reading the archive's signatures: %w", err))
+		return s.refuse(fmt.Errorf("reading the archive's signatures: %w", err))
 	}
 	srv, err := archivereg.Serve(layout)
 	if err != nil {
-		return refuse(err)
+		return s.refuse(err)
 	}
 	defer func() { _ = srv.Close() }()
-	sys, cleanup, err := loopbackSystem(named, srv.Addr())
+	sys, cleanup, err := loopbackSystem(s.named, srv.Addr())
 	if err != nil {
-		return refuse(err)
+		return s.refuse(err)
 	}
 	defer cleanup()
-	return p.allowed(ctx, named, sys, refuse)
+	return p.allowed(ctx, s, sys)
 }
 
-// allowed evaluates the policy on named, read as sys says.
-func (p *Policy) allowed(ctx context.Context, named imgref.Canonical, sys *types.SystemContext, refuse func(error) error) error {
-	dref, err := docker.NewReference(named)
+// allowed evaluates the policy on the image s, read as sys says.
+func (p *Policy) allowed(ctx context.Context, s scoped, sys *types.SystemContext) error {
+	dref, err := docker.NewReference(s.named)
 	if err != nil {
-		return refuse(err)
+		return s.refuse(err)
 	}
 	pc, err := signature.NewPolicyContext(p.policy)
 	if err != nil {
-		return refuse(err)
+		return s.refuse(err)
 	}
 	defer func() { _ = pc.Destroy() }()
 	is, err := dref.NewImageSource(ctx, sys)
 	if err != nil {
-		return refuse(fmt.Errorf("reading its signatures: %w", err))
+		return s.refuse(fmt.Errorf("reading its signatures: %w", err))
 	}
 	defer func() { _ = is.Close() }()
 	ok, err := pc.IsRunningImageAllowed(ctx, image.UnparsedInstance(is, nil))
 	switch {
 	case err != nil:
-		return refuse(err)
+		return s.refuse(err)
 	case !ok:
-		return refuse(errors.New("not allowed"))
+		return s.refuse(errors.New("not allowed"))
 	}
 	return nil
 }
