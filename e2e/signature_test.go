@@ -101,7 +101,7 @@ func deleteImagesOf(t *testing.T, repo string) {
 }
 
 // saveArchive saves ref, with its signatures if the registry has them, as
-// an OCI layout archive (sigsign save, as cosign save).
+// an OCI layout archive (sigsign save: the image and its attachment by tag).
 func saveArchive(t *testing.T, signer, ref string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "archive.tar")
@@ -246,7 +246,7 @@ func TestSignaturePolicy(t *testing.T) {
 	})
 
 	// Archives carrying their signatures (sigstore attachments in the OCI
-	// layout, as cosign save writes them): saved from the registry by
+	// layout, tagged as a registry holds them): saved from the registry by
 	// sigsign, imported from a file and from stdin (gzip), each by a fresh
 	// podrun; a pod whose image is never pulled runs the verified digest.
 	t.Run("a signed archive imports and runs by its digest", func(t *testing.T) {
@@ -311,6 +311,46 @@ func TestSignaturePolicy(t *testing.T) {
 			}
 		})
 	}
+
+	// The daemon's images directory: an unsigned archive dropped in is
+	// refused (the problem logged, nothing imported), a signed one imported
+	// and the pod waiting on it (imagePullPolicy Never) starts.
+	t.Run("the images directory verifies archives", func(t *testing.T) {
+		const name = "sig-airgap"
+		signed, unsigned := reg.Addr+"/sig-signed:1", reg.Addr+"/sig-src:1"
+		mdir, idir := t.TempDir(), t.TempDir()
+		t.Cleanup(func() {
+			deleteImagesOf(t, reg.Addr+"/sig-signed")
+			deleteImagesOf(t, reg.Addr+"/sig-src")
+		})
+		downOnCleanup(t, name)
+		writeInPlace(t, mdir, name+".yaml", strings.Replace(registryPod(name, signed, "", "", "", ""), "imagePullPolicy: Always", "imagePullPolicy: Never", 1))
+		d := startDaemon(t, mdir, []string{"PODRUN_SIGNATURE_POLICY=" + policy, "PODRUN_REGISTRIES_D=" + registriesD}, "--resync", "1s", "--settle", "100ms", "--images-dir", idir)
+		drop := func(ref, file string) {
+			data, err := os.ReadFile(saveArchive(t, signer, ref))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeByRename(t, idir, file, string(data))
+		}
+		drop(unsigned, "unsigned.tar")
+		waitDaemonLog(t, d, "A signature was required, but no signature exists", 30*time.Second)
+		if left := imagesOf(t, reg.Addr+"/sig-src"); len(left) > 0 {
+			t.Errorf("the refused archive left images: %q", left)
+		}
+		drop(signed, "signed.tar")
+		waitPodsRunning(t, 60*time.Second, nil, name)
+		_, ctx := H.Client(t)
+		for _, ctr := range podContainers(t, name) {
+			info, err := ctr.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(info.Image, "sig-signed") && !strings.HasPrefix(info.Image, reg.Addr+"/sig-signed@sha256:") {
+				t.Errorf("container %s runs image %q, not the verified digest", ctr.ID(), info.Image)
+			}
+		}
+	})
 
 	// Figures, not checks: the time of `podrun image import` of the signed
 	// archive under a policy that accepts anything (nothing read) and under

@@ -12,8 +12,9 @@
 //	sigsign save SRC TAR                  saves docker://SRC (plain HTTP allowed) by its
 //	                                      digest and, when the registry has it, its sigstore
 //	                                      attachment (the tag sha256-HEX.sig) into one OCI
-//	                                      layout archive, as cosign save does: an image
-//	                                      archive carrying its signatures
+//	                                      layout archive, each named by its tag (as skopeo
+//	                                      copy of both to one oci: layout): an image archive
+//	                                      carrying its signatures
 package main
 
 import (
