@@ -132,7 +132,7 @@ func TestHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(Handler(l))
+	srv := httptest.NewServer(Handler(l, "secret"))
 	defer srv.Close()
 	for _, tc := range []struct {
 		method, path string
@@ -140,21 +140,24 @@ func TestHandler(t *testing.T) {
 		body, mt     string
 	}{
 		{"GET", "/v2/", 200, "{}", "application/json"},
-		{"GET", "/v2/app/manifests/" + sigTag, 200, sig, ocispec.MediaTypeImageManifest},
-		{"GET", "/v2/app/manifests/1", 200, image, ocispec.MediaTypeImageManifest},
-		{"GET", "/v2/team/app/manifests/" + imageD.String(), 200, image, ocispec.MediaTypeImageManifest},
-		{"HEAD", "/v2/app/manifests/" + imageD.String(), 200, "", ocispec.MediaTypeImageManifest},
-		{"GET", "/v2/app/manifests/" + digest.FromString(dockerManifest).String(), 200, dockerManifest, "application/vnd.docker.distribution.manifest.v2+json"},
-		{"GET", "/v2/app/manifests/sha256-" + sigD.Encoded() + ".sig", 404, `"MANIFEST_UNKNOWN"`, "application/json"},
-		{"GET", "/v2/app/manifests/" + digest.FromString("absent").String(), 404, `"MANIFEST_UNKNOWN"`, "application/json"},
-		{"GET", "/v2/app/manifests/..", 404, `"MANIFEST_UNKNOWN"`, "application/json"},
-		{"GET", "/v2/app/blobs/" + digest.FromString(layer).String(), 200, layer, "application/octet-stream"},
-		{"GET", "/v2/app/blobs/" + digest.FromString("absent").String(), 404, `"BLOB_UNKNOWN"`, "application/json"},
-		{"GET", "/v2/app/blobs/sha256:zz", 404, `"BLOB_UNKNOWN"`, "application/json"},
-		{"GET", "/v2/app/tags/list", 404, `"NAME_UNKNOWN"`, "application/json"},
+		{"GET", "/v2/secret/app/manifests/" + sigTag, 200, sig, ocispec.MediaTypeImageManifest},
+		{"GET", "/v2/secret/app/manifests/1", 200, image, ocispec.MediaTypeImageManifest},
+		{"GET", "/v2/secret/team/app/manifests/" + imageD.String(), 200, image, ocispec.MediaTypeImageManifest},
+		{"HEAD", "/v2/secret/app/manifests/" + imageD.String(), 200, "", ocispec.MediaTypeImageManifest},
+		{"GET", "/v2/secret/app/manifests/" + digest.FromString(dockerManifest).String(), 200, dockerManifest, "application/vnd.docker.distribution.manifest.v2+json"},
+		{"GET", "/v2/secret/app/manifests/sha256-" + sigD.Encoded() + ".sig", 404, `"MANIFEST_UNKNOWN"`, "application/json"},
+		{"GET", "/v2/secret/app/manifests/" + digest.FromString("absent").String(), 404, `"MANIFEST_UNKNOWN"`, "application/json"},
+		{"GET", "/v2/secret/app/manifests/..", 404, `"MANIFEST_UNKNOWN"`, "application/json"},
+		{"GET", "/v2/secret/app/blobs/" + digest.FromString(layer).String(), 200, layer, "application/octet-stream"},
+		{"GET", "/v2/secret/app/blobs/" + digest.FromString("absent").String(), 404, `"BLOB_UNKNOWN"`, "application/json"},
+		{"GET", "/v2/secret/app/blobs/sha256:zz", 404, `"BLOB_UNKNOWN"`, "application/json"},
+		{"GET", "/v2/app/manifests/1", 404, `"NAME_UNKNOWN"`, "application/json"},
+		{"GET", "/v2/secretapp/blobs/" + digest.FromString(layer).String(), 404, `"NAME_UNKNOWN"`, "application/json"},
+		{"GET", "/v2/other/secret/app/manifests/1", 404, `"NAME_UNKNOWN"`, "application/json"},
+		{"GET", "/v2/secret/app/tags/list", 404, `"NAME_UNKNOWN"`, "application/json"},
 		{"GET", "/index.json", 404, `"NAME_UNKNOWN"`, "application/json"},
-		{"PUT", "/v2/app/manifests/2", 405, `"UNSUPPORTED"`, "application/json"},
-		{"DELETE", "/v2/app/blobs/" + digest.FromString(layer).String(), 405, `"UNSUPPORTED"`, "application/json"},
+		{"PUT", "/v2/secret/app/manifests/2", 405, `"UNSUPPORTED"`, "application/json"},
+		{"DELETE", "/v2/secret/app/blobs/" + digest.FromString(layer).String(), 405, `"UNSUPPORTED"`, "application/json"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			req, err := http.NewRequest(tc.method, srv.URL+tc.path, nil)
@@ -186,11 +189,17 @@ func TestServeLoopback(t *testing.T) {
 	if !strings.HasPrefix(s.Addr(), "127.0.0.1:") {
 		t.Errorf("serving on %s, not loopback", s.Addr())
 	}
-	resp, err := http.Get("http://" + s.Addr() + "/v2/")
+	if len(s.Prefix()) != 32 {
+		t.Errorf("prefix %q: want 128 random bits", s.Prefix())
+	}
+	resp, err := http.Get("http://" + s.Addr() + "/v2/" + s.Prefix() + "/app/manifests/1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an absent tag: %s", resp.Status)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

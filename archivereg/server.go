@@ -2,6 +2,8 @@ package archivereg
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,23 +25,34 @@ var tagRE = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
 
 // Server is a Layout served on 127.0.0.1 until Close.
 type Server struct {
-	srv *http.Server
-	ln  net.Listener
+	srv    *http.Server
+	ln     net.Listener
+	prefix string
 }
 
-// Serve serves l read-only on a random port of 127.0.0.1.
+// Serve serves l read-only on a random port of 127.0.0.1, under a random
+// first path component of the repository names (Prefix): another local
+// process that finds the port cannot read the archive.
 func Serve(l *Layout) (*Server, error) {
+	secret := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("serving the archive on loopback: %w", err)
 	}
-	s := &Server{ln: ln, srv: &http.Server{Handler: Handler(l), ReadHeaderTimeout: 10 * time.Second}}
+	prefix := hex.EncodeToString(secret)
+	s := &Server{ln: ln, prefix: prefix, srv: &http.Server{Handler: Handler(l, prefix), ReadHeaderTimeout: 10 * time.Second}}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
 
 // Addr is the server's HOST:PORT.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Prefix is the first path component every repository name served has.
+func (s *Server) Prefix() string { return s.prefix }
 
 // Close stops the server and its connections.
 func (s *Server) Close() error {
@@ -53,18 +66,18 @@ func (s *Server) Close() error {
 
 // Handler answers the pull side of the distribution API from l: GET and
 // HEAD of /v2/, /v2/NAME/manifests/TAG-OR-DIGEST and /v2/NAME/blobs/DIGEST
-// (NAME is not checked: the archive is one repository's); anything else is
-// an error in the registry's JSON form.
-func Handler(l *Layout) http.Handler {
+// for the NAMEs under prefix ("" for any: the archive is one repository's);
+// anything else is an error in the registry's JSON form.
+func Handler(l *Layout, prefix string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			regError(w, http.StatusMethodNotAllowed, "UNSUPPORTED", "read-only")
 			return
 		}
-		kind, ref, ok := route(r.URL.Path)
+		kind, name, ref, ok := route(r.URL.Path)
 		switch {
-		case !ok:
+		case !ok || kind != "" && prefix != "" && !strings.HasPrefix(name, prefix+"/"):
 			regError(w, http.StatusNotFound, "NAME_UNKNOWN", "no such path")
 		case kind == "":
 			w.Header().Set("Content-Type", "application/json")
@@ -83,25 +96,26 @@ func Handler(l *Layout) http.Handler {
 	})
 }
 
-// route splits a path: ("", "", true) for /v2/; the kind (manifests or
-// blobs) and the reference after it; false for anything else.
-func route(path string) (kind, ref string, ok bool) {
+// route splits a path: kind "" for /v2/; else the kind (manifests or
+// blobs), the repository name before it and the reference after it; false
+// for anything else.
+func route(path string) (kind, name, ref string, ok bool) {
 	if path == "/v2/" || path == "/v2" {
-		return "", "", true
+		return "", "", "", true
 	}
 	rest, found := strings.CutPrefix(path, "/v2/")
 	if !found {
-		return "", "", false
+		return "", "", "", false
 	}
 	for _, k := range []string{"manifests", "blobs"} {
 		if i := strings.LastIndex(rest, "/"+k+"/"); i > 0 {
 			ref := rest[i+len(k)+2:]
 			if ref != "" && !strings.Contains(ref, "/") {
-				return k, ref, true
+				return k, rest[:i], ref, true
 			}
 		}
 	}
-	return "", "", false
+	return "", "", "", false
 }
 
 func serveManifest(w http.ResponseWriter, r *http.Request, l *Layout, ref string) {

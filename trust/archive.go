@@ -40,7 +40,7 @@ func (p *Policy) VerifyArchive(ctx context.Context, ref, digest string, archive 
 		return s.refuse(err)
 	}
 	defer func() { _ = srv.Close() }()
-	sys, cleanup, err := loopbackSystem(s.named, srv.Addr())
+	sys, cleanup, err := loopbackSystem(s.named, srv.Addr(), srv.Prefix())
 	if err != nil {
 		return s.refuse(err)
 	}
@@ -75,16 +75,16 @@ func (p *Policy) allowed(ctx context.Context, s scoped, sys *types.SystemContext
 }
 
 // loopbackSystem is the c/image context that reads named's repository
-// from addr (plain HTTP), with sigstore attachments, and nothing of the
-// host's registries.conf, registries.d or credentials; cleanup removes its
-// files.
-func loopbackSystem(named imgref.Named, addr string) (*types.SystemContext, func(), error) {
+// from addr (plain HTTP) under prefix, with sigstore attachments, and
+// nothing of the host's registries.conf, registries.d or credentials;
+// cleanup removes its files.
+func loopbackSystem(named imgref.Named, addr, prefix string) (*types.SystemContext, func(), error) {
 	dir, err := os.MkdirTemp("", "podrun-verify-")
 	if err != nil {
 		return nil, nil, err
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
-	files := loopbackConfig(imgref.TrimNamed(named).Name(), imgref.Path(named), addr)
+	files := loopbackConfig(imgref.TrimNamed(named).Name(), addr, prefix+"/"+imgref.Path(named))
 	for name, data := range files {
 		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o700); err != nil {
 			cleanup()
@@ -109,9 +109,9 @@ func loopbackSystem(named imgref.Named, addr string) (*types.SystemContext, func
 }
 
 // loopbackConfig are the files (by name under one directory) of
-// loopbackSystem: the repository repo (its path path) located at
-// addr/path, insecure; sigstore attachments read from addr.
-func loopbackConfig(repo, path, addr string) map[string]string {
+// loopbackSystem: the repository repo located at addr/path, insecure;
+// sigstore attachments read from addr.
+func loopbackConfig(repo, addr, path string) map[string]string {
 	return map[string]string{
 		"registries.conf":            fmt.Sprintf("unqualified-search-registries = []\n\n[[registry]]\nprefix = %q\nlocation = %q\ninsecure = true\nblocked = false\n", repo, addr+"/"+path),
 		"registries.d/loopback.yaml": fmt.Sprintf("docker:\n  %q:\n    use-sigstore-attachments: true\n", addr),
