@@ -141,6 +141,7 @@ func config(c *cli.Context) (run.Config, error) {
 			Progress:               pullProgress(c.Command.Name),
 			Link:                   link,
 			Verifier:               verifier(c, policy),
+			ScratchDir:             c.String("root"),
 		},
 		// Checked again on the opened path when volumes are set up (up, daemon).
 		AllowedHostPaths: c.StringSlice("allowed-host-paths"),

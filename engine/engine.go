@@ -196,10 +196,13 @@ type Engine interface {
 	// refusal for want of credentials wraps ErrUnauthorized.
 	Pull(ctx context.Context, ref string, o PullOptions) (Image, error)
 	// Import loads the images of an OCI or docker archive (plain, gzip or
-	// zstd) and unpacks them.
+	// zstd) and unpacks them; sigstore attachments in the archive (tags
+	// sha256-HEX.sig, .att, .sbom) are not images: not kept.
 	Import(ctx context.Context, r io.Reader) ([]Image, error)
 	// Images lists the local images.
 	Images(ctx context.Context) ([]Image, error)
+	// Tag names the local image ref also name (replacing what name named).
+	Tag(ctx context.Context, ref, name string) (Image, error)
 	// RemoveImage removes a local image and, once nothing else uses it,
 	// its content and snapshots.
 	RemoveImage(ctx context.Context, ref string) error

@@ -46,6 +46,10 @@ type Options struct {
 	// Verifier, when set, is the node's signature policy: every pulled
 	// image is verified before it is used, and runs by its digest.
 	Verifier Verifier
+	// ScratchDir keeps an archive read from a pipe, or compressed, while
+	// its signatures are verified (uncompressed, unlinked at once); "" is
+	// the system's temp dir.
+	ScratchDir string
 }
 
 // Verifier checks an image against the node's signature policy
@@ -55,9 +59,11 @@ type Options struct {
 type Verifier interface {
 	Verify(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential) error
 	// AllowUnverified is nil when the policy lets ref run unverified
-	// (its scope accepts anything), else why not. Archives are checked so:
-	// podrun does not read the signatures they carry.
+	// (its scope accepts anything), else why not.
 	AllowUnverified(ctx context.Context, ref, digest string) error
+	// VerifyArchive checks ref at digest, imported from archive (an
+	// uncompressed tar), with the signatures the archive carries.
+	VerifyArchive(ctx context.Context, ref, digest string, archive *io.SectionReader) error
 }
 
 // ReasonSignatureValidationFailed is a container's waiting reason when the
@@ -308,40 +314,74 @@ func (m *Manager) Prefetch(ctx context.Context, p *manifest.Pod) error {
 
 // Import imports an image archive (engine.Engine.Import) and ends
 // every image pull back-off: the pods that wait on an image it brought are
-// tried again at once. Under a signature policy, an archive with an image
-// the policy refuses is removed whole: a *PullError
+// tried again at once. Under a signature policy, each image whose scope
+// asks for signatures is verified with those the archive carries and named
+// by its digest too, as a verified pull leaves it; an archive with an
+// image the policy refuses is removed whole: a *PullError
 // SignatureValidationFailed.
 func (m *Manager) Import(ctx context.Context, r io.Reader) ([]engine.Image, error) {
-	imgs, err := m.engine.Import(ctx, r)
+	if m.o.Verifier == nil {
+		return m.imported(m.engine.Import(ctx, r))
+	}
+	a, err := newArchive(r, m.o.ScratchDir)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.verifyArchive(ctx, imgs); err != nil {
+	defer a.Close()
+	imgs, err := m.engine.Import(ctx, a.input())
+	if err != nil {
+		return nil, err
+	}
+	return m.imported(m.verifyArchive(ctx, imgs, a))
+}
+
+// imported ends the back-offs after an import that succeeded.
+func (m *Manager) imported(imgs []engine.Image, err error) ([]engine.Image, error) {
+	if err != nil {
 		return nil, err
 	}
 	m.pulls.clear()
 	return imgs, nil
 }
 
-// verifyArchive checks the images of an archive against the signature
-// policy, if any, and removes them all when one is refused.
-func (m *Manager) verifyArchive(ctx context.Context, imgs []engine.Image) error {
-	if m.o.Verifier == nil {
-		return nil
-	}
+// verifyArchive checks the images of archive a against the signature
+// policy, names those it verified by digest, and removes them all when one
+// is refused.
+func (m *Manager) verifyArchive(ctx context.Context, imgs []engine.Image, a *archive) ([]engine.Image, error) {
+	var pin []engine.Image
 	for _, img := range imgs {
-		err := m.o.Verifier.AllowUnverified(ctx, img.Ref, img.Digest)
-		if err == nil {
+		if m.o.Verifier.AllowUnverified(ctx, img.Ref, img.Digest) == nil {
 			continue
 		}
-		for _, i := range imgs {
-			if rerr := m.engine.RemoveImage(ctx, i.Ref); rerr != nil && !errors.Is(rerr, engine.ErrNotFound) {
-				err = fmt.Errorf("%w (and removing the refused image %s: %w)", err, i.Ref, rerr)
-			}
+		tar, err := a.tar()
+		if err == nil {
+			err = m.o.Verifier.VerifyArchive(ctx, img.Ref, img.Digest, tar)
 		}
-		return &PullError{Reason: ReasonSignatureValidationFailed, Image: img.Ref, Err: err}
+		if err != nil {
+			return nil, m.refuseArchive(ctx, imgs, img, err)
+		}
+		pin = append(pin, img)
 	}
-	return nil
+	for _, img := range pin {
+		pinned, err := byDigest(img)
+		if err == nil {
+			_, err = m.engine.Tag(ctx, img.Ref, pinned)
+		}
+		if err != nil {
+			return nil, m.refuseArchive(ctx, imgs, img, fmt.Errorf("naming the verified image by its digest: %w", err))
+		}
+	}
+	return imgs, nil
+}
+
+// refuseArchive removes the images imgs of an archive, img refused for err.
+func (m *Manager) refuseArchive(ctx context.Context, imgs []engine.Image, img engine.Image, err error) error {
+	for _, i := range imgs {
+		if rerr := m.engine.RemoveImage(ctx, i.Ref); rerr != nil && !errors.Is(rerr, engine.ErrNotFound) {
+			err = fmt.Errorf("%w (and removing the refused image %s: %w)", err, i.Ref, rerr)
+		}
+	}
+	return &PullError{Reason: ReasonSignatureValidationFailed, Image: img.Ref, Err: err}
 }
 
 func (p *pullBackoffs) clear() {

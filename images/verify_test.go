@@ -1,9 +1,13 @@
 package images
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,7 +26,8 @@ type fakeVerifier struct {
 	asked  []string
 	cred   registry.Credential
 	insec  bool
-	strict bool // no scope accepts anything
+	strict bool     // no scope accepts anything
+	read   []string // what VerifyArchive read of each archive
 }
 
 func (v *fakeVerifier) Verify(_ context.Context, ref, digest string, insecure bool, cred registry.Credential) error {
@@ -40,6 +45,20 @@ func (v *fakeVerifier) AllowUnverified(_ context.Context, ref, digest string) er
 	v.asked = append(v.asked, "unverified "+ref+" "+digest)
 	if v.refuse[digest] || v.strict {
 		return errors.New("archives are not verified")
+	}
+	return nil
+}
+
+// VerifyArchive refuses the digests in refuse, and reads archive whole.
+func (v *fakeVerifier) VerifyArchive(_ context.Context, ref, digest string, archive *io.SectionReader) error {
+	v.asked = append(v.asked, "archive "+ref+" "+digest)
+	data, err := io.ReadAll(archive)
+	if err != nil {
+		return err
+	}
+	v.read = append(v.read, string(data))
+	if v.refuse[digest] {
+		return errors.New("no signature in the archive")
 	}
 	return nil
 }
@@ -94,27 +113,77 @@ func TestPullVerified(t *testing.T) {
 
 func TestImportVerified(t *testing.T) {
 	imgs := []engine.Image{{Ref: "podrun.test/a:1", Digest: "sha256:a"}, {Ref: "podrun.test/b:1", Digest: "sha256:b"}}
+	const content = "the archive's tar"
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte(content))
+	_ = zw.Close()
 	for _, tc := range []struct {
-		name    string
-		refuse  map[string]bool
-		wantErr bool
+		name       string
+		input      []byte
+		file       bool // a regular file, not a pipe
+		refuse     map[string]bool
+		strict     bool // every scope asks for signatures
+		wantErr    bool
+		wantRead   []string // what VerifyArchive read
+		wantPinned bool     // the images named by digest too
 	}{
-		{name: "allowed", refuse: map[string]bool{}},
-		{name: "one refused removes all", refuse: map[string]bool{"sha256:b": true}, wantErr: true},
+		{name: "scopes accept anything: nothing read", input: []byte(content), refuse: map[string]bool{}},
+		{name: "one refused removes all", input: []byte(content), refuse: map[string]bool{"sha256:b": true}, wantErr: true, wantRead: []string{content}},
+		{name: "verified: named by digest", input: []byte(content), strict: true, wantRead: []string{content, content}, wantPinned: true},
+		{name: "a file, verified", input: []byte(content), file: true, strict: true, wantRead: []string{content, content}, wantPinned: true},
+		{name: "a compressed file, read uncompressed", input: gz.Bytes(), file: true, strict: true, wantRead: []string{content, content}, wantPinned: true},
+		{name: "a compressed pipe, read uncompressed", input: gz.Bytes(), strict: true, wantRead: []string{content, content}, wantPinned: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fe := fake.New()
-			fe.ImportFunc = func(io.Reader) ([]engine.Image, error) { return imgs, nil }
-			m := New(fe, Options{Verifier: &fakeVerifier{refuse: tc.refuse}}, time.Now)
-			_, err := m.Import(context.Background(), strings.NewReader(""))
+			var imported []byte
+			fe.ImportFunc = func(r io.Reader) ([]engine.Image, error) {
+				var err error
+				imported, err = io.ReadAll(r)
+				return imgs, err
+			}
+			v := &fakeVerifier{refuse: tc.refuse, strict: tc.strict}
+			m := New(fe, Options{Verifier: v, ScratchDir: t.TempDir()}, time.Now)
+			var r io.Reader = bytes.NewReader(tc.input)
+			if tc.file {
+				path := filepath.Join(t.TempDir(), "archive")
+				if err := os.WriteFile(path, tc.input, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				f, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				r = f
+			}
+			_, err := m.Import(context.Background(), r)
 			perr := (*PullError)(nil)
 			if tc.wantErr != errors.As(err, &perr) || (tc.wantErr && (perr.Reason != ReasonSignatureValidationFailed || perr.Image != "podrun.test/b:1")) {
 				t.Fatalf("Import = %v; want a refusal: %v", err, tc.wantErr)
+			}
+			want := content // a pipe is kept uncompressed, then imported
+			if tc.file {
+				want = string(tc.input) // a file is imported as it is
+			}
+			if string(imported) != want {
+				t.Errorf("the engine imported %q, want %q", imported, want)
+			}
+			if !slices.Equal(v.read, tc.wantRead) {
+				t.Errorf("VerifyArchive read %q, want %q", v.read, tc.wantRead)
 			}
 			for _, img := range imgs {
 				if _, err := fe.Image(context.Background(), img.Ref); (err == nil) == tc.wantErr {
 					t.Errorf("%s present: %v; want present: %v", img.Ref, err == nil, !tc.wantErr)
 				}
+				pinned, _ := byDigest(img)
+				if _, err := fe.Image(context.Background(), pinned); (err == nil) != tc.wantPinned {
+					t.Errorf("%s present: %v; want present: %v", pinned, err == nil, tc.wantPinned)
+				}
+			}
+			if entries, _ := os.ReadDir(m.o.ScratchDir); len(entries) > 0 {
+				t.Errorf("scratch files left: %v", entries)
 			}
 		})
 	}

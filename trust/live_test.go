@@ -3,6 +3,7 @@ package trust
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,9 @@ func TestLiveReadsTheFileAgain(t *testing.T) {
 		allowed("no longer loads", false, path, `"trustMeNow"`, "nothing runs unverified")
 		if err := l.Verify(ctx, ref, digest, true, registry.Credential{}); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("explicit %v: Verify while the policy does not load = %v, want a refusal naming %s", explicit, err, path)
+		}
+		if err := l.VerifyArchive(ctx, ref, digest, io.NewSectionReader(strings.NewReader(""), 0, 0)); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("explicit %v: VerifyArchive while the policy does not load = %v, want a refusal naming %s", explicit, err, path)
 		}
 		writeFile(t, dir, "policy.json", accept)
 		allowed("loads again", true)

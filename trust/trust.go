@@ -16,10 +16,8 @@ import (
 	"os"
 
 	"github.com/distribution/reference"
-	"go.podman.io/image/v5/docker"
 	"go.podman.io/image/v5/docker/policyconfiguration"
 	imgref "go.podman.io/image/v5/docker/reference"
-	"go.podman.io/image/v5/image"
 	"go.podman.io/image/v5/signature"
 	"go.podman.io/image/v5/types"
 
@@ -87,18 +85,9 @@ func (r *Refusal) Unwrap() error { return r.Err }
 // set), so the pod runs what was verified whatever the tag points at later.
 // A refusal is a *Refusal.
 func (p *Policy) Verify(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential) error {
-	named, err := pinned(ref, digest)
-	if err != nil {
-		return fmt.Errorf("verifying %q: %w", ref, err)
-	}
-	scope, reqs := Scope(p.policy, named)
-	if acceptsAnything(reqs) {
-		return nil
-	}
-	refuse := func(err error) error { return &Refusal{Scope: scope, Err: err} }
-	dref, err := docker.NewReference(named)
-	if err != nil {
-		return refuse(err)
+	s, err := p.scoped(ref, digest)
+	if err != nil || !s.need {
+		return err
 	}
 	sys := &types.SystemContext{RegistriesDirPath: p.registriesDir}
 	if insecure {
@@ -107,41 +96,38 @@ func (p *Policy) Verify(ctx context.Context, ref, digest string, insecure bool, 
 	if cred.Username != "" || cred.Password != "" {
 		sys.DockerAuthConfig = &types.DockerAuthConfig{Username: cred.Username, Password: cred.Password}
 	}
-	pc, err := signature.NewPolicyContext(p.policy)
-	if err != nil {
-		return refuse(err)
-	}
-	defer func() { _ = pc.Destroy() }()
-	is, err := dref.NewImageSource(ctx, sys)
-	if err != nil {
-		return refuse(fmt.Errorf("reading its signatures: %w", err))
-	}
-	defer func() { _ = is.Close() }()
-	ok, err := pc.IsRunningImageAllowed(ctx, image.UnparsedInstance(is, nil))
-	switch {
-	case err != nil:
-		return refuse(err)
-	case !ok:
-		return refuse(errors.New("not allowed"))
-	}
-	return nil
+	return p.allowed(ctx, s, sys)
 }
 
 // AllowUnverified is nil when the policy lets ref (at digest) run without
-// reading its signatures: its scope accepts anything. Else a *Refusal:
-// podrun does not read the signatures image archives carry yet, so an
-// archive's image is refused then.
+// reading its signatures: its scope accepts anything. Else a *Refusal
+// (an archive's image is then checked with VerifyArchive).
 func (p *Policy) AllowUnverified(_ context.Context, ref, digest string) error {
+	s, err := p.scoped(ref, digest)
+	if err != nil || !s.need {
+		return err
+	}
+	return s.refuse(errors.New("the policy asks for more than insecureAcceptAnything"))
+}
+
+// scoped is an image by digest with the policy scope that applies to it.
+type scoped struct {
+	named imgref.Canonical
+	scope string
+	need  bool // the scope asks for more than insecureAcceptAnything
+}
+
+func (p *Policy) scoped(ref, digest string) (scoped, error) {
 	named, err := pinned(ref, digest)
 	if err != nil {
-		return fmt.Errorf("verifying %q: %w", ref, err)
+		return scoped{}, fmt.Errorf("verifying %q: %w", ref, err)
 	}
 	scope, reqs := Scope(p.policy, named)
-	if acceptsAnything(reqs) {
-		return nil
-	}
-	return &Refusal{Scope: scope, Err: errors.New("the policy asks for more than insecureAcceptAnything, and podrun does not read the signatures of image archives yet: pull the image from its registry")}
+	return scoped{named: named, scope: scope, need: !acceptsAnything(reqs)}, nil
 }
+
+// refuse is the image's refusal for err.
+func (s scoped) refuse(err error) error { return &Refusal{Scope: s.scope, Err: err} }
 
 // pinned is ref by digest, in c/image's reference type.
 func pinned(ref, digest string) (imgref.Canonical, error) {

@@ -10,7 +10,7 @@ import (
 	"go.podman.io/image/v5/signature"
 )
 
-func writeFile(t *testing.T, dir, name, data string) string {
+func writeFile(t testing.TB, dir, name, data string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {

@@ -1,4 +1,4 @@
-// Images: Image, Import, Images, ImageFS, RemoveImage (pulls are in pull.go).
+// Images: Image, Import, Images, Tag, ImageFS, RemoveImage (pulls are in pull.go).
 
 package ctrd
 
@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 
 	"github.com/containerd/containerd"
 	"github.com/containerd/containerd/archive/compression"
@@ -86,6 +88,14 @@ func (e *Engine) Import(ctx context.Context, r io.Reader) ([]engine.Image, error
 	}
 	var out []engine.Image
 	for _, i := range imgs {
+		if isAttachment(i.Name) {
+			// Signatures beside an image (read by the signature policy
+			// from the archive itself), not an image: no record left.
+			if err := e.client.ImageService().Delete(ctx, i.Name); err != nil && !errdefs.IsNotFound(err) {
+				return nil, err
+			}
+			continue
+		}
 		d, err := e.describe(ctx, containerd.NewImageWithPlatform(e.client, i, platforms.Default()))
 		if err != nil {
 			return nil, err
@@ -93,6 +103,44 @@ func (e *Engine) Import(ctx context.Context, r io.Reader) ([]engine.Image, error
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// attachmentTag is the tag of a sigstore attachment of the manifest of
+// digest sha256:HEX (cosign's and c/image's naming).
+var attachmentTag = regexp.MustCompile(`^sha256-[0-9a-f]{64}\.(sig|att|sbom)$`)
+
+// isAttachment reports whether an imported name (a full reference or the
+// bare tag an OCI layout's ref.name may be) is a sigstore attachment's.
+func isAttachment(name string) bool {
+	tag := name[strings.LastIndexAny(name, ":/")+1:]
+	return attachmentTag.MatchString(tag)
+}
+
+// Tag names the local image ref also name.
+func (e *Engine) Tag(ctx context.Context, ref, name string) (engine.Image, error) {
+	ctx = e.ns(ctx)
+	ref, err := Normalize(ref)
+	if err != nil {
+		return engine.Image{}, err
+	}
+	if name, err = Normalize(name); err != nil {
+		return engine.Image{}, err
+	}
+	is := e.client.ImageService()
+	img, err := is.Get(ctx, ref)
+	if err != nil {
+		return engine.Image{}, mapErr(err)
+	}
+	img.Name = name
+	if _, err := is.Create(ctx, img); errdefs.IsAlreadyExists(err) {
+		_, err = is.Update(ctx, img, "target")
+		if err != nil {
+			return engine.Image{}, err
+		}
+	} else if err != nil {
+		return engine.Image{}, err
+	}
+	return e.describe(ctx, containerd.NewImageWithPlatform(e.client, img, platforms.Default()))
 }
 
 // Images lists the local images.

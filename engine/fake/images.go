@@ -1,4 +1,4 @@
-// The fake's images: Image, Pull, Import, Images, ImageFS, RemoveImage.
+// The fake's images: Image, Pull, Import, Images, Tag, ImageFS, RemoveImage.
 
 package fake
 
@@ -105,6 +105,23 @@ func (e *Engine) Images(ctx context.Context) ([]engine.Image, error) {
 	out := slices.Collect(maps.Values(e.images))
 	slices.SortFunc(out, func(a, b engine.Image) int { return strings.Compare(a.Ref, b.Ref) })
 	return out, nil
+}
+
+// Tag names the local image ref also name.
+func (e *Engine) Tag(ctx context.Context, ref, name string) (engine.Image, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.begin(ctx, "Tag", ref, name); err != nil {
+		return engine.Image{}, err
+	}
+	img, ok := e.images[Normalize(ref)]
+	if !ok {
+		return engine.Image{}, notFound("image", ref)
+	}
+	img.Ref = Normalize(name)
+	e.images[img.Ref] = img
+	img.Size = 0
+	return img, nil
 }
 
 // ImageFS is the test machine's temp dir.

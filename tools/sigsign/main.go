@@ -9,6 +9,12 @@
 //	                                      copies docker://SRC to docker://DST (plain HTTP
 //	                                      allowed), signing DST; the signature stored as
 //	                                      REGISTRIES_D says (use-sigstore-attachments)
+//	sigsign save SRC TAR                  saves docker://SRC (plain HTTP allowed) by its
+//	                                      digest and, when the registry has it, its sigstore
+//	                                      attachment (the tag sha256-HEX.sig) into one OCI
+//	                                      layout archive, each named by its tag (as skopeo
+//	                                      copy of both to one oci: layout): an image archive
+//	                                      carrying its signatures
 package main
 
 import (
@@ -31,8 +37,10 @@ func main() {
 		err = keys(os.Args[2], os.Args[3])
 	case len(os.Args) == 7 && os.Args[1] == "copy":
 		err = signedCopy(os.Args[2], os.Args[3], os.Args[4], os.Args[5], os.Args[6])
+	case len(os.Args) == 4 && os.Args[1] == "save":
+		err = save(context.Background(), os.Args[2], os.Args[3])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: sigsign keys DIR NAME | sigsign copy KEY PASSFILE REGISTRIES_D SRC DST")
+		fmt.Fprintln(os.Stderr, "usage: sigsign keys DIR NAME | sigsign copy KEY PASSFILE REGISTRIES_D SRC DST | sigsign save SRC TAR")
 		os.Exit(2)
 	}
 	if err != nil {
