@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +17,6 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/podrun/podrun/archivereg"
 	"github.com/podrun/podrun/registry"
 )
 
@@ -207,22 +208,16 @@ func TestVerifyArchiveFulcioRekor(t *testing.T) {
 // TestVerifySignedByLookaside: a GPG simple signing signature (signedBy)
 // is read from the lookaside registries.d names for the registry (a
 // file:// directory) and verified with the key file the policy names;
-// the registry on 127.0.0.1 serves the image under another name than the
-// one signed, which remapIdentity maps.
+// the registry (plain HTTP on 127.0.0.1, as an insecure one is read)
+// serves the image under another name than the one signed, which
+// remapIdentity maps.
 func TestVerifySignedByLookaside(t *testing.T) {
-	l := &testLayout{t: t, blobs: map[digest.Digest][]byte{}}
-	signed := l.rawManifest(fixture(t, "simple-signing/manifest.json"), dockerV2, "latest")
-	other := l.rawManifest(fixture(t, "fulcio-rekor/manifest.json"), dockerV2, "other")
-	layout, err := archivereg.Open(l.tar())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := archivereg.Serve(layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = srv.Close() }()
-	host := srv.Addr()
+	signedData, otherData := fixture(t, "simple-signing/manifest.json"), fixture(t, "fulcio-rekor/manifest.json")
+	signed, other := digest.FromBytes(signedData), digest.FromBytes(otherData)
+	manifests := map[digest.Digest][]byte{signed: signedData, other: otherData}
+	srv := httptest.NewServer(manifestRegistry("testing/manifest", manifests))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
 	// The signature names testing/manifest:latest (docker.io/testing/manifest).
 	remap := map[string]any{"type": "remapIdentity", "prefix": host + "/testing", "signedPrefix": "docker.io/testing"}
 	for _, tc := range []struct {
@@ -272,4 +267,28 @@ func TestVerifySignedByLookaside(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// manifestRegistry answers the distribution API's manifest reads of repo
+// by digest from manifests (docker v2 schema 2), as a registry over plain
+// HTTP; anything else is not found.
+func manifestRegistry(repo string, manifests map[digest.Digest][]byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+		if r.URL.Path == "/v2/" {
+			return
+		}
+		ref, ok := strings.CutPrefix(r.URL.Path, "/v2/"+repo+"/manifests/")
+		data, found := manifests[digest.Digest(ref)]
+		if !ok || !found || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", dockerV2)
+		w.Header().Set("Docker-Content-Digest", ref)
+		w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(data)
+		}
+	})
 }
