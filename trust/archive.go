@@ -84,7 +84,7 @@ func loopbackSystem(named imgref.Named, addr, prefix string) (*types.SystemConte
 		return nil, nil, err
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
-	files := loopbackConfig(imgref.TrimNamed(named).Name(), addr, prefix+"/"+imgref.Path(named))
+	files := loopbackConfig(imgref.TrimNamed(named).Name(), addr, prefix+"/"+imgref.Path(named), filepath.Join(dir, "lookaside"))
 	for name, data := range files {
 		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o700); err != nil {
 			cleanup()
@@ -95,9 +95,11 @@ func loopbackSystem(named imgref.Named, addr, prefix string) (*types.SystemConte
 			return nil, nil, err
 		}
 	}
-	if err := os.Mkdir(filepath.Join(dir, "registries.conf.d"), 0o700); err != nil {
-		cleanup()
-		return nil, nil, err
+	for _, empty := range []string{"registries.conf.d", "lookaside"} {
+		if err := os.Mkdir(filepath.Join(dir, empty), 0o700); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
 	}
 	return &types.SystemContext{
 		SystemRegistriesConfPath:    filepath.Join(dir, "registries.conf"),
@@ -110,10 +112,12 @@ func loopbackSystem(named imgref.Named, addr, prefix string) (*types.SystemConte
 
 // loopbackConfig are the files (by name under one directory) of
 // loopbackSystem: the repository repo located at addr/path, insecure;
-// sigstore attachments read from addr.
-func loopbackConfig(repo, addr, path string) map[string]string {
+// sigstore attachments read from addr, and its lookaside the empty
+// directory lookaside (else c/image reads its default one on the host,
+// /var/lib/containers/sigstore: only what the archive carries counts).
+func loopbackConfig(repo, addr, path, lookaside string) map[string]string {
 	return map[string]string{
 		"registries.conf":            fmt.Sprintf("unqualified-search-registries = []\n\n[[registry]]\nprefix = %q\nlocation = %q\ninsecure = true\nblocked = false\n", repo, addr+"/"+path),
-		"registries.d/loopback.yaml": fmt.Sprintf("docker:\n  %q:\n    use-sigstore-attachments: true\n", addr),
+		"registries.d/loopback.yaml": fmt.Sprintf("docker:\n  %q:\n    use-sigstore-attachments: true\n    lookaside: %q\n", addr, "file://"+lookaside),
 	}
 }
