@@ -16,12 +16,8 @@ import (
 // policy is then broken: a new pod is refused naming the file and the
 // field, and the running pod is untouched.
 func TestSignaturePolicyFollowsItsFile(t *testing.T) {
-	H.require(t)
-	reg := startRegistry(t, "", "")
-	dir := t.TempDir()
-	signer := sigsign(t)
-	trusted, other := newSigKeys(t, signer, dir, "trusted"), newSigKeys(t, signer, dir, "other")
-	registriesD, policy := signaturePolicy(t, dir, reg, trusted)
+	s := newSigSetup(t)
+	reg, dir, signer, trusted, other, registriesD, policy := s.reg, s.dir, s.signer, s.trusted, s.other, s.registriesD, s.policy
 	src := reg.Addr + "/sig-live-src:1"
 	pushImage(t, reg, H.Image, src, "", "")
 	ref := reg.Addr + "/sig-live:1"

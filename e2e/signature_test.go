@@ -85,6 +85,25 @@ func signaturePolicy(t *testing.T, dir string, reg testRegistry, key sigKeys) (r
 	return registriesD, filepath.Join(dir, "policy.json")
 }
 
+// sigSetup is what the signature tests start from: a loopback registry,
+// the signer, two key pairs, and a policy that trusts the first for the
+// registry (registries.d reading sigstore attachments).
+type sigSetup struct {
+	reg                 testRegistry
+	dir, signer         string
+	trusted, other      sigKeys
+	registriesD, policy string
+}
+
+func newSigSetup(t *testing.T) sigSetup {
+	t.Helper()
+	H.require(t)
+	s := sigSetup{reg: startRegistry(t, "", ""), dir: t.TempDir(), signer: sigsign(t)}
+	s.trusted, s.other = newSigKeys(t, s.signer, s.dir, "trusted"), newSigKeys(t, s.signer, s.dir, "other")
+	s.registriesD, s.policy = signaturePolicy(t, s.dir, s.reg, s.trusted)
+	return s
+}
+
 // deleteImagesOf deletes the images of repo (by tag or by digest).
 func deleteImagesOf(t *testing.T, repo string) {
 	t.Helper()
@@ -150,12 +169,8 @@ func imagesOf(t *testing.T, prefix string) []string {
 // image, the policy scope and why; a policy that does not load refuses to
 // pull at all.
 func TestSignaturePolicy(t *testing.T) {
-	H.require(t)
-	reg := startRegistry(t, "", "")
-	dir := t.TempDir()
-	signer := sigsign(t)
-	trusted, other := newSigKeys(t, signer, dir, "trusted"), newSigKeys(t, signer, dir, "other")
-	registriesD, policy := signaturePolicy(t, dir, reg, trusted)
+	s := newSigSetup(t)
+	reg, dir, signer, trusted, other, registriesD, policy := s.reg, s.dir, s.signer, s.trusted, s.other, s.registriesD, s.policy
 	flags := []string{"--signature-policy", policy, "--registries-d", registriesD}
 
 	src := reg.Addr + "/sig-src:1"

@@ -88,8 +88,9 @@ func (l *Live) refusal(err error) error {
 	return &Refusal{Scope: "none: the policy does not load", Err: fmt.Errorf("%w: nothing runs unverified", err)}
 }
 
-// Verify is Policy.Verify under the policy as it is now.
-func (l *Live) Verify(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential) error {
+// under is check under the policy as it is now: nil without one, every
+// image refused while it does not load.
+func (l *Live) under(check func(*Policy) error) error {
 	p, err := l.current()
 	switch {
 	case err != nil:
@@ -97,30 +98,21 @@ func (l *Live) Verify(ctx context.Context, ref, digest string, insecure bool, cr
 	case p == nil:
 		return nil
 	}
-	return p.Verify(ctx, ref, digest, insecure, cred)
+	return check(p)
+}
+
+// Verify is Policy.Verify under the policy as it is now.
+func (l *Live) Verify(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential) error {
+	return l.under(func(p *Policy) error { return p.Verify(ctx, ref, digest, insecure, cred) })
 }
 
 // AllowUnverified is Policy.AllowUnverified under the policy as it is now
 // (nil when there is none).
 func (l *Live) AllowUnverified(ctx context.Context, ref, digest string) error {
-	p, err := l.current()
-	switch {
-	case err != nil:
-		return l.refusal(err)
-	case p == nil:
-		return nil
-	}
-	return p.AllowUnverified(ctx, ref, digest)
+	return l.under(func(p *Policy) error { return p.AllowUnverified(ctx, ref, digest) })
 }
 
 // VerifyArchive is Policy.VerifyArchive under the policy as it is now.
 func (l *Live) VerifyArchive(ctx context.Context, ref, digest string, archive *io.SectionReader) error {
-	p, err := l.current()
-	switch {
-	case err != nil:
-		return l.refusal(err)
-	case p == nil:
-		return nil
-	}
-	return p.VerifyArchive(ctx, ref, digest, archive)
+	return l.under(func(p *Policy) error { return p.VerifyArchive(ctx, ref, digest, archive) })
 }
