@@ -24,7 +24,8 @@ type Pull struct {
 	Total      int64 `json:"bytesTotal"`
 	Layers     int   `json:"layers"`
 	LayersDone int   `json:"layersDone"`
-	// BytesPerSecond is the pull's rate since it started, what it had at
+	// BytesPerSecond is the pull's rate over the last rateWindow (0 when
+	// it fetched nothing then: a stalled link shows so), what it had at
 	// its start aside.
 	BytesPerSecond int64 `json:"bytesPerSecond"`
 }
@@ -59,8 +60,59 @@ type Pulls struct {
 // pullEntry is the pull of one image under way.
 type pullEntry struct {
 	since time.Time
-	first int64 // bytes done at the first Update
 	last  engine.PullProgress
+	// samples are the bytes done over the last rateWindow, at most one
+	// per sampleEvery, with one before the window as the base; the first
+	// is the first Update's (what the pull had at its start).
+	samples []sample
+}
+
+type sample struct {
+	at   time.Time
+	done int64
+}
+
+// rateWindow is what a pull's rate is measured over; sampleEvery bounds
+// the samples kept for it.
+const (
+	rateWindow  = 10 * time.Second
+	sampleEvery = 500 * time.Millisecond
+)
+
+// add records done at now.
+func (e *pullEntry) add(now time.Time, done int64) {
+	if n := len(e.samples); n > 1 && now.Sub(e.samples[n-1].at) < sampleEvery {
+		e.samples[n-1] = sample{now, done}
+	} else {
+		e.samples = append(e.samples, sample{now, done})
+	}
+	e.trim(now)
+}
+
+// trim drops the samples before the window of now, but the last of them
+// (the base of the rate).
+func (e *pullEntry) trim(now time.Time) {
+	start := now.Add(-rateWindow)
+	i := 0
+	for i+1 < len(e.samples) && !e.samples[i+1].at.After(start) {
+		i++
+	}
+	e.samples = e.samples[i:]
+}
+
+// rate is the bytes per second fetched over the window of now (since the
+// base sample, or since the window's start when the base is older: an
+// Update comes with each progress, so nothing came between the two); 0
+// within the pull's first second.
+func (e *pullEntry) rate(now time.Time) int64 {
+	e.trim(now)
+	base := e.samples[0]
+	took := now.Sub(base.at)
+	took = min(took, rateWindow)
+	if took < time.Second {
+		return 0
+	}
+	return int64(float64(max(e.last.Done-base.done, 0)) / took.Seconds())
 }
 
 // NewPulls returns an empty board stamped by c.
@@ -71,12 +123,14 @@ func NewPulls(c clock.PassiveClock) *Pulls {
 // Update records how far the pull of ref is (images.Progress).
 func (b *Pulls) Update(ref string, p engine.PullProgress) {
 	b.mu.Lock()
+	now := b.clock.Now()
 	e := b.under[ref]
 	if e == nil {
-		e = &pullEntry{since: b.clock.Now(), first: p.Done}
+		e = &pullEntry{since: now}
 		b.under[ref] = e
 	}
 	e.last = p
+	e.add(now, p.Done)
 	b.mu.Unlock()
 	poke(b.changed)
 }
@@ -96,11 +150,8 @@ func (b *Pulls) List() []Pull {
 	now := b.clock.Now()
 	out := make([]Pull, 0, len(b.under))
 	for ref, e := range b.under {
-		p := Pull{Image: ref, Since: e.since.UTC(), Done: e.last.Done, Total: e.last.Total, Layers: e.last.Layers, LayersDone: e.last.LayersDone}
-		if took := now.Sub(e.since); took >= time.Second {
-			p.BytesPerSecond = int64(float64(max(e.last.Done-e.first, 0)) / took.Seconds())
-		}
-		out = append(out, p)
+		out = append(out, Pull{Image: ref, Since: e.since.UTC(), Done: e.last.Done, Total: e.last.Total,
+			Layers: e.last.Layers, LayersDone: e.last.LayersDone, BytesPerSecond: e.rate(now)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Image < out[j].Image })
 	return out

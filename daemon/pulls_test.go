@@ -33,8 +33,8 @@ func TestPullString(t *testing.T) {
 }
 
 // TestPulls: the board lists each image's last progress, with its rate
-// since the pull started (what it had at its start aside), until its pull
-// is done; each change is said on changed.
+// over the last 10 s (what it had at its start aside), until its pull is
+// done; each change is said on changed.
 func TestPulls(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakePassiveClock(t0)
@@ -59,6 +59,30 @@ func TestPulls(t *testing.T) {
 	if n, left := b.remaining(); n != 2 || left != 8<<20+82<<20 {
 		t.Errorf("remaining() = %d, %d; want 2, %d", n, left, 8<<20+82<<20)
 	}
+	// The rate is the last 10 s's: a link that stalls shows 0, one that
+	// comes back its new rate.
+	clk.SetTime(t0.Add(14 * time.Second))
+	if got := rateOf(b, "r/b:1"); got != 0 {
+		t.Errorf("stalled since t0+4s, at t0+14s: %d B/s, want 0", got)
+	}
+	for i := int64(1); i <= 4; i++ { // 1 MiB/s from t0+14s
+		clk.SetTime(t0.Add(time.Duration(14+i) * time.Second))
+		b.Update("r/b:1", engine.PullProgress{Done: (18 + i) << 20, Total: 100 << 20, Layers: 5, LayersDone: 1})
+	}
+	if got := rateOf(b, "r/b:1"); got != 4<<20/10 {
+		t.Errorf("at t0+18s, 4 MiB in the last 10 s: %d B/s, want %d", got, 4<<20/10)
+	}
+	clk.SetTime(t0.Add(24 * time.Second))
+	b.Update("r/b:1", engine.PullProgress{Done: 32 << 20, Total: 100 << 20, Layers: 5, LayersDone: 2})
+	if got := rateOf(b, "r/b:1"); got != 14<<20/10 {
+		t.Errorf("at t0+24s, 14 MiB since t0+14s: %d B/s, want %d", got, 14<<20/10)
+	}
+	for range 1000 { // a burst of progress: the samples stay bounded
+		b.Update("r/b:1", engine.PullProgress{Done: 32 << 20, Total: 100 << 20})
+	}
+	if n := len(b.under["r/b:1"].samples); n > int(rateWindow/sampleEvery)+2 {
+		t.Errorf("%d samples kept", n)
+	}
 	b.Done("r/b:1")
 	if got := b.List(); len(got) != 1 || got[0].Image != "r/a:1" {
 		t.Errorf("after r/b:1 is done: %+v", got)
@@ -67,6 +91,15 @@ func TestPulls(t *testing.T) {
 	if n, left := b.remaining(); n != 0 || left != 0 {
 		t.Errorf("remaining() = %d, %d with no pull", n, left)
 	}
+}
+
+func rateOf(b *Pulls, ref string) int64 {
+	for _, p := range b.List() {
+		if p.Image == ref {
+			return p.BytesPerSecond
+		}
+	}
+	return -1
 }
 
 // TestRewriteStatus: the status file is written again with the pulls
