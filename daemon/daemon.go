@@ -526,7 +526,7 @@ func (d *Daemon) dispatch(ctx context.Context, wants map[string]Want, broken map
 		// version never does.
 		if old := replaced(p, pods, w.Owns); o == nil && old != nil && !d.holdUpdate(p, sources[k], old).Apply {
 			stage[k] = p
-			if in := d.standIn(k, old.UID); in != nil {
+			if in := d.standIn(k, old, p); in != nil {
 				p = in
 			} else {
 				hold[k] = true // the worker only pulls: the pod there stays

@@ -4,7 +4,8 @@
 // and when the running pod does not hold its update lock (or has held it
 // for Options.UpdateLockTimeout). Meanwhile the running pod stays as it
 // is: the version kept in the history stands in for the file's (as a
-// rollback's does), or, when it is not kept, the pod's worker only pulls.
+// rollback's does), or, when it is not kept, its own record (standIn); with
+// neither, the pod's worker only pulls.
 // A new pod, a removal, a rollback's or an undo's version and the API
 // server's pods are never held.
 
@@ -227,22 +228,35 @@ func (u *updateHolds) pending() []Pending {
 	return out
 }
 
-// standIn is the version of pod key with uid kept in the history (it ran
-// Ready), to apply in place of a held update; nil when it is not kept.
-func (d *Daemon) standIn(key, uid string) *manifest.Pod {
-	if d.o.History == nil {
-		return nil
-	}
-	revs, err := d.o.History.List(key)
-	if err != nil {
-		return nil
-	}
-	for _, r := range revs {
-		if r.UID == uid && r.Pod != nil {
-			return rollout.Revision(r)
+// standIn is the running version old of pod key, to apply in place of
+// p, its held update, so that the pod stays supervised (also after a
+// daemon restart): as kept in the history (it became Ready), else as its
+// own record holds it (it never became Ready), with p's ConfigMaps and
+// Secrets as they are now (what a container restarted reads, as on
+// Kubernetes). nil when neither has it.
+func (d *Daemon) standIn(key string, old *run.PodInfo, p *manifest.Pod) *manifest.Pod {
+	if d.o.History != nil {
+		if revs, err := d.o.History.List(key); err == nil {
+			for _, r := range revs {
+				if r.UID == old.UID && r.Pod != nil {
+					return rollout.Revision(r)
+				}
+			}
 		}
 	}
-	return nil
+	return recorded(old, p)
+}
+
+// recorded is the running version old rebuilt from its record, with p's
+// objects; nil without a record.
+func recorded(old *run.PodInfo, p *manifest.Pod) *manifest.Pod {
+	if old.State == nil || old.State.Pod == nil || old.State.Hash == "" {
+		return nil
+	}
+	pod := old.State.Pod.DeepCopy()
+	pod.Status = corev1.PodStatus{}
+	return &manifest.Pod{Pod: pod, Source: p.Source, Hash: old.State.Hash, UID: old.UID,
+		ConfigMaps: p.ConfigMaps, Secrets: p.Secrets, PullSecrets: p.PullSecrets}
 }
 
 // stage pulls the images of p, an update held back, once: the results are

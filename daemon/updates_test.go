@@ -12,6 +12,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/podrun/podrun/manifest"
+	"github.com/podrun/podrun/rollout"
 	"github.com/podrun/podrun/run"
 	"github.com/podrun/podrun/updates"
 )
@@ -109,5 +110,45 @@ func TestHoldUpdate(t *testing.T) {
 	step(lockPoll, true, "", time.Time{})
 	if !strings.Contains(log.String(), "update no longer held: replacing the pod") {
 		t.Errorf("the update going ahead was not logged:\n%s", log.String())
+	}
+}
+
+// TestStandIn: the running version stands in for a held update as the
+// history keeps it (it became Ready), else as its own record holds it,
+// with the file's objects as they are now; nil with neither.
+func TestStandIn(t *testing.T) {
+	d := &Daemon{o: Options{History: rollout.Open(t.TempDir())}}
+	meta := metav1.ObjectMeta{Namespace: "default", Name: "web"}
+	oldCM := map[string]*corev1.ConfigMap{"cfg": {ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"v": "1"}}}
+	newCM := map[string]*corev1.ConfigMap{"cfg": {ObjectMeta: metav1.ObjectMeta{Name: "cfg"}, Data: map[string]string{"v": "2"}}}
+	ready := &manifest.Pod{Pod: &corev1.Pod{ObjectMeta: meta}, Hash: "h-ready", UID: "ready", ConfigMaps: oldCM}
+	if err := d.o.History.Ready(ready, "/dir/web.yaml", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	update := &manifest.Pod{Pod: &corev1.Pod{ObjectMeta: meta}, Hash: "h-new", UID: "new", ConfigMaps: newCM,
+		Source: manifest.Source{File: "/dir/web.yaml"}}
+
+	if in := d.standIn("default/web", &run.PodInfo{UID: "ready"}, update); in == nil || in.UID != "ready" || in.Hash != "h-ready" || in.ConfigMaps["cfg"].Data["v"] != "1" {
+		t.Errorf("a version kept in the history: %+v, want it with its own objects", in)
+	}
+
+	running := &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	old := &run.PodInfo{UID: "never-ready", Namespace: "default", Name: "web",
+		State: &run.State{UID: "never-ready", Hash: "h-old", Pod: running}}
+	in := d.standIn("default/web", old, update)
+	switch {
+	case in == nil:
+		t.Fatal("a version never Ready with its record: nil")
+	case in.UID != "never-ready" || in.Hash != "h-old" || in.Spec.Containers[0].Image != "app:1":
+		t.Errorf("from the record: UID %s, hash %s, spec %+v; want the running version", in.UID, in.Hash, in.Spec)
+	case in.Status.Phase != "" || running.Status.Phase != corev1.PodRunning:
+		t.Errorf("status %q (record's %q): want none in the stand-in, the record untouched", in.Status.Phase, running.Status.Phase)
+	case in.ConfigMaps["cfg"].Data["v"] != "2" || in.Source.File != "/dir/web.yaml":
+		t.Errorf("objects %+v, source %+v; want the file's as they are now", in.ConfigMaps, in.Source)
+	}
+
+	if in := d.standIn("default/web", &run.PodInfo{UID: "gone"}, update); in != nil {
+		t.Errorf("no history, no record: %+v, want nil", in)
 	}
 }

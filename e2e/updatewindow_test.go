@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,4 +268,71 @@ func logTime(t *testing.T, line string) time.Time {
 		t.Fatalf("log line %q: %v", line, err)
 	}
 	return at
+}
+
+// TestDaemonUpdateHeldNeverReady: a pod that runs but never became Ready
+// (so no version of it is kept in the history) gets an update while the
+// window is closed; the daemon restarts meanwhile; the running version
+// stands in as its record holds it, so it is adopted and supervised: its
+// container killed is started again, and nothing of the update is applied.
+func TestDaemonUpdateHeldNeverReady(t *testing.T) {
+	H.require(t)
+	const name = "uw-unready"
+	pod := func(value string) string {
+		cmd, _ := json.Marshal([]string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"})
+		return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: %s
+    command: %s
+    env:
+    - name: VALUE
+      value: %q
+    readinessProbe:
+      exec: {command: ["false"]}
+      periodSeconds: 1
+`, name, H.Image, cmd, value)
+	}
+	dir := t.TempDir()
+	downOnCleanup(t, name)
+	writeInPlace(t, dir, name+".yaml", pod("v1"))
+	// A window that does not open during the test.
+	opens := time.Now().Add(3 * time.Hour)
+	window := opens.Format("15:04") + "-" + opens.Add(time.Minute).Format("15:04")
+	flags := []string{"--resync", "1s", "--settle", "100ms", "--update-window", window}
+	d := startDaemon(t, dir, nil, flags...)
+	uid := waitPodsRunning(t, 30*time.Second, nil, name)[name].UID
+	writeByRename(t, dir, name+".yaml", pod("v2"))
+	waitDaemonLog(t, d, "update staged", 30*time.Second)
+	if code, _ := d.terminate(t, 30*time.Second); code != 0 {
+		t.Errorf("daemon exit code %d", code)
+	}
+
+	d = startDaemon(t, dir, nil, flags...)
+	waitDaemonLog(t, d, staticPodName(name)+" unchanged; supervising it", 30*time.Second)
+	tasks := podTasks(t, name)
+	var app uint32
+	for id, pid := range tasks {
+		if !strings.HasSuffix(id, "-pause") && pid != 0 {
+			app = pid
+		}
+	}
+	if app == 0 {
+		t.Fatalf("no running task of the app in %v", tasks)
+	}
+	if err := syscall.Kill(int(app), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the killed container started again", func() (bool, string) {
+		p := podsByName(t)[name]
+		return totalRestarts(p) >= 1 && allRunning(p), fmt.Sprintf("%s %s restarts %d", p.UID, p.Status.Phase, totalRestarts(p))
+	})
+	if p := podsByName(t)[name]; p.UID != uid || valueEnv(p) != "v1" {
+		t.Errorf("%s is %s %s, want still v1 as %s (the update held)", name, p.UID, valueEnv(p), uid)
+	}
 }
