@@ -40,7 +40,13 @@ func (p *Policy) VerifyArchive(ctx context.Context, ref, digest string, archive 
 		return s.refuse(err)
 	}
 	defer func() { _ = srv.Close() }()
-	sys, cleanup, err := loopbackSystem(s.named, srv.Addr(), srv.Prefix())
+	return p.allowedOn(ctx, s, srv, "")
+}
+
+// allowedOn evaluates the policy on the image s, its repository read from
+// srv, and its lookaside from directory lookaside ("": none).
+func (p *Policy) allowedOn(ctx context.Context, s scoped, srv *archivereg.Server, lookaside string) error {
+	sys, cleanup, err := loopbackSystem(s.named, srv.Addr(), srv.Prefix(), lookaside)
 	if err != nil {
 		return s.refuse(err)
 	}
@@ -76,9 +82,10 @@ func (p *Policy) allowed(ctx context.Context, s scoped, sys *types.SystemContext
 
 // loopbackSystem is the c/image context that reads named's repository
 // from addr (plain HTTP) under prefix, with sigstore attachments, and
-// nothing of the host's registries.conf, registries.d or credentials;
-// cleanup removes its files.
-func loopbackSystem(named imgref.Named, addr, prefix string) (*types.SystemContext, func(), error) {
+// nothing of the host's registries.conf, registries.d or credentials; its
+// lookaside is the directory lookaside ("": an empty one). cleanup
+// removes its files.
+func loopbackSystem(named imgref.Named, addr, prefix, lookaside string) (*types.SystemContext, func(), error) {
 	dir, err := os.MkdirTemp("", "podrun-verify-")
 	if err != nil {
 		return nil, nil, err
@@ -97,6 +104,14 @@ func loopbackSystem(named imgref.Named, addr, prefix string) (*types.SystemConte
 	}
 	for _, empty := range []string{"registries.conf.d", "lookaside"} {
 		if err := os.Mkdir(filepath.Join(dir, empty), 0o700); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+	}
+	if lookaside != "" {
+		// c/image reads the lookaside of the physical repository,
+		// prefix/PATH: prefix stands for lookaside's top.
+		if err := os.Symlink(lookaside, filepath.Join(dir, "lookaside", prefix)); err != nil {
 			cleanup()
 			return nil, nil, err
 		}

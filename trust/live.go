@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/podrun/podrun/archivereg"
 	"github.com/podrun/podrun/registry"
 )
 
@@ -88,18 +89,6 @@ func (l *Live) refusal(err error) error {
 	return &Refusal{Scope: "none: the policy does not load", Err: fmt.Errorf("%w: nothing runs unverified", err)}
 }
 
-// Verify is Policy.Verify under the policy as it is now.
-func (l *Live) Verify(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential) error {
-	p, err := l.current()
-	switch {
-	case err != nil:
-		return l.refusal(err)
-	case p == nil:
-		return nil
-	}
-	return p.Verify(ctx, ref, digest, insecure, cred)
-}
-
 // AllowUnverified is Policy.AllowUnverified under the policy as it is now
 // (nil when there is none).
 func (l *Live) AllowUnverified(ctx context.Context, ref, digest string) error {
@@ -123,4 +112,16 @@ func (l *Live) VerifyArchive(ctx context.Context, ref, digest string, archive *i
 		return nil
 	}
 	return p.VerifyArchive(ctx, ref, digest, archive)
+}
+
+// VerifyPulled is Policy.VerifyPulled under the policy as it is now.
+func (l *Live) VerifyPulled(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential, fetch func(context.Context) (archivereg.Source, error)) error {
+	p, err := l.current()
+	switch {
+	case err != nil:
+		return l.refusal(err)
+	case p == nil:
+		return nil
+	}
+	return p.VerifyPulled(ctx, ref, digest, insecure, cred, fetch)
 }
