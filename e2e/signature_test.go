@@ -460,7 +460,9 @@ func TestSignaturePolicy(t *testing.T) {
 		mflags := []string{"--signature-policy", mirrored, "--registries-d", registriesD, "--hosts-dir", hostsDir}
 		t.Cleanup(func() { deleteImagesOf(t, gone+"/sig-signed"); deleteImagesOf(t, gone+"/sig-src") })
 
-		sigReads := func() int { return strings.Count(reg.Access.String()+reg.Log.String(), "/sig-signed/manifests/sha256-") }
+		sigReads := func() int {
+			return strings.Count(reg.Access.String()+reg.Log.String(), "/sig-signed/manifests/sha256-")
+		}
 		before := sigReads()
 		ref := gone + "/sig-signed:1"
 		downAndCheckOnCleanup(t, "sig-mirrored")
