@@ -2,9 +2,6 @@ package archivereg
 
 import (
 	"io"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -21,39 +18,54 @@ func TestBlobs(t *testing.T) {
 	b := NewBlobs(map[digest.Digest]Blob{
 		imageD: {Data: []byte(image)},
 		sigD:   {MediaType: ocispec.MediaTypeImageManifest, Data: []byte(sig)},
-		layerD: {MediaType: "application/vnd.dev.cosign.simplesigning.v1+json", Data: []byte(layer)},
+		layerD: {Data: []byte(layer)},
 		forged: {Data: []byte("something else")},
 	}, map[string]digest.Digest{sigTag: sigD, "forged": forged, "absent": digest.FromString("absent")})
-	srv := httptest.NewServer(Handler(b, "secret"))
-	defer srv.Close()
 	for _, tc := range []struct {
-		method, path string
-		status       int
-		body, mt     string
+		name      string
+		tag       string        // looked up when set, else blob
+		blob      digest.Digest // read
+		want      string        // its content; "" absent
+		mediaType string        // of the manifest
 	}{
-		{"GET", "/v2/secret/app/manifests/" + sigTag, 200, sig, ocispec.MediaTypeImageManifest},
-		{"HEAD", "/v2/secret/app/manifests/" + sigTag, 200, "", ocispec.MediaTypeImageManifest},
-		{"GET", "/v2/secret/app/manifests/" + imageD.String(), 200, image, "application/vnd.docker.distribution.manifest.v2+json"},
-		{"GET", "/v2/secret/app/blobs/" + layerD.String(), 200, layer, "application/octet-stream"},
-		{"GET", "/v2/secret/app/blobs/" + forged.String(), 404, `"BLOB_UNKNOWN"`, "application/json"},
-		{"GET", "/v2/secret/app/manifests/forged", 404, `"MANIFEST_UNKNOWN"`, "application/json"},
-		{"GET", "/v2/secret/app/manifests/absent", 404, `"MANIFEST_UNKNOWN"`, "application/json"},
-		{"GET", "/v2/secret/app/manifests/latest", 404, `"MANIFEST_UNKNOWN"`, "application/json"},
-		{"GET", "/v2/app/manifests/" + sigTag, 404, `"NAME_UNKNOWN"`, "application/json"},
+		{name: "the attachment by its tag", tag: sigTag, want: sig, mediaType: ocispec.MediaTypeImageManifest},
+		{name: "the image's manifest by digest", blob: imageD, want: image, mediaType: "application/vnd.docker.distribution.manifest.v2+json"},
+		{name: "a layer", blob: layerD, want: layer},
+		{name: "a blob that does not match its digest", blob: forged},
+		{name: "a tag naming such a blob", tag: "forged"},
+		{name: "a tag naming an absent blob", tag: "absent"},
+		{name: "an unknown tag", tag: "latest"},
 	} {
-		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			req, err := http.NewRequest(tc.method, srv.URL+tc.path, nil)
-			if err != nil {
-				t.Fatal(err)
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.blob
+			if tc.tag != "" {
+				desc, ok := b.Tagged(tc.tag)
+				if !ok {
+					if tc.want != "" {
+						t.Fatalf("Tagged(%q): none", tc.tag)
+					}
+					return
+				}
+				if desc.Size != int64(len(tc.want)) || desc.MediaType != tc.mediaType {
+					t.Errorf("Tagged(%q) = %+v", tc.tag, desc)
+				}
+				d = desc.Digest
 			}
-			resp, err := srv.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
+			r, ok := b.Blob(d)
+			if !ok {
+				if tc.want != "" {
+					t.Fatalf("Blob(%s): none", d)
+				}
+				return
 			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.body) || resp.Header.Get("Content-Type") != tc.mt {
-				t.Errorf("%d %s %q, want %d %s %q", resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.status, tc.mt, tc.body)
+			data, err := io.ReadAll(r)
+			if err != nil || string(data) != tc.want || tc.want == "" {
+				t.Fatalf("Blob(%s) = %q, %v; want %q", d, data, err, tc.want)
+			}
+			if tc.mediaType != "" {
+				if mt := b.MediaType(d, data); mt != tc.mediaType {
+					t.Errorf("MediaType(%s) = %q, want %q", d, mt, tc.mediaType)
+				}
 			}
 		})
 	}

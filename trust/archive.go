@@ -35,17 +35,18 @@ func (p *Policy) VerifyArchive(ctx context.Context, ref, digest string, archive 
 	if err != nil {
 		return s.refuse(fmt.Errorf("reading the archive's signatures: %w", err))
 	}
-	srv, err := archivereg.Serve(layout)
+	return p.allowedOn(ctx, s, layout, "")
+}
+
+// allowedOn evaluates the policy on the image s, its repository read from
+// src served on loopback for the time of the check, and its lookaside from
+// directory lookaside ("": none).
+func (p *Policy) allowedOn(ctx context.Context, s scoped, src archivereg.Source, lookaside string) error {
+	srv, err := archivereg.Serve(src)
 	if err != nil {
 		return s.refuse(err)
 	}
 	defer func() { _ = srv.Close() }()
-	return p.allowedOn(ctx, s, srv, "")
-}
-
-// allowedOn evaluates the policy on the image s, its repository read from
-// srv, and its lookaside from directory lookaside ("": none).
-func (p *Policy) allowedOn(ctx context.Context, s scoped, srv *archivereg.Server, lookaside string) error {
 	sys, cleanup, err := loopbackSystem(s.named, srv.Addr(), srv.Prefix(), lookaside)
 	if err != nil {
 		return s.refuse(err)

@@ -40,12 +40,7 @@ func (p *Policy) VerifyPulled(ctx context.Context, ref, digest string, insecure 
 	if err != nil {
 		return s.refuse(fmt.Errorf("reading its signatures: %w", err))
 	}
-	srv, err := archivereg.Serve(src)
-	if err != nil {
-		return s.refuse(err)
-	}
-	defer func() { _ = srv.Close() }()
-	return p.allowedOn(ctx, s, srv, lookaside)
+	return p.allowedOn(ctx, s, src, lookaside)
 }
 
 // lookasideDir is the top directory of the lookaside registries.d(5) gives

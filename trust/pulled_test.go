@@ -33,20 +33,20 @@ func (l *testLayout) source() *archivereg.Blobs {
 // the pull's fetch returned, served on loopback: the registry the image
 // is named by (127.0.0.1:1, where nothing answers) is never asked.
 func TestVerifyPulled(t *testing.T) {
-	const repo = "127.0.0.1:1/team/app"
-	const ref = repo + ":1"
+	const ref = "127.0.0.1:1/team/app:1"
 	trusted, trustedPub := newKey(t)
 	other, _ := newKey(t)
-	dir := t.TempDir()
-	pub := writeFile(t, dir, "trusted.pub", trustedPub)
-	policy := writeFile(t, dir, "policy.json", `{"default":[{"type":"reject"}],"transports":{"docker":{
- "127.0.0.1:1/team":[{"type":"sigstoreSigned","keyPath":"`+pub+`","signedIdentity":{"type":"matchRepoDigestOrExact"}}],
- "open.example.com":[{"type":"insecureAcceptAnything"}]}}}`)
+	pub := writeFile(t, t.TempDir(), "trusted.pub", trustedPub)
 	registriesD := t.TempDir() // no lookaside configured: c/image's default directory
-	p, err := Load(policy, true, registriesD)
-	if err != nil {
-		t.Fatal(err)
+	load := func(scope string, req map[string]any) *Policy {
+		p, err := Load(writePolicy(t, scope, req), true, registriesD)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
+	p := load("127.0.0.1:1/team", map[string]any{"type": "sigstoreSigned", "keyPath": pub, "signedIdentity": map[string]any{"type": "matchRepoDigestOrExact"}})
+	open := load("open.example.com", map[string]any{"type": "insecureAcceptAnything"})
 	for _, tc := range []struct {
 		name     string
 		ref      string
@@ -78,25 +78,11 @@ func TestVerifyPulled(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &testLayout{t: t, blobs: map[digest.Digest][]byte{}}
 			d := tc.build(l)
-			fetched := false
-			fetch := func(context.Context) (archivereg.Source, error) {
-				fetched = true
-				return l.source(), tc.fetchErr
+			policy := p
+			if strings.HasPrefix(tc.ref, "open.example.com/") {
+				policy = open
 			}
-			err := p.VerifyPulled(context.Background(), tc.ref, d.String(), true, registry.Credential{}, fetch)
-			if fetched != tc.fetched {
-				t.Errorf("fetched %v, want %v", fetched, tc.fetched)
-			}
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("VerifyPulled = %v, want allowed", err)
-				}
-				return
-			}
-			r := (*Refusal)(nil)
-			if !errors.As(err, &r) || r.Scope != `docker:"127.0.0.1:1/team"` || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("VerifyPulled = %v, want a refusal in scope 127.0.0.1:1/team saying %q", err, tc.want)
-			}
+			checkPulled(t, policy, tc.ref, d, l.source(), tc.fetchErr, tc.fetched, `docker:"127.0.0.1:1/team"`, tc.want)
 		})
 	}
 }
@@ -141,24 +127,31 @@ func TestVerifyPulledLookaside(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fetched := false
-			fetch := func(context.Context) (archivereg.Source, error) {
-				fetched = true
-				return archivereg.NewBlobs(map[digest.Digest]archivereg.Blob{d: {Data: data}}, nil), nil
-			}
-			err = p.VerifyPulled(context.Background(), host+"/testing/manifest:latest", d.String(), true, registry.Credential{}, fetch)
-			if fetched != tc.fetched {
-				t.Errorf("fetched %v, want %v", fetched, tc.fetched)
-			}
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("VerifyPulled = %v, want allowed", err)
-				}
-				return
-			}
-			if r := (*Refusal)(nil); !errors.As(err, &r) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("VerifyPulled = %v, want a refusal saying %q", err, tc.want)
-			}
+			src := archivereg.NewBlobs(map[digest.Digest]archivereg.Blob{d: {Data: data}}, nil)
+			checkPulled(t, p, host+"/testing/manifest:latest", d, src, nil, tc.fetched, fmt.Sprintf("docker:%q", host+"/testing"), tc.want)
 		})
+	}
+}
+
+// checkPulled checks VerifyPulled of ref at d, its fetch returning src and
+// fetchErr: whether it fetched (wantFetched), and that it allowed the
+// image (want "") or refused it in scope saying want.
+func checkPulled(t *testing.T, p *Policy, ref string, d digest.Digest, src archivereg.Source, fetchErr error, wantFetched bool, scope, want string) {
+	t.Helper()
+	fetched := false
+	fetch := func(context.Context) (archivereg.Source, error) {
+		fetched = true
+		return src, fetchErr
+	}
+	err := p.VerifyPulled(context.Background(), ref, d.String(), true, registry.Credential{}, fetch)
+	if fetched != wantFetched {
+		t.Errorf("fetched %v, want %v", fetched, wantFetched)
+	}
+	r := (*Refusal)(nil)
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("VerifyPulled = %v, want allowed", err)
+	case want != "" && (!errors.As(err, &r) || r.Scope != scope || !strings.Contains(err.Error(), want)):
+		t.Fatalf("VerifyPulled = %v, want a refusal in scope %s saying %q", err, scope, want)
 	}
 }
