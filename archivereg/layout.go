@@ -1,7 +1,9 @@
-// Package archivereg serves an image archive's OCI layout read-only as a
+// Package archivereg serves an image archive's OCI layout, or the blobs
+// of a pulled image's signatures held in memory (Blobs), read-only as a
 // registry (the distribution API's pull side) on 127.0.0.1, so that the
-// signature policy reads the sigstore attachments the archive carries
-// through c/image's docker transport, as it reads them from a registry.
+// signature policy reads the sigstore attachments the archive carries, or
+// the pull fetched, through c/image's docker transport, as it reads them
+// from a registry.
 // The archive is untrusted: its tar entries are indexed once, within
 // bounds, and only blobs/<alg>/<hex>, index.json and oci-layout are
 // served, straight from the archive (no copy, no link followed).
@@ -152,14 +154,19 @@ func (l *Layout) Tagged(tag string) (ocispec.Descriptor, bool) {
 	return ocispec.Descriptor{}, false
 }
 
-// mediaType is the media type of manifest d: its descriptor's in
+// MediaType is the media type of manifest d: its descriptor's in
 // index.json, else the manifest's own mediaType field.
-func (l *Layout) mediaType(d digest.Digest, data []byte) string {
+func (l *Layout) MediaType(d digest.Digest, data []byte) string {
 	for _, m := range l.index.Manifests {
 		if m.Digest == d && m.MediaType != "" {
 			return m.MediaType
 		}
 	}
+	return ownMediaType(data)
+}
+
+// ownMediaType is a manifest's own mediaType field.
+func ownMediaType(data []byte) string {
 	var v struct {
 		MediaType string `json:"mediaType"`
 	}

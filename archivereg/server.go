@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // MaxManifestSize bounds a manifest served (c/image reads no more either).
@@ -23,7 +24,19 @@ const MaxManifestSize = 4 << 20
 // tagRE is the distribution spec's tag.
 var tagRE = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
 
-// Server is a Layout served on 127.0.0.1 until Close.
+// Source is what a Server serves: blobs by digest (manifests too), the
+// manifests tags name, and a manifest's media type. A Layout (an
+// archive's) and Blobs (held in memory) are Sources.
+type Source interface {
+	// Blob is the blob of digest d, or false.
+	Blob(d digest.Digest) (*io.SectionReader, bool)
+	// Tagged is the manifest tag names, or false.
+	Tagged(tag string) (ocispec.Descriptor, bool)
+	// MediaType is the media type of manifest d whose content is data.
+	MediaType(d digest.Digest, data []byte) string
+}
+
+// Server is a Source served on 127.0.0.1 until Close.
 type Server struct {
 	srv    *http.Server
 	ln     net.Listener
@@ -33,14 +46,14 @@ type Server struct {
 // Serve serves l read-only on a random port of 127.0.0.1, under a random
 // first path component of the repository names (Prefix): another local
 // process that finds the port cannot read the archive.
-func Serve(l *Layout) (*Server, error) {
+func Serve(l Source) (*Server, error) {
 	secret := make([]byte, 16)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("serving the archive on loopback: %w", err)
+		return nil, fmt.Errorf("serving on loopback: %w", err)
 	}
 	prefix := hex.EncodeToString(secret)
 	s := &Server{ln: ln, prefix: prefix, srv: &http.Server{Handler: Handler(l, prefix), ReadHeaderTimeout: 10 * time.Second}}
@@ -66,9 +79,9 @@ func (s *Server) Close() error {
 
 // Handler answers the pull side of the distribution API from l: GET and
 // HEAD of /v2/, /v2/NAME/manifests/TAG-OR-DIGEST and /v2/NAME/blobs/DIGEST
-// for the NAMEs under prefix ("" for any: the archive is one repository's);
+// for the NAMEs under prefix ("" for any: the source is one repository's);
 // anything else is an error in the registry's JSON form.
-func Handler(l *Layout, prefix string) http.Handler {
+func Handler(l Source, prefix string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -118,7 +131,7 @@ func route(path string) (kind, name, ref string, ok bool) {
 	return "", "", "", false
 }
 
-func serveManifest(w http.ResponseWriter, r *http.Request, l *Layout, ref string) {
+func serveManifest(w http.ResponseWriter, r *http.Request, l Source, ref string) {
 	d, err := digest.Parse(ref)
 	if err != nil {
 		if !tagRE.MatchString(ref) {
@@ -146,7 +159,7 @@ func serveManifest(w http.ResponseWriter, r *http.Request, l *Layout, ref string
 		regError(w, http.StatusInternalServerError, "UNKNOWN", err.Error())
 		return
 	}
-	serve(w, r, io.NewSectionReader(strings.NewReader(string(data)), 0, int64(len(data))), l.mediaType(d, data), d)
+	serve(w, r, io.NewSectionReader(strings.NewReader(string(data)), 0, int64(len(data))), l.MediaType(d, data), d)
 }
 
 // serve sends b as content of type mt and digest d.

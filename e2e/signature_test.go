@@ -452,6 +452,61 @@ func TestSignaturePolicy(t *testing.T) {
 		}
 	})
 
+	t.Run("signatures come through the pull's mirror", func(t *testing.T) {
+		// The pods name the images at 127.0.0.1:1, where nothing answers:
+		// its hosts.toml sends the pull to the suite's registry, and the
+		// signatures must come the same way.
+		const gone = "127.0.0.1:1"
+		hostsDir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(hostsDir, gone), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		toml := fmt.Sprintf("server = \"http://%s\"\n\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", reg.Addr, reg.Addr)
+		if err := os.WriteFile(filepath.Join(hostsDir, gone, "hosts.toml"), []byte(toml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Signed as the suite's registry names it: remapped.
+		mirrored := filepath.Join(t.TempDir(), "policy.json")
+		if err := os.WriteFile(mirrored, fmt.Appendf(nil, `{"default": [{"type": "reject"}],
+ "transports": {"docker": {%q: [{"type": "sigstoreSigned", "keyPath": %q, "signedIdentity": {"type": "remapIdentity", "prefix": %q, "signedPrefix": %q}}]}}}`,
+			gone, trusted.Public, gone, reg.Addr), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mflags := []string{"--signature-policy", mirrored, "--registries-d", registriesD, "--hosts-dir", hostsDir}
+		t.Cleanup(func() { deleteImagesOf(t, gone+"/sig-signed"); deleteImagesOf(t, gone+"/sig-src") })
+
+		sigReads := func() int {
+			return strings.Count(reg.Access.String()+reg.Log.String(), "/sig-signed/manifests/sha256-")
+		}
+		before := sigReads()
+		ref := gone + "/sig-signed:1"
+		downAndCheckOnCleanup(t, "sig-mirrored")
+		path := H.WriteManifest(t, "mirrored.yaml", registryPod("sig-mirrored", ref, "", "", "", ""))
+		stdout, stderr, code := H.Podrun(t, "", append(mflags, "up", "--timeout", "2m", path)...)
+		if code != 0 || stdout != "pod/default/sig-mirrored created (Running)\n" {
+			t.Fatalf("podrun up of a signed image through a mirror: exit %d, stdout %q; stderr:\n%s\nregistry log:\n%s", code, stdout, stderr, e2eClip(reg.Log.String()))
+		}
+		if sigReads() <= before {
+			t.Errorf("the registry was not asked for the signature attachment; its log:\n%s", e2eClip(reg.Log.String()))
+		}
+
+		unsigned := gone + "/sig-src:1"
+		downAndCheckOnCleanup(t, "sig-mirrored-unsigned")
+		path = H.WriteManifest(t, "mirrored-unsigned.yaml", registryPod("sig-mirrored-unsigned", unsigned, "", "", "", ""))
+		stdout, stderr, code = H.Podrun(t, "", append(mflags, "up", "--timeout", "2m", path)...)
+		if code != 1 || stdout != "" {
+			t.Fatalf("podrun up of an unsigned image through a mirror: exit %d, stdout %q; want exit 1; stderr:\n%s", code, stdout, stderr)
+		}
+		for _, want := range []string{"SignatureValidationFailed", unsigned, fmt.Sprintf("scope docker:%q", gone), "no signature exists"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr does not say %q:\n%s", want, stderr)
+			}
+		}
+		if hasImage(t, unsigned) {
+			t.Errorf("the refused %s is in containerd", unsigned)
+		}
+	})
+
 	t.Run("a policy that does not load refuses to pull", func(t *testing.T) {
 		bad := filepath.Join(dir, "bad.json")
 		for _, tc := range []struct{ data, want string }{

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"syscall"
 	"time"
 
@@ -77,6 +78,33 @@ type PullOptions struct {
 	// again at once, resuming, while each try reads something), and caps
 	// the bytes per second of all pulls.
 	Link *pullnet.Link
+}
+
+// Attachment is an image's manifest and its sigstore signature
+// attachment, as FetchAttachment read them.
+type Attachment struct {
+	Tag      string          // the attachment's tag: sha256-HEX.sig
+	Manifest string          // the attachment manifest's digest; "": none
+	Blobs    map[string]Blob // by digest: the image's manifest, the attachment's manifest and layers
+}
+
+// Blob is a blob held in memory.
+type Blob struct {
+	MediaType string // "" when unknown
+	Data      []byte
+}
+
+// Attachment bounds: a manifest, a signature layer, and how many layers.
+const (
+	MaxAttachmentManifest = 4 << 20
+	MaxAttachmentLayer    = 4 << 20 // c/image's iolimits.MaxSignatureBodySize
+	MaxAttachmentLayers   = 64
+)
+
+// AttachmentTag is the sigstore attachment's tag of the manifest digest
+// ALG:HEX: ALG-HEX.sig.
+func AttachmentTag(digest string) string {
+	return strings.Replace(digest, ":", "-", 1) + ".sig"
 }
 
 // PullProgress is how far a pull is.
@@ -195,6 +223,13 @@ type Engine interface {
 	// that does not parse is an error wrapping ErrInvalidImageName; a
 	// refusal for want of credentials wraps ErrUnauthorized.
 	Pull(ctx context.Context, ref string, o PullOptions) (Image, error)
+	// FetchAttachment reads what the signature policy needs of image ref
+	// pulled at digest: its manifest from the local store, and its sigstore
+	// signature attachment (the tag sha256-HEX.sig of ref's repository)
+	// fetched as Pull fetches, with o (hosts, credentials, link), into
+	// memory, within bounds, keeping nothing. A registry that has no
+	// attachment is no error: Attachment.Manifest is "".
+	FetchAttachment(ctx context.Context, ref, digest string, o PullOptions) (Attachment, error)
 	// Import loads the images of an OCI or docker archive (plain, gzip or
 	// zstd) and unpacks them; sigstore attachments in the archive (tags
 	// sha256-HEX.sig, .att, .sbom) are not images: not kept.

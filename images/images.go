@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/archivereg"
 	"github.com/podrun/podrun/backoff"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/manifest"
@@ -54,10 +56,13 @@ type Options struct {
 
 // Verifier checks an image against the node's signature policy
 // (trust.Policy): ref as the pod names it, digest the manifest the pull
-// resolved, read from its registry over plain HTTP when insecure, with the
-// credential the pull used (cred zero: none). Any error refuses the image.
+// resolved. Any error refuses the image.
 type Verifier interface {
-	Verify(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential) error
+	// VerifyPulled reads the image's signatures with fetch, the way the
+	// pull went (its hosts, credential and link); or, where the policy
+	// reads them from elsewhere too, from the registry over plain HTTP
+	// when insecure, with the credential the pull used (cred zero: none).
+	VerifyPulled(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential, fetch func(context.Context) (archivereg.Source, error)) error
 	// AllowUnverified is nil when the policy lets ref run unverified
 	// (its scope accepts anything), else why not.
 	AllowUnverified(ctx context.Context, ref, digest string) error
@@ -513,7 +518,14 @@ func (m *Manager) verified(ctx context.Context, ref, domain string, img engine.I
 		return img, nil // as without a policy: nothing to verify, nothing to pin
 	}
 	insecure := registry.IsLocalhost(domain) || registry.IsInsecure(m.o.Insecure, domain)
-	if err := m.o.Verifier.Verify(ctx, ref, img.Digest, insecure, cred); err != nil {
+	fetch := func(ctx context.Context) (archivereg.Source, error) {
+		a, err := m.engine.FetchAttachment(ctx, ref, img.Digest, o)
+		if err != nil {
+			return nil, err
+		}
+		return attachmentSource(a), nil
+	}
+	if err := m.o.Verifier.VerifyPulled(ctx, ref, img.Digest, insecure, cred, fetch); err != nil {
 		if rerr := m.engine.RemoveImage(ctx, img.Ref); rerr != nil && !errors.Is(rerr, engine.ErrNotFound) {
 			err = fmt.Errorf("%w (and removing the refused image: %w)", err, rerr)
 		}
@@ -525,6 +537,20 @@ func (m *Manager) verified(ctx context.Context, ref, domain string, img engine.I
 	}
 	o.Progress = nil
 	return m.engine.Pull(ctx, pinned, o) // from the store: the content is there
+}
+
+// attachmentSource serves what FetchAttachment read: its blobs, and the
+// attachment manifest under its tag.
+func attachmentSource(a engine.Attachment) *archivereg.Blobs {
+	blobs := make(map[digest.Digest]archivereg.Blob, len(a.Blobs))
+	for d, b := range a.Blobs {
+		blobs[digest.Digest(d)] = archivereg.Blob{MediaType: b.MediaType, Data: b.Data}
+	}
+	tags := map[string]digest.Digest{}
+	if a.Manifest != "" {
+		tags[a.Tag] = digest.Digest(a.Manifest)
+	}
+	return archivereg.NewBlobs(blobs, tags)
 }
 
 // usable is the present image local of ref as a pod may use it under the

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	godigest "github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podrun/podrun/archivereg"
 	"github.com/podrun/podrun/engine"
 	"github.com/podrun/podrun/engine/fake"
 	"github.com/podrun/podrun/registry"
@@ -30,9 +35,32 @@ type fakeVerifier struct {
 	read   []string // what VerifyArchive read of each archive
 }
 
-func (v *fakeVerifier) Verify(_ context.Context, ref, digest string, insecure bool, cred registry.Credential) error {
+// VerifyPulled fetches the signatures and records the attachment it was
+// served (its tag's manifest and first layer), refusing the digests in
+// refuse.
+func (v *fakeVerifier) VerifyPulled(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential, fetch func(context.Context) (archivereg.Source, error)) error {
 	v.asked = append(v.asked, ref+" "+digest)
 	v.cred, v.insec = cred, insecure
+	src, err := fetch(ctx)
+	if err != nil {
+		return err
+	}
+	if desc, ok := src.Tagged(engine.AttachmentTag(digest)); ok {
+		m, _ := src.Blob(desc.Digest)
+		data, _ := io.ReadAll(m)
+		var manifest ocispec.Manifest
+		if err := json.Unmarshal(data, &manifest); err != nil {
+			return err
+		}
+		for _, l := range manifest.Layers {
+			b, ok := src.Blob(l.Digest)
+			if !ok {
+				return errors.New("layer not served")
+			}
+			layer, _ := io.ReadAll(b)
+			v.read = append(v.read, string(layer))
+		}
+	}
 	if v.refuse[digest] {
 		return errors.New("no signature")
 	}
@@ -79,6 +107,7 @@ func TestPullVerified(t *testing.T) {
 			fe := fake.New()
 			fe.AddRemote(engine.Image{Ref: pullRef, Digest: digest})
 			fe.AddRemote(engine.Image{Ref: pinned, Digest: digest})
+			fe.AddAttachment(digest, attachment(digest, "the signature"))
 			v := &fakeVerifier{refuse: map[string]bool{digest: tc.refuse}, strict: true}
 			m := New(fe, Options{Verifier: v, Insecure: []string{"registry.example.com"}}, time.Now)
 			img, err := m.EnsureGated(context.Background(), "uid", pullRef, corev1.PullIfNotPresent, nil)
@@ -87,6 +116,9 @@ func TestPullVerified(t *testing.T) {
 			}
 			if !v.insec {
 				t.Error("an --insecure-registry host is not verified over its insecure link")
+			}
+			if !slices.Contains(fe.Calls(), "FetchAttachment "+pullRef+" "+digest) || !slices.Equal(v.read, []string{"the signature"}) {
+				t.Errorf("the signatures were not read through the engine: calls %q, read %q", fe.Calls(), v.read)
 			}
 			if tc.wantReason == "" {
 				if err != nil || img.Ref != tc.wantRef {
@@ -255,4 +287,16 @@ func TestPullUnverifiedScope(t *testing.T) {
 	if want := []string{"unverified " + pullRef + " sha256:1"}; !slices.Equal(v.asked, want) {
 		t.Errorf("verifier asked %q, want %q", v.asked, want)
 	}
+}
+
+// attachment is a sigstore attachment of the manifest at digest with one
+// layer, payload, as the engine fetches it.
+func attachment(digest, payload string) engine.Attachment {
+	layer := godigest.FromString(payload)
+	manifest := fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"layers":[{"mediaType":"application/vnd.dev.cosign.simplesigning.v1+json","digest":%q,"size":%d}]}`, ocispec.MediaTypeImageManifest, layer, len(payload))
+	md := godigest.FromString(manifest)
+	return engine.Attachment{Tag: engine.AttachmentTag(digest), Manifest: md.String(), Blobs: map[string]engine.Blob{
+		md.String():    {MediaType: ocispec.MediaTypeImageManifest, Data: []byte(manifest)},
+		layer.String(): {Data: []byte(payload)},
+	}}
 }

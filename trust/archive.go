@@ -35,12 +35,19 @@ func (p *Policy) VerifyArchive(ctx context.Context, ref, digest string, archive 
 	if err != nil {
 		return s.refuse(fmt.Errorf("reading the archive's signatures: %w", err))
 	}
-	srv, err := archivereg.Serve(layout)
+	return p.allowedOn(ctx, s, layout, "")
+}
+
+// allowedOn evaluates the policy on the image s, its repository read from
+// src served on loopback for the time of the check, and its lookaside from
+// directory lookaside ("": none).
+func (p *Policy) allowedOn(ctx context.Context, s scoped, src archivereg.Source, lookaside string) error {
+	srv, err := archivereg.Serve(src)
 	if err != nil {
 		return s.refuse(err)
 	}
 	defer func() { _ = srv.Close() }()
-	sys, cleanup, err := loopbackSystem(s.named, srv.Addr(), srv.Prefix())
+	sys, cleanup, err := loopbackSystem(s.named, srv.Addr(), srv.Prefix(), lookaside)
 	if err != nil {
 		return s.refuse(err)
 	}
@@ -76,9 +83,10 @@ func (p *Policy) allowed(ctx context.Context, s scoped, sys *types.SystemContext
 
 // loopbackSystem is the c/image context that reads named's repository
 // from addr (plain HTTP) under prefix, with sigstore attachments, and
-// nothing of the host's registries.conf, registries.d or credentials;
-// cleanup removes its files.
-func loopbackSystem(named imgref.Named, addr, prefix string) (*types.SystemContext, func(), error) {
+// nothing of the host's registries.conf, registries.d or credentials; its
+// lookaside is the directory lookaside ("": an empty one). cleanup
+// removes its files.
+func loopbackSystem(named imgref.Named, addr, prefix, lookaside string) (*types.SystemContext, func(), error) {
 	dir, err := os.MkdirTemp("", "podrun-verify-")
 	if err != nil {
 		return nil, nil, err
@@ -97,6 +105,14 @@ func loopbackSystem(named imgref.Named, addr, prefix string) (*types.SystemConte
 	}
 	for _, empty := range []string{"registries.conf.d", "lookaside"} {
 		if err := os.Mkdir(filepath.Join(dir, empty), 0o700); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+	}
+	if lookaside != "" {
+		// c/image reads the lookaside of the physical repository,
+		// prefix/PATH: prefix stands for lookaside's top.
+		if err := os.Symlink(lookaside, filepath.Join(dir, "lookaside", prefix)); err != nil {
 			cleanup()
 			return nil, nil, err
 		}

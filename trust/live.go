@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/podrun/podrun/archivereg"
 	"github.com/podrun/podrun/registry"
 )
 
@@ -101,11 +102,6 @@ func (l *Live) under(check func(*Policy) error) error {
 	return check(p)
 }
 
-// Verify is Policy.Verify under the policy as it is now.
-func (l *Live) Verify(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential) error {
-	return l.under(func(p *Policy) error { return p.Verify(ctx, ref, digest, insecure, cred) })
-}
-
 // AllowUnverified is Policy.AllowUnverified under the policy as it is now
 // (nil when there is none).
 func (l *Live) AllowUnverified(ctx context.Context, ref, digest string) error {
@@ -115,4 +111,9 @@ func (l *Live) AllowUnverified(ctx context.Context, ref, digest string) error {
 // VerifyArchive is Policy.VerifyArchive under the policy as it is now.
 func (l *Live) VerifyArchive(ctx context.Context, ref, digest string, archive *io.SectionReader) error {
 	return l.under(func(p *Policy) error { return p.VerifyArchive(ctx, ref, digest, archive) })
+}
+
+// VerifyPulled is Policy.VerifyPulled under the policy as it is now.
+func (l *Live) VerifyPulled(ctx context.Context, ref, digest string, insecure bool, cred registry.Credential, fetch func(context.Context) (archivereg.Source, error)) error {
+	return l.under(func(p *Policy) error { return p.VerifyPulled(ctx, ref, digest, insecure, cred, fetch) })
 }

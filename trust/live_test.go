@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/podrun/podrun/archivereg"
 	"github.com/podrun/podrun/registry"
 )
 
@@ -53,8 +54,12 @@ func TestLiveReadsTheFileAgain(t *testing.T) {
 		allowed("changed to reject", false, `scope default`)
 		writeFile(t, dir, "policy.json", `{"default":[{"type":"trustMeNow"}]}`)
 		allowed("no longer loads", false, path, `"trustMeNow"`, "nothing runs unverified")
-		if err := l.Verify(ctx, ref, digest, true, registry.Credential{}); err == nil || !strings.Contains(err.Error(), path) {
-			t.Errorf("explicit %v: Verify while the policy does not load = %v, want a refusal naming %s", explicit, err, path)
+		fetch := func(context.Context) (archivereg.Source, error) {
+			t.Error("signatures fetched while the policy does not load")
+			return nil, errors.New("no fetch")
+		}
+		if err := l.VerifyPulled(ctx, ref, digest, true, registry.Credential{}, fetch); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("explicit %v: VerifyPulled while the policy does not load = %v, want a refusal naming %s", explicit, err, path)
 		}
 		if err := l.VerifyArchive(ctx, ref, digest, io.NewSectionReader(strings.NewReader(""), 0, 0)); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("explicit %v: VerifyArchive while the policy does not load = %v, want a refusal naming %s", explicit, err, path)

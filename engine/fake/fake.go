@@ -60,9 +60,10 @@ type Engine struct {
 	ImageGroups map[string][]uint32
 
 	mu     sync.Mutex
-	images map[string]engine.Image // local store, by normalized ref
-	remote map[string]engine.Image // what Pull can fetch, by normalized ref
-	auth   map[string][2]string    // credentials Pull needs for a remote image, by normalized ref
+	images map[string]engine.Image      // local store, by normalized ref
+	remote map[string]engine.Image      // what Pull can fetch, by normalized ref
+	auth   map[string][2]string         // credentials Pull needs for a remote image, by normalized ref
+	attach map[string]engine.Attachment // what FetchAttachment returns, by image digest
 	ctrs   map[string]*container
 	ignore map[string]bool // ids whose task only dies of SIGKILL
 	orphan map[string]bool // snapshots of creates cut off, by key (the container id)
@@ -105,6 +106,7 @@ func New() *Engine {
 		images: map[string]engine.Image{},
 		remote: map[string]engine.Image{},
 		auth:   map[string][2]string{},
+		attach: map[string]engine.Attachment{},
 		ctrs:   map[string]*container{},
 		ignore: map[string]bool{},
 		orphan: map[string]bool{},
@@ -146,6 +148,13 @@ func (e *Engine) AddRemote(img engine.Image) {
 	defer e.mu.Unlock()
 	img.Ref = Normalize(img.Ref)
 	e.remote[img.Ref] = img
+}
+
+// AddAttachment makes FetchAttachment of an image at digest return a.
+func (e *Engine) AddAttachment(digest string, a engine.Attachment) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.attach[digest] = a
 }
 
 // RequireAuth makes Pull of a remote image (added with AddRemote) require

@@ -1,4 +1,4 @@
-// The fake's images: Image, Pull, Import, Images, Tag, ImageFS, RemoveImage.
+// The fake's images: Image, Pull, FetchAttachment, Import, Images, Tag, ImageFS, RemoveImage.
 
 package fake
 
@@ -169,4 +169,18 @@ func Normalize(ref string) string {
 		out += "@" + digest
 	}
 	return out
+}
+
+// FetchAttachment returns what AddAttachment gave for digest; else no
+// attachment (and no blobs).
+func (e *Engine) FetchAttachment(ctx context.Context, ref, digest string, _ engine.PullOptions) (engine.Attachment, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.begin(ctx, "FetchAttachment", ref, digest); err != nil {
+		return engine.Attachment{}, err
+	}
+	if a, ok := e.attach[digest]; ok {
+		return a, nil
+	}
+	return engine.Attachment{Tag: engine.AttachmentTag(digest), Blobs: map[string]engine.Blob{}}, nil
 }
