@@ -46,6 +46,7 @@ type daemonPod struct {
 	value     string // the container's env VALUE: changing it changes the spec (and the UID)
 	marker    string // when set, a hostPath dir where the app writes <name>.<value> on SIGTERM
 	readyFile bool   // a readiness probe `cat /tmp/ready` (the app creates the file), every second
+	never     bool   // a readiness probe `false`: the pod runs but is never Ready
 	liveness  bool   // a liveness probe `true`, every second
 	echo      string // printed by the app when it starts
 }
@@ -89,6 +90,9 @@ spec:
 	}
 	if p.readyFile {
 		b.WriteString("    readinessProbe:\n      exec:\n        command: [\"cat\", \"/tmp/ready\"]\n      periodSeconds: 1\n      failureThreshold: 1\n")
+	}
+	if p.never {
+		b.WriteString("    readinessProbe:\n      exec:\n        command: [\"false\"]\n      periodSeconds: 1\n")
 	}
 	if p.liveness {
 		b.WriteString("    livenessProbe:\n      exec:\n        command: [\"true\"]\n      periodSeconds: 1\n      failureThreshold: 3\n")

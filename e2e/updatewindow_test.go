@@ -278,26 +278,7 @@ func logTime(t *testing.T, line string) time.Time {
 func TestDaemonUpdateHeldNeverReady(t *testing.T) {
 	H.require(t)
 	const name = "uw-unready"
-	pod := func(value string) string {
-		cmd, _ := json.Marshal([]string{"sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.1; done"})
-		return fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-spec:
-  terminationGracePeriodSeconds: 2
-  containers:
-  - name: app
-    image: %s
-    command: %s
-    env:
-    - name: VALUE
-      value: %q
-    readinessProbe:
-      exec: {command: ["false"]}
-      periodSeconds: 1
-`, name, H.Image, cmd, value)
-	}
+	pod := func(value string) string { return daemonPod{name: name, value: value, never: true}.yaml() }
 	dir := t.TempDir()
 	downOnCleanup(t, name)
 	writeInPlace(t, dir, name+".yaml", pod("v1"))
