@@ -94,11 +94,13 @@ type Blob struct {
 	Data      []byte
 }
 
-// Attachment bounds: a manifest, a signature layer, and how many layers.
+// Attachment bounds: a manifest, a signature layer, how many layers, and
+// their bytes together (what a registry can make podrun hold in memory).
 const (
 	MaxAttachmentManifest = 4 << 20
 	MaxAttachmentLayer    = 4 << 20 // c/image's iolimits.MaxSignatureBodySize
 	MaxAttachmentLayers   = 64
+	MaxAttachmentBytes    = 16 << 20
 )
 
 // AttachmentTag is the sigstore attachment's tag of the manifest digest

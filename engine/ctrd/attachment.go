@@ -24,7 +24,8 @@ import (
 // (hosts.toml, credentials, the link's deadline and rate), into memory: the
 // attachment manifest (at most engine.MaxAttachmentManifest bytes) and its
 // layers (at most engine.MaxAttachmentLayers of engine.MaxAttachmentLayer
-// bytes), each checked against its digest. Nothing is written to the store.
+// bytes, engine.MaxAttachmentBytes together), each checked against its
+// digest. Nothing is written to the store.
 func (e *Engine) FetchAttachment(ctx context.Context, ref, dgst string, o engine.PullOptions) (engine.Attachment, error) {
 	ctx = e.ns(ctx)
 	ref, err := Normalize(ref)
@@ -82,8 +83,8 @@ func (e *Engine) FetchAttachment(ctx context.Context, ref, dgst string, o engine
 	if err := json.Unmarshal(data, &m); err != nil {
 		return engine.Attachment{}, fmt.Errorf("the signature attachment %s: %w", a.Tag, err)
 	}
-	if len(m.Layers) > engine.MaxAttachmentLayers {
-		return engine.Attachment{}, fmt.Errorf("the signature attachment %s has %d layers, more than %d", a.Tag, len(m.Layers), engine.MaxAttachmentLayers)
+	if err := checkLayers(m.Layers); err != nil {
+		return engine.Attachment{}, fmt.Errorf("the signature attachment %s: %w", a.Tag, err)
 	}
 	for _, l := range m.Layers {
 		data, err := fetchBounded(ctx, fetcher, l, engine.MaxAttachmentLayer)
@@ -93,6 +94,26 @@ func (e *Engine) FetchAttachment(ctx context.Context, ref, dgst string, o engine
 		a.Blobs[l.Digest.String()] = engine.Blob{MediaType: l.MediaType, Data: data}
 	}
 	return a, nil
+}
+
+// checkLayers bounds an attachment's layers before any is fetched: how
+// many, and their declared sizes together (each is bounded by
+// fetchBounded, and read to its declared size at most).
+func checkLayers(layers []ocispec.Descriptor) error {
+	if len(layers) > engine.MaxAttachmentLayers {
+		return fmt.Errorf("%d layers, more than %d", len(layers), engine.MaxAttachmentLayers)
+	}
+	var total int64
+	for _, l := range layers {
+		if l.Size < 0 || l.Size > engine.MaxAttachmentLayer {
+			return fmt.Errorf("layer %s is %d bytes, more than %d", l.Digest, l.Size, engine.MaxAttachmentLayer)
+		}
+		total += l.Size
+	}
+	if total > engine.MaxAttachmentBytes {
+		return fmt.Errorf("layers of %d bytes together, more than %d", total, engine.MaxAttachmentBytes)
+	}
+	return nil
 }
 
 // fetchBounded reads the blob desc, at most limit bytes, and checks its
