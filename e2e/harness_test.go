@@ -580,7 +580,11 @@ func (s *e2eSuite) tearDown(failed bool) error {
 			e2eShutdownIdleShim(pid)
 		}
 		for _, pid := range e2eShims(H.Address) {
-			errs = append(errs, fmt.Errorf("containerd shim pid %d still running after containerd stopped (killed)", pid))
+			// Its command line and sockets say which it is: a shim
+			// serving tasks, or a cleanup (`... delete`) that hung.
+			argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			errs = append(errs, fmt.Errorf("containerd shim pid %d still running after containerd stopped (killed): %q, listening on %v",
+				pid, strings.ReplaceAll(strings.TrimRight(string(argv), "\x00"), "\x00", " "), listeningSockets(pid)))
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
