@@ -544,7 +544,11 @@ const realKubeletCNI = `{
 
 // realKubeletConfig is kubelet-anchor's kubelet config for a kubelet of a
 // cluster: no staticPodPath, cgroup v1 allowed (this machine's), its API
-// on loopback inside the namespace.
+// on loopback inside the namespace. Node-pressure eviction at 1 %: with
+// its defaults the kubelet evicted a pod of the side-by-side test once,
+// this machine's shared disk at 15.1 % free (imagefs.available < 15 % is
+// a default: the likely signal); podrun has no node-pressure eviction to
+// compare.
 const realKubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
@@ -568,4 +572,10 @@ containerRuntimeEndpoint: unix://%[2]s
 volumePluginDir: %[3]s
 serializeImagePulls: false
 resolvConf: /etc/resolv.conf
+evictionHard:
+  memory.available: 1Mi
+  nodefs.available: 1%%
+  nodefs.inodesFree: 1%%
+  imagefs.available: 1%%
+  imagefs.inodesFree: 1%%
 `
