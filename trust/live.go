@@ -3,10 +3,8 @@ package trust
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 
 	"github.com/podrun/podrun/archivereg"
@@ -28,58 +26,38 @@ type Live struct {
 	err    error   // why the file as it is now does not load
 }
 
-// stamp is what tells the file changed: whether it exists, its content's
-// digest, or why it cannot be read. Reading a small file at each check
-// costs microseconds, and sees every change (a timestamp may not: a file
-// rewritten in place within one clock tick keeps it).
+// stamp is what tells the file changed: its content's digest, or why it
+// cannot be read. Reading a small file at each check costs microseconds,
+// and sees every change (a timestamp may not: a file rewritten in place
+// within one clock tick keeps it); what changed is parsed from the bytes
+// read, not read again.
 type stamp struct {
-	exists bool
-	sum    [sha256.Size]byte
-	err    string
+	sum [sha256.Size]byte
+	err string
+}
+
+func stampOf(data []byte, err error) stamp {
+	s := stamp{sum: sha256.Sum256(data)}
+	if err != nil {
+		s.err = err.Error()
+	}
+	return s
 }
 
 // NewLive is p, loaded from path (Load's arguments), read again when the
 // file changes.
 func NewLive(p *Policy, path string, explicit bool, registriesDir string) *Live {
-	return &Live{path: path, registriesDir: registriesDir, explicit: explicit, stamp: stampOf(path), policy: p}
-}
-
-// maxPolicySize bounds the policy file read.
-const maxPolicySize = 4 << 20
-
-func stampOf(path string) stamp {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return stamp{}
-	}
-	if err != nil {
-		return stamp{err: err.Error()}
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(f, maxPolicySize+1))
-	switch {
-	case err != nil:
-		return stamp{exists: true, err: err.Error()}
-	case n > maxPolicySize:
-		return stamp{exists: true, err: "too large"}
-	}
-	s := stamp{exists: true}
-	h.Sum(s.sum[:0])
-	return s
+	return &Live{path: path, registriesDir: registriesDir, explicit: explicit, stamp: stampOf(readPolicy(path)), policy: p}
 }
 
 // current is the policy as the file is now: nil, nil when there is none.
 func (l *Live) current() (*Policy, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if s := stampOf(l.path); s != l.stamp {
+	data, err := readPolicy(l.path)
+	if s := stampOf(data, err); s != l.stamp {
 		l.stamp = s
-		if s.err != "" {
-			l.policy, l.err = nil, fmt.Errorf("signature policy %s: %s", l.path, s.err)
-		} else {
-			l.policy, l.err = Load(l.path, l.explicit, l.registriesDir)
-		}
+		l.policy, l.err = load(l.path, data, err, l.explicit, l.registriesDir)
 	}
 	return l.policy, l.err
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/distribution/reference"
@@ -39,7 +40,29 @@ type Policy struct {
 // other failure names the file and the field: nothing runs unverified.
 // registriesDir is the registries.d(5) directory ("" for its default).
 func Load(path string, explicit bool, registriesDir string) (*Policy, error) {
-	data, err := os.ReadFile(path)
+	data, err := readPolicy(path)
+	return load(path, data, err, explicit, registriesDir)
+}
+
+// maxPolicySize bounds the policy file read.
+const maxPolicySize = 4 << 20
+
+// readPolicy reads the policy file, at most maxPolicySize bytes.
+func readPolicy(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPolicySize+1))
+	if err == nil && len(data) > maxPolicySize {
+		err = fmt.Errorf("%s: more than %d bytes", path, maxPolicySize)
+	}
+	return data, err
+}
+
+// load is Load of the file at path, read as data (or failing with err).
+func load(path string, data []byte, err error, explicit bool, registriesDir string) (*Policy, error) {
 	if errors.Is(err, os.ErrNotExist) && !explicit {
 		return nil, nil
 	}
