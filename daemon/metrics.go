@@ -3,7 +3,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -86,27 +85,21 @@ func (m *Metrics) GaugePulls(b *Pulls) {
 // gaugeUpdates exports the changed pods whose update is held back
 // (pending), by why: no update window open, or the pod holds its lock.
 func (m *Metrics) gaugeUpdates(pending func() []Pending) {
-	desc := prometheus.NewDesc("podrun_updates_pending", "Changed pods whose update waits, by reason: no update window open (window) or the running pod holds its update lock (lock).", []string{"reason"}, nil)
-	m.reg.MustRegister(collectorFunc{desc, func(ch chan<- prometheus.Metric) {
-		count := map[string]float64{updates.ReasonWindow: 0, updates.ReasonLock: 0}
-		for _, p := range pending() {
-			count[p.Reason]++
-		}
-		for _, reason := range slices.Sorted(maps.Keys(count)) {
-			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, count[reason], reason)
-		}
-	}})
+	for _, reason := range []string{updates.ReasonWindow, updates.ReasonLock} {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "podrun_updates_pending",
+			Help:        "Changed pods whose update waits, by reason: no update window open (window) or the running pod holds its update lock (lock).",
+			ConstLabels: prometheus.Labels{"reason": reason}},
+			func() float64 {
+				n := 0
+				for _, p := range pending() {
+					if p.Reason == reason {
+						n++
+					}
+				}
+				return float64(n)
+			}))
+	}
 }
-
-// collectorFunc is a prometheus.Collector of one Desc whose metrics collect
-// makes at each scrape.
-type collectorFunc struct {
-	desc    *prometheus.Desc
-	collect func(chan<- prometheus.Metric)
-}
-
-func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 
 // ObserveProbe counts a probe attempt; hand it to run.Host.ObserveProbes.
 func (m *Metrics) ObserveProbe(kind probes.Kind, o probes.Outcome, took time.Duration) {
